@@ -1,0 +1,149 @@
+// Package gatewaydns is the CoreDNS face of gatewaydns: it answers a zone from SkyDNS records
+// in etcd, held in memory and kept current by an etcd watch, so that no query waits on etcd.
+package gatewaydns
+
+import (
+	"context"
+	"errors"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/fall"
+	"github.com/coredns/coredns/plugin/pkg/upstream"
+	"github.com/coredns/coredns/request"
+	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+)
+
+const pluginName = "gatewaydns"
+
+// errNotLoaded answers SERVFAIL until the first full load: before it, "no such name" would be
+// a lie that resolvers cache.
+var errNotLoaded = errors.New("records not loaded from etcd yet")
+
+// GatewayDNS is the handler of one gatewaydns stanza.
+type GatewayDNS struct {
+	Next           plugin.Handler
+	Zones          []string
+	Fall           fall.F
+	NoApexFallback bool
+
+	backend backend
+}
+
+// backend is the index with upstream lookups added: the plugin.ServiceBackend that CoreDNS's
+// plugin.A, plugin.SRV, ... build answers from.
+type backend struct {
+	*index.Index
+	upstream *upstream.Upstream
+}
+
+// Lookup implements plugin.ServiceBackend: names outside the zone are resolved through the
+// server's own plugin chain, so a forward after this plugin resolves external CNAME targets.
+func (b backend) Lookup(ctx context.Context, state request.Request, name string, typ uint16) (*dns.Msg, error) {
+	return b.upstream.Lookup(ctx, state, name, typ)
+}
+
+// Name implements plugin.Handler.
+func (g *GatewayDNS) Name() string { return pluginName }
+
+// Ready implements ready.Readiness: ready once the first full load from etcd is in memory.
+func (g *GatewayDNS) Ready() bool { return g.backend.Loaded() }
+
+// ServeDNS implements plugin.Handler.
+func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	state := request.Request{W: w, Req: r}
+	zone := plugin.Zones(g.Zones).Matches(state.Name())
+	if zone == "" {
+		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+	}
+	if !g.backend.Loaded() {
+		return dns.RcodeServerFailure, errNotLoaded
+	}
+
+	opt := plugin.Options{NoApexFallback: g.NoApexFallback}
+	b := g.backend
+	var (
+		records, extra []dns.RR
+		truncated      bool
+		err            error
+	)
+	switch state.QType() {
+	case dns.TypeA:
+		records, truncated, err = plugin.A(ctx, b, zone, state, nil, opt)
+	case dns.TypeAAAA:
+		records, truncated, err = plugin.AAAA(ctx, b, zone, state, nil, opt)
+	case dns.TypeTXT:
+		records, truncated, err = plugin.TXT(ctx, b, zone, state, nil, opt)
+	case dns.TypeCNAME:
+		records, err = g.cname(ctx, zone, state, opt)
+	case dns.TypePTR:
+		records, err = plugin.PTR(ctx, b, zone, state, opt)
+	case dns.TypeMX:
+		records, extra, err = plugin.MX(ctx, b, zone, state, opt)
+	case dns.TypeSRV:
+		records, extra, err = plugin.SRV(ctx, b, zone, state, opt)
+	case dns.TypeSOA:
+		records, err = plugin.SOA(ctx, b, zone, state, opt)
+	case dns.TypeNS:
+		if state.Name() == zone {
+			records, extra, err = plugin.NS(ctx, b, zone, state, opt)
+			break
+		}
+		fallthrough
+	default:
+		// An A lookup tells NODATA from NXDOMAIN for the types we hold no data of.
+		_, _, err = plugin.A(ctx, b, zone, state, nil, opt)
+	}
+	if err != nil && b.IsNameError(err) {
+		if g.Fall.Through(state.Name()) {
+			return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+		}
+		return plugin.BackendError(ctx, b, zone, dns.RcodeNameError, state, nil, opt)
+	}
+	if err != nil {
+		return plugin.BackendError(ctx, b, zone, dns.RcodeServerFailure, state, err, opt)
+	}
+	if len(records) == 0 {
+		return plugin.BackendError(ctx, b, zone, dns.RcodeSuccess, state, nil, opt)
+	}
+
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.Truncated = truncated
+	m.Authoritative = true
+	m.Answer = records
+	m.Extra = extra
+	w.WriteMsg(m)
+	return dns.RcodeSuccess, nil
+}
+
+// cname answers a CNAME question. A record at the name's own key answers as in the stock
+// plugin. Records one level down (".../app/3e6bee2e", the layout external-dns and gatewaydns
+// write) give the CNAMEs that an A question for the name returns, where the stock plugin says
+// NXDOMAIN although it answers the A question with that very CNAME.
+func (g *GatewayDNS) cname(ctx context.Context, zone string, state request.Request, opt plugin.Options) ([]dns.RR, error) {
+	records, err := plugin.CNAME(ctx, g.backend, zone, state, opt)
+	if err == nil || !g.backend.IsNameError(err) {
+		return records, err
+	}
+	services, err := g.backend.Services(ctx, state, false, opt)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, s := range services {
+		if what, _ := s.HostType(); what != dns.TypeCNAME {
+			continue
+		}
+		target := dns.Fqdn(s.Host)
+		if plugin.Name(state.Name()).Matches(target) || seen[target] {
+			continue // a loop, as plugin.A skips it; or a target already given
+		}
+		seen[target] = true
+		records = append(records, s.NewCNAME(state.QName(), target))
+	}
+	return records, nil
+}
+
+var _ plugin.ServiceBackend = backend{}

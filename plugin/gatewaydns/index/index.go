@@ -1,0 +1,373 @@
+// Package index is the in-memory zone that the serve path answers from. It mirrors the etcd
+// keys under one prefix as a tree of path elements, and answers the lookups that the stock
+// etcd plugin makes with one etcd read per query (subtree, exact key, query wildcards), plus
+// RFC 4592 wildcards for stored "*" names. It implements the lookup half of
+// plugin.ServiceBackend, so that CoreDNS's own plugin.A, plugin.SRV, ... build the answers.
+//
+// Reads take a read lock and, once a name has been asked for, allocate nothing for its records:
+// the flattened answer set of every queried node is cached until a write below it.
+package index
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/etcd/msg"
+	"github.com/coredns/coredns/request"
+	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+)
+
+// Defaults of the stock etcd plugin, kept so that its data answers the same here.
+const (
+	DefaultTTL         = 300
+	defaultPriority    = 10
+	DefaultMinLeaseTTL = 30
+	DefaultMaxLeaseTTL = 86400
+	soaMinTTL          = 30
+)
+
+// ErrNotFound is the name error: no key at or below the name.
+var ErrNotFound = errors.New("key not found")
+
+// Options tune the answers.
+type Options struct {
+	Prefix      string // etcd path prefix, "skydns" by default
+	MinLeaseTTL uint32 // clamp for the remaining life of a leased key
+	MaxLeaseTTL uint32
+	// Invalid is told of every value that is skipped, once per key and value; may be nil.
+	Invalid func(key string, err error)
+	// Now is the clock for lease TTLs; time.Now when nil.
+	Now func() time.Time
+}
+
+// Index holds the records of one prefix.
+type Index struct {
+	opts Options
+	root string // record.Root(prefix)
+
+	mu      sync.RWMutex
+	tree    *node
+	count   int
+	leases  map[int64]time.Time // lease -> when it expires, as last read from etcd
+	invalid map[string]string   // key -> the value that was rejected, to report each once
+	loaded  atomic.Bool
+}
+
+// New returns an empty index; it answers nothing until Load.
+func New(opts Options) *Index {
+	if opts.Prefix == "" {
+		opts.Prefix = record.DefaultPrefix
+	}
+	if opts.MinLeaseTTL == 0 {
+		opts.MinLeaseTTL = DefaultMinLeaseTTL
+	}
+	if opts.MaxLeaseTTL == 0 {
+		opts.MaxLeaseTTL = DefaultMaxLeaseTTL
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Index{
+		opts:    opts,
+		root:    record.Root(opts.Prefix),
+		tree:    &node{},
+		leases:  map[int64]time.Time{},
+		invalid: map[string]string{},
+	}
+}
+
+// Root is the key prefix this index mirrors, e.g. "/skydns/".
+func (ix *Index) Root() string { return ix.root }
+
+// Loaded tells whether a full Load has happened.
+func (ix *Index) Loaded() bool { return ix.loaded.Load() }
+
+// Len is the number of records held.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.count
+}
+
+// Load replaces the whole content with kvs, as read by one Get at one revision. The new tree
+// is built before the lock is taken, so queries keep being answered from the old one meanwhile.
+func (ix *Index) Load(kvs []record.KV) {
+	tree := &node{}
+	count := 0
+	var rejected []rejection
+	for _, kv := range kvs {
+		e, err := ix.decode(kv)
+		if err != nil {
+			rejected = append(rejected, rejection{kv, err})
+			continue
+		}
+		if tree.put(ix.elements(kv.Key), e) {
+			count++
+		}
+	}
+	ix.mu.Lock()
+	ix.tree, ix.count = tree, count
+	clear(ix.invalid)
+	ix.reportLocked(rejected)
+	ix.mu.Unlock()
+	ix.loaded.Store(true)
+}
+
+// Apply makes the changes of one watch response, in order, under one lock.
+func (ix *Index) Apply(changes []record.Change) {
+	entries := make([]*entry, len(changes))
+	var rejected []rejection
+	for i, c := range changes {
+		if c.Deleted || !strings.HasPrefix(c.Key, ix.root) {
+			continue
+		}
+		e, err := ix.decode(c.KV)
+		if err != nil {
+			rejected = append(rejected, rejection{c.KV, err})
+			continue
+		}
+		entries[i] = e
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for i, c := range changes {
+		if !strings.HasPrefix(c.Key, ix.root) {
+			continue
+		}
+		elems := ix.elements(c.Key)
+		switch {
+		case entries[i] != nil:
+			if ix.tree.put(elems, entries[i]) {
+				ix.count++
+			}
+			delete(ix.invalid, c.Key)
+		default:
+			// A delete, or a put of a value we cannot serve: either way the key no longer
+			// answers, as the stock plugin would stop answering it correctly too.
+			if ix.tree.remove(elems) {
+				ix.count--
+			}
+			if c.Deleted {
+				delete(ix.invalid, c.Key)
+			}
+		}
+	}
+	ix.reportLocked(rejected)
+}
+
+// SetLeaseExpiry records when a lease runs out; the store refreshes it from etcd.
+func (ix *Index) SetLeaseExpiry(lease int64, at time.Time) {
+	ix.mu.Lock()
+	ix.leases[lease] = at
+	ix.mu.Unlock()
+}
+
+// ForgetLease drops a lease that etcd no longer knows.
+func (ix *Index) ForgetLease(lease int64) {
+	ix.mu.Lock()
+	delete(ix.leases, lease)
+	ix.mu.Unlock()
+}
+
+type rejection struct {
+	kv  record.KV
+	err error
+}
+
+// reportLocked tells Options.Invalid of each rejected value once per key and value, so that
+// a periodic relist or a retrying writer does not flood the log.
+func (ix *Index) reportLocked(rejected []rejection) {
+	for _, r := range rejected {
+		if prev, ok := ix.invalid[r.kv.Key]; ok && prev == string(r.kv.Value) {
+			continue
+		}
+		ix.invalid[r.kv.Key] = string(r.kv.Value)
+		if ix.opts.Invalid != nil {
+			ix.opts.Invalid(r.kv.Key, r.err)
+		}
+	}
+}
+
+func (ix *Index) decode(kv record.KV) (*entry, error) {
+	s, err := record.Decode(kv.Key, kv.Value)
+	if err != nil {
+		return nil, err
+	}
+	e := &entry{svc: s, ttl: s.TTL, lease: kv.Lease}
+	if e.svc.TTL == 0 {
+		e.svc.TTL = DefaultTTL
+	}
+	if e.svc.Priority == 0 {
+		e.svc.Priority = defaultPriority
+	}
+	return e, nil
+}
+
+// elements splits a key below the root into its path elements, literally: a key with an
+// empty element ("a//b") keeps it, as an etcd prefix read would.
+func (ix *Index) elements(key string) []string {
+	rest := strings.TrimPrefix(key, ix.root)
+	if rest == "" {
+		return nil
+	}
+	return strings.Split(rest, "/")
+}
+
+// Services implements plugin.ServiceBackend: the records for the question's name, grouped.
+func (ix *Index) Services(ctx context.Context, state request.Request, exact bool, _ plugin.Options) ([]msg.Service, error) {
+	sx, err := ix.Records(ctx, state, exact)
+	if err != nil {
+		return nil, err
+	}
+	return msg.Group(sx), nil
+}
+
+// Reverse implements plugin.ServiceBackend.
+func (ix *Index) Reverse(ctx context.Context, state request.Request, exact bool, opt plugin.Options) ([]msg.Service, error) {
+	return ix.Services(ctx, state, exact, opt)
+}
+
+// IsNameError implements plugin.ServiceBackend.
+func (ix *Index) IsNameError(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// Serial implements plugin.ServiceBackend the way the stock plugin does.
+func (ix *Index) Serial(request.Request) uint32 {
+	return uint32(ix.opts.Now().Unix()) // #nosec G115 -- SOA serial arithmetic wraps by design
+}
+
+// MinTTL implements plugin.ServiceBackend.
+func (ix *Index) MinTTL(request.Request) uint32 { return soaMinTTL }
+
+// Records implements plugin.ServiceBackend: the records a stock etcd plugin would read for the
+// question's name. Not exact: the records of every key below the name's key, or, when there
+// is none, of the name's own key. Exact: only the name's own key. A "*" or "any" label in the
+// question matches any label at that position. A name that is not there is answered by a
+// stored "*" wildcard that covers it, as RFC 4592 says.
+func (ix *Index) Records(_ context.Context, state request.Request, exact bool) ([]msg.Service, error) {
+	labels, star := ix.labels(state.Name())
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if star >= 0 {
+		return ix.wildcardQuery(labels, star, state.QType())
+	}
+	n, depth := ix.tree.walk(labels)
+	if depth < len(labels) {
+		if n = n.child("*"); n == nil {
+			return nil, ErrNotFound
+		}
+	}
+	var set *answerSet
+	if exact {
+		if n.value == nil {
+			return nil, ErrNotFound
+		}
+		set = n.exactSet()
+	} else {
+		set = n.answerSet()
+		if set == nil {
+			return nil, ErrNotFound
+		}
+	}
+	return ix.finish(set, state.QType()), nil
+}
+
+// labels turns a lower-cased query name into the path elements of its key, and reports the
+// position of the first "*" or "any" label (-1 when none), as msg.PathWithWildcard does.
+func (ix *Index) labels(name string) ([]string, int) {
+	path := msg.Path(name, ix.opts.Prefix)
+	elems := ix.elements(path + "/")
+	elems = elems[:len(elems)-1]
+	star := -1
+	for i, l := range elems {
+		if l == "*" || l == "any" {
+			star = i
+			break
+		}
+	}
+	return elems, star
+}
+
+// wildcardQuery answers a question with a "*" or "any" label: every key below the labels
+// before it whose elements match the question's, position by position.
+func (ix *Index) wildcardQuery(labels []string, star int, qtype uint16) ([]msg.Service, error) {
+	n, depth := ix.tree.walk(labels[:star])
+	if depth < star {
+		return nil, ErrNotFound
+	}
+	set := n.answerSet()
+	if set == nil {
+		return nil, ErrNotFound
+	}
+	var matched []msg.Service
+	var leased []leasedRecord
+Records:
+	for i := range set.services {
+		parts := ix.elements(set.services[i].Key)
+		if len(parts) < len(labels) {
+			continue
+		}
+		for j, l := range labels {
+			if l != "*" && l != "any" && parts[j] != l {
+				continue Records
+			}
+		}
+		if lr, ok := set.leasedAt(i); ok {
+			lr.pos = len(matched)
+			leased = append(leased, lr)
+		}
+		matched = append(matched, set.services[i])
+	}
+	return ix.finish(&answerSet{services: matched, leased: leased, hostless: set.hostless}, qtype), nil
+}
+
+// finish applies what depends on the question and the clock to a cached answer set: leased
+// TTLs, and leaving out records without a host unless TXT was asked. It copies only when one
+// of them changes something.
+func (ix *Index) finish(set *answerSet, qtype uint16) []msg.Service {
+	sx := set.services
+	if len(set.leased) > 0 {
+		sx = slices.Clone(sx)
+		now := ix.opts.Now()
+		for _, lr := range set.leased {
+			sx[lr.pos].TTL = ix.leaseTTL(lr, now)
+		}
+	}
+	if set.hostless && qtype != dns.TypeTXT {
+		kept := make([]msg.Service, 0, len(sx))
+		for _, s := range sx {
+			if s.Host != "" {
+				kept = append(kept, s)
+			}
+		}
+		sx = kept
+	}
+	return sx
+}
+
+// leaseTTL is the stock plugin's TTL of a leased key: the smaller of the record's ttl and the
+// lease's remaining life clamped to [min-lease-ttl, max-lease-ttl].
+func (ix *Index) leaseTTL(lr leasedRecord, now time.Time) uint32 {
+	var leaseTTL uint32
+	if exp, ok := ix.leases[lr.lease]; ok {
+		if left := int64(exp.Sub(now) / time.Second); left > 0 {
+			leaseTTL = uint32(min(max(left, int64(ix.opts.MinLeaseTTL)), int64(ix.opts.MaxLeaseTTL))) // #nosec G115 -- clamped to uint32 bounds
+		}
+	}
+	switch {
+	case leaseTTL == 0 && lr.ttl == 0:
+		return DefaultTTL
+	case leaseTTL == 0:
+		return lr.ttl
+	case lr.ttl == 0:
+		return leaseTTL
+	}
+	return min(leaseTTL, lr.ttl)
+}

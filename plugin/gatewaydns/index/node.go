@@ -1,0 +1,176 @@
+package index
+
+import (
+	"cmp"
+	"slices"
+	"sync/atomic"
+
+	"github.com/coredns/coredns/plugin/etcd/msg"
+)
+
+// entry is one decoded value.
+type entry struct {
+	svc   msg.Service // with the stock defaults for TTL and priority applied
+	ttl   uint32      // the value's own ttl, 0 when absent: lease arithmetic needs to know
+	lease int64
+}
+
+// node is one path element of the key tree. Children and value change only under the index's
+// write lock; the cached answer sets are filled by readers under the read lock, and reset on
+// every write at or below the node.
+type node struct {
+	children map[string]*node
+	value    *entry
+
+	below atomic.Pointer[answerSet] // what a subtree read of this key returns
+	exact atomic.Pointer[answerSet] // what an exact read of this key returns
+}
+
+// answerSet is the records of one read, sorted by key as etcd returns them.
+type answerSet struct {
+	services []msg.Service
+	leased   []leasedRecord // by position, ascending
+	hostless bool           // some record has only text: leave it out unless TXT is asked
+}
+
+// leasedRecord marks a record whose TTL follows its lease's remaining life.
+type leasedRecord struct {
+	pos   int
+	lease int64
+	ttl   uint32
+}
+
+func (s *answerSet) leasedAt(pos int) (leasedRecord, bool) {
+	for _, lr := range s.leased {
+		if lr.pos == pos {
+			return lr, true
+		}
+	}
+	return leasedRecord{}, false
+}
+
+func (s *answerSet) add(e *entry) {
+	if e.lease != 0 {
+		s.leased = append(s.leased, leasedRecord{pos: len(s.services), lease: e.lease, ttl: e.ttl})
+	}
+	if e.svc.Host == "" {
+		s.hostless = true
+	}
+	s.services = append(s.services, e.svc)
+}
+
+func (n *node) child(name string) *node {
+	if n == nil {
+		return nil
+	}
+	return n.children[name]
+}
+
+// walk follows elems down as far as the tree goes: the deepest node reached and how many
+// elements that took.
+func (n *node) walk(elems []string) (*node, int) {
+	for i, e := range elems {
+		c := n.children[e]
+		if c == nil {
+			return n, i
+		}
+		n = c
+	}
+	return n, len(elems)
+}
+
+// put stores e at elems and reports whether the key is new.
+func (n *node) put(elems []string, e *entry) bool {
+	for _, el := range elems {
+		n.below.Store(nil)
+		c := n.children[el]
+		if c == nil {
+			if n.children == nil {
+				n.children = make(map[string]*node, 1)
+			}
+			c = &node{}
+			n.children[el] = c
+		}
+		n = c
+	}
+	n.below.Store(nil)
+	n.exact.Store(nil)
+	added := n.value == nil
+	n.value = e
+	return added
+}
+
+// remove deletes the value at elems, prunes the nodes left empty, and reports whether there
+// was a value.
+func (n *node) remove(elems []string) bool {
+	path := make([]*node, 0, len(elems)+1)
+	path = append(path, n)
+	for _, el := range elems {
+		if n = n.children[el]; n == nil {
+			return false
+		}
+		path = append(path, n)
+	}
+	if n.value == nil {
+		return false
+	}
+	n.value = nil
+	n.exact.Store(nil)
+	for _, p := range path {
+		p.below.Store(nil)
+	}
+	for i := len(path) - 1; i > 0; i-- {
+		if p := path[i]; p.value != nil || len(p.children) > 0 {
+			break
+		}
+		delete(path[i-1].children, elems[i-1])
+	}
+	return true
+}
+
+// answerSet is what a stock prefix read of this key finds: every record strictly below it, or,
+// when there is none, its own. Nil when neither exists.
+func (n *node) answerSet() *answerSet {
+	if s := n.below.Load(); s != nil {
+		return s
+	}
+	var entries []*entry
+	switch {
+	case len(n.children) > 0:
+		for _, c := range n.children {
+			entries = c.collect(entries)
+		}
+		slices.SortFunc(entries, func(a, b *entry) int { return cmp.Compare(a.svc.Key, b.svc.Key) })
+	case n.value != nil:
+		entries = []*entry{n.value}
+	default:
+		return nil
+	}
+	s := &answerSet{services: make([]msg.Service, 0, len(entries))}
+	for _, e := range entries {
+		s.add(e)
+	}
+	n.below.Store(s)
+	return s
+}
+
+// exactSet is what an exact read of this key finds; the caller checks that there is a value.
+func (n *node) exactSet() *answerSet {
+	if s := n.exact.Load(); s != nil {
+		return s
+	}
+	s := &answerSet{}
+	s.add(n.value)
+	n.exact.Store(s)
+	return s
+}
+
+func (n *node) collect(entries []*entry) []*entry {
+	if n.value != nil {
+		entries = append(entries, n.value)
+	}
+	for _, c := range n.children {
+		entries = c.collect(entries)
+	}
+	return entries
+}

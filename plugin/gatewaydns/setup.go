@@ -1,0 +1,221 @@
+package gatewaydns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+	mwtls "github.com/coredns/coredns/plugin/pkg/tls"
+	"github.com/coredns/coredns/plugin/pkg/upstream"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
+)
+
+var log = clog.NewWithPlugin(pluginName)
+
+func init() { plugin.Register(pluginName, setup) }
+
+// config is one parsed stanza. Options and defaults are the stock etcd plugin's, so that
+// renaming etcd to gatewaydns in a Corefile serves the same answers.
+type config struct {
+	zones          []string
+	prefix         string
+	etcd           store.Config
+	minLeaseTTL    uint32
+	maxLeaseTTL    uint32
+	noApexFallback bool
+	fall           []string // nil: no fallthrough; empty: every zone
+}
+
+func setup(c *caddy.Controller) error {
+	cfg, err := parse(c)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+	g, srv := newServer(cfg)
+	c.OnStartup(srv.start)
+	c.OnShutdown(srv.stop)
+	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
+		g.Next = next
+		return g
+	})
+	return nil
+}
+
+func parse(c *caddy.Controller) (*config, error) {
+	root := dnsserver.GetConfig(c).Root
+	cfg := &config{
+		prefix:      record.DefaultPrefix,
+		etcd:        store.Config{Endpoints: []string{store.DefaultEndpoint}},
+		minLeaseTTL: index.DefaultMinLeaseTTL,
+		maxLeaseTTL: index.DefaultMaxLeaseTTL,
+	}
+	if !c.Next() {
+		return nil, c.ArgErr()
+	}
+	cfg.zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
+	for c.NextBlock() {
+		if err := parseOption(c, cfg, root); err != nil {
+			return nil, err
+		}
+	}
+	if c.Next() {
+		return nil, c.Errf("%s may be used once per server block", pluginName)
+	}
+	return cfg, nil
+}
+
+func parseOption(c *caddy.Controller, cfg *config, root string) error {
+	opt := c.Val()
+	args := c.RemainingArgs()
+	switch opt {
+	case "endpoint":
+		if len(args) == 0 {
+			return c.Errf("endpoint needs at least one URL")
+		}
+		cfg.etcd.Endpoints = args
+	case "path":
+		if len(args) != 1 {
+			return c.Errf("path needs exactly one argument")
+		}
+		cfg.prefix = args[0]
+	case "credentials":
+		if len(args) != 2 {
+			return c.Errf("credentials needs 2 arguments, username and password")
+		}
+		cfg.etcd.Username, cfg.etcd.Password = args[0], args[1]
+	case "tls": // [CERT KEY [CACERT]]
+		for i := range args {
+			if !filepath.IsAbs(args[i]) && root != "" {
+				args[i] = filepath.Join(root, args[i])
+			}
+		}
+		tc, err := mwtls.NewTLSConfigFromArgs(args...)
+		if err != nil {
+			return c.Errf("tls: %v", err)
+		}
+		cfg.etcd.TLS = tc
+	case "fallthrough":
+		cfg.fall = append([]string{}, args...)
+	case "min-lease-ttl", "max-lease-ttl":
+		if len(args) != 1 {
+			return c.Errf("%s needs exactly one duration", opt)
+		}
+		ttl, err := parseTTL(args[0])
+		if err != nil {
+			return c.Errf("invalid %s %q: %v", opt, args[0], err)
+		}
+		if opt == "min-lease-ttl" {
+			cfg.minLeaseTTL = ttl
+		} else {
+			cfg.maxLeaseTTL = ttl
+		}
+	case "no_apex_fallback":
+		if len(args) != 0 {
+			return c.Errf("no_apex_fallback takes no arguments")
+		}
+		cfg.noApexFallback = true
+	case "stubzones", "debug", "upstream":
+		// Accepted and ignored, as the stock etcd plugin does, so its Corefiles keep working.
+		log.Warningf("Option %q is ignored, as in the stock etcd plugin", opt)
+	default:
+		return c.Errf("unknown property '%s'", opt)
+	}
+	return nil
+}
+
+// parseTTL reads seconds ("30") or a Go duration ("5m"), as the stock etcd plugin does.
+func parseTTL(s string) (uint32, error) {
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+		return uint32(n), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errors.New("want seconds or a duration such as 30s, 5m, 1h")
+	}
+	if d < 0 || d.Seconds() > float64(^uint32(0)) {
+		return 0, errors.New("out of range")
+	}
+	return uint32(d.Seconds()), nil
+}
+
+// server is the serve role of one stanza: an index kept current by a watcher. It starts with
+// the CoreDNS instance and stops with it, so a reload leaves nothing running.
+type server struct {
+	cfg     *config
+	index   *index.Index
+	metrics watchMetrics
+
+	mu     sync.Mutex
+	client *clientv3.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newServer(cfg *config) (*GatewayDNS, *server) {
+	zones := strings.Join(cfg.zones, " ")
+	ix := index.New(index.Options{
+		Prefix:      cfg.prefix,
+		MinLeaseTTL: cfg.minLeaseTTL,
+		MaxLeaseTTL: cfg.maxLeaseTTL,
+		Invalid: func(key string, err error) {
+			invalidRecords.WithLabelValues(zones).Inc()
+			log.Warningf("Skipping a value that cannot be served: %v", err)
+		},
+	})
+	g := &GatewayDNS{
+		Zones:          cfg.zones,
+		NoApexFallback: cfg.noApexFallback,
+		backend:        backend{Index: ix, upstream: upstream.New()},
+	}
+	if cfg.fall != nil {
+		g.Fall.SetZonesFromArgs(cfg.fall)
+	}
+	return g, &server{cfg: cfg, index: ix, metrics: watchMetrics{zones: zones, count: ix.Len}}
+}
+
+func (s *server) start() error {
+	client, err := store.NewClient(s.cfg.etcd)
+	if err != nil {
+		return fmt.Errorf("%s: %w", pluginName, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &store.Watcher{Client: client, Prefix: s.index.Root(), Sink: s.index, Observer: s.metrics, Log: log}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx)
+	}()
+	s.mu.Lock()
+	s.client, s.cancel, s.done = client, cancel, done
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *server) stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cancel == nil {
+		return nil
+	}
+	s.cancel()
+	<-s.done
+	err := s.client.Close()
+	s.cancel, s.client = nil, nil
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s: closing etcd client: %w", pluginName, err)
+	}
+	return nil
+}
