@@ -104,6 +104,9 @@ func (ix *Index) Load(kvs []record.KV) {
 	count := 0
 	var rejected []rejection
 	for _, kv := range kvs {
+		if !strings.HasPrefix(kv.Key, ix.root) {
+			continue
+		}
 		e, err := ix.decode(kv)
 		if err != nil {
 			rejected = append(rejected, rejection{kv, err})

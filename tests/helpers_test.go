@@ -1,0 +1,120 @@
+// Package tests holds the integration and end-to-end tests: real etcd, real kube-apiserver,
+// CoreDNS servers answering real DNS over UDP and TCP.
+package tests
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coredns/caddy"
+	corednstest "github.com/coredns/coredns/test"
+	"github.com/miekg/dns"
+
+	_ "github.com/gatewaydns/gatewaydns/cmd/coredns/plugins" // the binary's plugin chain
+)
+
+// freePort returns a loopback port that is free for both UDP and TCP right now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		l.Close()
+		if err == nil {
+			u.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port for UDP and TCP")
+	return 0
+}
+
+// startCoreDNS runs a Corefile in this process, as the binary would, and stops it at cleanup.
+func startCoreDNS(t testing.TB, corefile string) *caddy.Instance {
+	t.Helper()
+	inst, err := corednstest.CoreDNSServer(corefile)
+	if err != nil {
+		t.Fatalf("starting CoreDNS: %v\n%s", err, corefile)
+	}
+	t.Cleanup(func() {
+		inst.Stop()
+		for _, err := range inst.ShutdownCallbacks() {
+			t.Errorf("shutting CoreDNS down: %v", err)
+		}
+	})
+	return inst
+}
+
+// ask sends one question over net ("udp" or "tcp") and returns the reply.
+func ask(t testing.TB, netw, addr, name string, qtype uint16) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	c := &dns.Client{Net: netw, Timeout: 3 * time.Second}
+	var lastErr error
+	for range 3 {
+		r, _, err := c.Exchange(m, addr)
+		if err == nil {
+			return r
+		}
+		lastErr = err
+	}
+	t.Fatalf("%s %s %s over %s: %v", addr, name, dns.TypeToString[qtype], netw, lastErr)
+	return nil
+}
+
+// waitFor asks until cond holds for the reply, or fails after timeout.
+func waitFor(t testing.TB, timeout time.Duration, addr, name string, qtype uint16, cond func(*dns.Msg) bool) *dns.Msg {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		r := ask(t, "udp", addr, name, qtype)
+		if cond(r) {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s: condition not met within %s; last reply:\n%v", name, dns.TypeToString[qtype], timeout, r)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func hasAnswer(r *dns.Msg) bool { return r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0 }
+
+// section renders RRs order-insensitively; the SOA serial (a clock) is zeroed.
+func section(rrs []dns.RR) []string {
+	out := make([]string, 0, len(rrs))
+	for _, rr := range rrs {
+		rr = dns.Copy(rr)
+		if soa, ok := rr.(*dns.SOA); ok {
+			soa.Serial = 0
+		}
+		out = append(out, rr.String())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// render is a reply as a comparable text: flags, rcode and every section.
+func render(r *dns.Msg) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rcode=%s aa=%v tc=%v\n", dns.RcodeToString[r.Rcode], r.Authoritative, r.Truncated)
+	for _, s := range []struct {
+		name string
+		rrs  []dns.RR
+	}{{"answer", r.Answer}, {"authority", r.Ns}, {"additional", r.Extra}} {
+		fmt.Fprintf(&b, ";; %s\n", s.name)
+		for _, l := range section(s.rrs) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
