@@ -1,0 +1,126 @@
+// Package tcpproxy is a loopback TCP proxy that tests put between a client and a server to
+// cut the link (a partition) and restore it, without stopping either side.
+package tcpproxy
+
+import (
+	"io"
+	"net"
+	"sync"
+)
+
+// Proxy forwards every connection on Addr to a target while the link is up.
+type Proxy struct {
+	Addr string // host:port to dial instead of the target
+
+	target string
+	ln     net.Listener
+
+	mu    sync.Mutex
+	down  bool
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// Start listens on a free loopback port and forwards to target.
+func Start(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// Cut drops every open connection and refuses new ones until Restore.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Restore lets connections through again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
+}
+
+// Close stops the proxy and waits for its goroutines.
+func (p *Proxy) Close() error {
+	err := p.ln.Close()
+	p.Cut()
+	p.wg.Wait()
+	return err
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return // closed
+		}
+		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.wg.Add(1)
+		p.mu.Unlock()
+		go p.forward(c)
+	}
+}
+
+func (p *Proxy) forward(client net.Conn) {
+	defer p.wg.Done()
+	server, err := net.Dial("tcp", p.target)
+	if err != nil {
+		client.Close()
+		return
+	}
+	if !p.track(client, server) {
+		return
+	}
+	defer p.untrack(client, server)
+	done := make(chan struct{}, 2)
+	// A cut, or either side closing, ends the copy in one direction; then both are closed.
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		done <- struct{}{}
+	}
+	go pipe(server, client)
+	go pipe(client, server)
+	<-done
+	client.Close()
+	server.Close()
+	<-done
+}
+
+func (p *Proxy) track(conns ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down {
+		for _, c := range conns {
+			c.Close()
+		}
+		return false
+	}
+	for _, c := range conns {
+		p.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *Proxy) untrack(conns ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range conns {
+		delete(p.conns, c)
+	}
+}

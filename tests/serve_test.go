@@ -1,0 +1,200 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
+)
+
+// serveZone starts a CoreDNS that serves zone.test from endpoint with gatewaydns and returns
+// its address once it answers.
+func serveZone(t *testing.T, endpoint string, cli *clientv3.Client) string {
+	t.Helper()
+	if _, err := cli.Put(context.Background(), "/skydns/test/zone/ready/1", `{"host":"10.255.0.1"}`); err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	startCoreDNS(t, fmt.Sprintf("zone.test:%d {\n    gatewaydns {\n        endpoint %s\n    }\n}\n", port, endpoint))
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	waitFor(t, 10*time.Second, addr, "ready.zone.test.", dns.TypeA, hasAnswer)
+	return addr
+}
+
+func addresses(r *dns.Msg) []string {
+	var out []string
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			out = append(out, a.A.String())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func answersWith(ips ...string) func(*dns.Msg) bool {
+	return func(r *dns.Msg) bool { return r.Rcode == dns.RcodeSuccess && slices.Equal(addresses(r), ips) }
+}
+
+func isNXDOMAIN(r *dns.Msg) bool { return r.Rcode == dns.RcodeNameError }
+
+// TestChangesAreAnsweredWithin100ms puts, changes and deletes records in a real etcd and
+// measures how long until the running server's answers reflect each change.
+func TestChangesAreAnsweredWithin100ms(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	cli := etcd.Client(t)
+	addr := serveZone(t, etcd.ClientURL, cli)
+	ctx := context.Background()
+
+	const rounds = 20
+	var worst time.Duration
+	measure := func(what string, change func(), name string, cond func(*dns.Msg) bool) {
+		start := time.Now()
+		change()
+		waitFor(t, 2*time.Second, addr, name, dns.TypeA, cond)
+		took := time.Since(start)
+		worst = max(worst, took)
+		if took > 100*time.Millisecond {
+			t.Errorf("%s of %s took %s to be answered, want <= 100ms", what, name, took)
+		}
+	}
+	for i := range rounds {
+		name := fmt.Sprintf("app%d.zone.test.", i)
+		key := fmt.Sprintf("/skydns/test/zone/app%d/3e6bee2e", i)
+		put := func(v string) func() {
+			return func() {
+				if _, err := cli.Put(ctx, key, v); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		measure("put", put(`{"host":"10.1.0.1"}`), name, answersWith("10.1.0.1"))
+		measure("change", put(`{"host":"10.1.0.2"}`), name, answersWith("10.1.0.2"))
+		measure("delete", func() {
+			if _, err := cli.Delete(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+		}, name, isNXDOMAIN)
+	}
+	t.Logf("%d puts, changes and deletes each; slowest answered after %s", rounds, worst)
+}
+
+// TestAnswersFromMemoryWhileEtcdIsDown stops etcd and asks again: the answers must not change,
+// and once etcd is back, changes flow again.
+func TestAnswersFromMemoryWhileEtcdIsDown(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	cli := etcd.Client(t)
+	addr := serveZone(t, etcd.ClientURL, cli)
+	ctx := context.Background()
+	for i := range 10 {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/skydns/test/zone/up%d/1", i), fmt.Sprintf(`{"host":"10.2.0.%d"}`, i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 2*time.Second, addr, "up9.zone.test.", dns.TypeA, answersWith("10.2.0.10"))
+
+	etcd.Stop()
+	for round := range 3 {
+		for i := range 10 {
+			for _, netw := range []string{"udp", "tcp"} {
+				r := ask(t, netw, addr, fmt.Sprintf("up%d.zone.test.", i), dns.TypeA)
+				if want := fmt.Sprintf("10.2.0.%d", i+1); !answersWith(want)(r) {
+					t.Fatalf("round %d, etcd down: up%d over %s answered %v, want %s", round, i, netw, r, want)
+				}
+			}
+		}
+		if r := ask(t, "udp", addr, "nothere.zone.test.", dns.TypeA); !isNXDOMAIN(r) {
+			t.Fatalf("etcd down: unknown name answered %v, want NXDOMAIN", r)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	etcd.Restart()
+	if _, err := cli.Put(ctx, "/skydns/test/zone/after/1", `{"host":"10.2.1.1"}`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, addr, "after.zone.test.", dns.TypeA, answersWith("10.2.1.1"))
+}
+
+// TestReloadsAfterCompactionWithoutLosingUpdates partitions the server from etcd, makes changes,
+// compacts etcd past the server's watch revision, and heals the partition: the server must
+// reload and answer every change.
+func TestReloadsAfterCompactionWithoutLosingUpdates(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	cli := etcd.Client(t)
+	proxy, err := tcpproxy.Start(strings.TrimPrefix(etcd.ClientURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	addr := serveZone(t, "http://"+proxy.Addr, cli)
+	ctx := context.Background()
+	for _, kv := range [][2]string{{"keep", "10.3.0.1"}, {"change", "10.3.0.2"}, {"gone", "10.3.0.3"}} {
+		if _, err := cli.Put(ctx, "/skydns/test/zone/"+kv[0]+"/1", `{"host":"`+kv[1]+`"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 2*time.Second, addr, "gone.zone.test.", dns.TypeA, answersWith("10.3.0.3"))
+	before := counterValue(t, "coredns_gatewaydns_resyncs_total", "compacted")
+
+	proxy.Cut()
+	if _, err := cli.Put(ctx, "/skydns/test/zone/change/1", `{"host":"10.3.1.2"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Delete(ctx, "/skydns/test/zone/gone/1"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.Put(ctx, "/skydns/test/zone/new/1", `{"host":"10.3.1.4"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	// While cut off, the server answers what it had.
+	if r := ask(t, "udp", addr, "gone.zone.test.", dns.TypeA); !answersWith("10.3.0.3")(r) {
+		t.Fatalf("partitioned: answered %v, want the last good data", r)
+	}
+	proxy.Restore()
+
+	waitFor(t, 30*time.Second, addr, "new.zone.test.", dns.TypeA, answersWith("10.3.1.4"))
+	waitFor(t, time.Second, addr, "change.zone.test.", dns.TypeA, answersWith("10.3.1.2"))
+	waitFor(t, time.Second, addr, "gone.zone.test.", dns.TypeA, isNXDOMAIN)
+	waitFor(t, time.Second, addr, "keep.zone.test.", dns.TypeA, answersWith("10.3.0.1"))
+	if after := counterValue(t, "coredns_gatewaydns_resyncs_total", "compacted"); after <= before {
+		t.Fatalf("resyncs_total{reason=compacted} went from %v to %v: the compaction path was not taken", before, after)
+	}
+}
+
+// counterValue sums a counter of the default registry over the series with the given reason.
+func counterValue(t *testing.T, name, reason string) float64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
