@@ -1,0 +1,112 @@
+package source
+
+import (
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Config holds the filters and defaults of one gatewaydns stanza. The zero value selects every
+// object and publishes every valid name with the plugin default TTL (0).
+type Config struct {
+	// Namespaces limits routes and Ingresses to these namespaces; empty means all. Gateways
+	// are not filtered by namespace: routes may attach to a Gateway in another namespace.
+	Namespaces []string
+	// LabelSelector selects routes and Ingresses by their labels; nil selects all.
+	LabelSelector labels.Selector
+	// AnnotationFilter selects routes and Ingresses by their annotations, as external-dns's
+	// --annotation-filter does; nil selects all.
+	AnnotationFilter labels.Selector
+	// GatewayClasses limits the Gateways used to these spec.gatewayClassName values; empty
+	// means all.
+	GatewayClasses []string
+	// IngressClasses limits Ingresses to these classes (spec.ingressClassName, else the
+	// kubernetes.io/ingress.class annotation); empty means all.
+	IngressClasses []string
+	// ControllerName is this controller's name: a route or Ingress whose controller
+	// annotation is set to anything else belongs to another controller and is skipped.
+	ControllerName string
+	// DefaultTTL is the TTL of names whose object has no valid ttl annotation; 0 means the
+	// plugin default.
+	DefaultTTL uint32
+	// DomainFilter limits the names published.
+	DomainFilter DomainFilter
+	// BaseDomainFromGateway makes a Gateway's dns.openmcp.cloud/base-domain annotation a
+	// domain filter for the routes attached to it: through that Gateway a route may only
+	// publish names equal to or under the base domain. Gateways without the annotation
+	// add no restriction.
+	BaseDomainFromGateway bool
+}
+
+// selects reports whether a route or Ingress passes the namespace, label, annotation and
+// controller filters. Objects that fail are not ours: they yield no claims and no rejections.
+func (c *Config) selects(namespace string, lbls, annots map[string]string) bool {
+	if len(c.Namespaces) > 0 && !slices.Contains(c.Namespaces, namespace) {
+		return false
+	}
+	if c.LabelSelector != nil && !c.LabelSelector.Matches(labels.Set(lbls)) {
+		return false
+	}
+	if c.AnnotationFilter != nil && !c.AnnotationFilter.Matches(labels.Set(annots)) {
+		return false
+	}
+	if v, _, ok := annotation(annots, ControllerAnnotation); ok && v != c.ControllerName {
+		return false
+	}
+	return true
+}
+
+// DomainFilter limits names with external-dns semantics: a name matches a filter domain when
+// it equals it or lies under it (a filter starting with "." matches only names under it); the
+// exclusions win over the inclusions; no inclusions means every name is included.
+type DomainFilter struct {
+	include []string
+	exclude []string
+}
+
+// NewDomainFilter builds a DomainFilter; domains are lower-cased, trailing dots and empty
+// entries dropped.
+func NewDomainFilter(include, exclude []string) DomainFilter {
+	return DomainFilter{include: normalizeDomains(include), exclude: normalizeDomains(exclude)}
+}
+
+func normalizeDomains(ds []string) []string {
+	var out []string
+	for _, d := range ds {
+		if d = normalizeName(d); d != "" && d != "." {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Match reports whether name may be published.
+func (f DomainFilter) Match(name string) bool {
+	name = normalizeName(name)
+	if len(f.include) > 0 && !matchDomains(f.include, name) {
+		return false
+	}
+	return !matchDomains(f.exclude, name)
+}
+
+// IsZero reports whether the filter lets every name through.
+func (f DomainFilter) IsZero() bool { return len(f.include) == 0 && len(f.exclude) == 0 }
+
+func matchDomains(filters []string, name string) bool {
+	for _, f := range filters {
+		if inDomain(name, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// inDomain reports whether name equals domain or lies under it; a domain starting with "."
+// matches only names under it.
+func inDomain(name, domain string) bool {
+	if strings.HasPrefix(domain, ".") {
+		return strings.HasSuffix(name, domain) && len(name) > len(domain)
+	}
+	return name == domain || strings.HasSuffix(name, "."+domain)
+}

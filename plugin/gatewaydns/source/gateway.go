@@ -1,0 +1,99 @@
+package source
+
+import (
+	"fmt"
+	"slices"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+)
+
+// GatewayLookup returns a Gateway by namespace and name, ok false when it is not known.
+type GatewayLookup func(namespace, name string) (gw *gatewayv1.Gateway, ok bool)
+
+// GatewayRef names a Gateway.
+func GatewayRef(gw *gatewayv1.Gateway) record.ObjectRef {
+	return record.ObjectRef{Kind: KindGateway, Namespace: gw.Namespace, Name: gw.Name}
+}
+
+// selectsGateway applies the GatewayClass filter.
+func (c *Config) selectsGateway(gw *gatewayv1.Gateway) bool {
+	return len(c.GatewayClasses) == 0 || slices.Contains(c.GatewayClasses, string(gw.Spec.GatewayClassName))
+}
+
+// GatewayTargets returns the targets of the names published through a Gateway, sorted and
+// unique: the Gateway's target annotation (comma list) when it is set and not empty,
+// otherwise every status.addresses value (IPAddress: an A or AAAA target; Hostname: a CNAME
+// target). spec.addresses is never read: it is a request, not a fact. Unusable values are
+// reported on the Gateway and left out.
+func GatewayTargets(gw *gatewayv1.Gateway) ([]string, []Rejection) {
+	rs := newRejections(GatewayRef(gw))
+	set := map[string]struct{}{}
+	if v, key, ok := annotation(gw.Annotations, TargetAnnotation); ok && len(splitList(v)) > 0 {
+		for _, t := range splitList(v) {
+			n, _, err := normalizeTarget(t)
+			if err != nil {
+				rs.add("", CauseInvalidTarget, fmt.Sprintf("annotation %s: %v", key, err))
+				continue
+			}
+			set[n] = struct{}{}
+		}
+		return sortedSet(set), rs.sorted()
+	}
+	for _, a := range gw.Status.Addresses {
+		typ := gatewayv1.IPAddressType
+		if a.Type != nil {
+			typ = *a.Type
+		}
+		n, isIP, err := normalizeTarget(a.Value)
+		switch {
+		case typ != gatewayv1.IPAddressType && typ != gatewayv1.HostnameAddressType:
+			rs.add("", CauseInvalidTarget, fmt.Sprintf("status address %q has type %s, which cannot be published", a.Value, typ))
+		case err != nil:
+			rs.add("", CauseInvalidTarget, fmt.Sprintf("status address: %v", err))
+		case typ == gatewayv1.IPAddressType && !isIP:
+			rs.add("", CauseInvalidTarget, fmt.Sprintf("status address %q of type IPAddress is not an IP address", a.Value))
+		case typ == gatewayv1.HostnameAddressType && isIP:
+			rs.add("", CauseInvalidTarget, fmt.Sprintf("status address %q of type Hostname is an IP address", a.Value))
+		default:
+			set[n] = struct{}{}
+		}
+	}
+	return sortedSet(set), rs.sorted()
+}
+
+// GatewayRejections returns what is wrong with a Gateway itself (unusable targets, an invalid
+// base-domain annotation), to be reported on the Gateway. It is nil for Gateways that the
+// GatewayClass filter leaves out.
+func (c *Config) GatewayRejections(gw *gatewayv1.Gateway) []Rejection {
+	if !c.selectsGateway(gw) {
+		return nil
+	}
+	_, rejected := GatewayTargets(gw)
+	if _, _, err := c.baseDomain(gw); err != nil {
+		rejected = append(rejected, Rejection{Object: GatewayRef(gw), Cause: CauseBaseDomain, Reason: err.Error()})
+		slices.SortFunc(rejected, compareRejections)
+	}
+	return rejected
+}
+
+// baseDomain returns the domain that routes may publish in through gw, when
+// BaseDomainFromGateway is on and gw carries the base-domain annotation.
+func (c *Config) baseDomain(gw *gatewayv1.Gateway) (domain string, set bool, err error) {
+	if !c.BaseDomainFromGateway {
+		return "", false, nil
+	}
+	v, ok := gw.Annotations[BaseDomainAnnotation]
+	if !ok {
+		return "", false, nil
+	}
+	d, err := normalizeHostname(v)
+	if err == nil && isWildcard(d) {
+		err = fmt.Errorf("hostname is a wildcard")
+	}
+	if err != nil {
+		return "", true, fmt.Errorf("annotation %s=%q is not a domain: %v", BaseDomainAnnotation, v, err)
+	}
+	return d, true, nil
+}
