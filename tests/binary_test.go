@@ -1,0 +1,264 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
+)
+
+var (
+	buildOnce sync.Once
+	builtPath string
+	buildErr  error
+)
+
+// corednsBinary is the binary under test: $GATEWAYDNS_COREDNS when set (make test sets it to
+// the ./coredns that make build wrote), else built once for this test run.
+func corednsBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("GATEWAYDNS_COREDNS"); p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return abs
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gatewaydns-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtPath = filepath.Join(dir, "coredns")
+		out, err := exec.Command("go", "build", "-o", builtPath, "../cmd/coredns").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builtPath
+}
+
+// coreDNSProcess is the binary running one Corefile of corefile.d on loopback ports.
+type coreDNSProcess struct {
+	DNS, Health, Ready, Metrics string // host:port
+	cmd                         *exec.Cmd
+	log                         *bytes.Buffer
+	done                        chan error
+}
+
+// sidecarPlugins matches the lines of the plugins that listen on a fixed default port.
+var sidecarPlugins = regexp.MustCompile(`(?m)^(\s*)(health|ready|prometheus)\b[^\n{]*`)
+
+// runCorefile starts the binary with corefile.d/NAME, its DNS port and the health, ready and
+// metrics listeners moved to free loopback ports, and env added to its environment.
+func runCorefile(t *testing.T, name string, env ...string) *coreDNSProcess {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "corefile.d", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &coreDNSProcess{
+		DNS:     fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		Health:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		Ready:   fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		Metrics: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		log:     new(bytes.Buffer),
+		done:    make(chan error, 1),
+	}
+	corefile := sidecarPlugins.ReplaceAllStringFunc(string(src), func(line string) string {
+		m := sidecarPlugins.FindStringSubmatch(line)
+		addr := map[string]string{"health": p.Health, "ready": p.Ready, "prometheus": p.Metrics}[m[2]]
+		return m[1] + m[2] + " " + addr
+	})
+	conf := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := strings.Cut(p.DNS, ":")
+	p.cmd = exec.Command(corednsBinary(t), "-conf", conf, "-dns.port", port)
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.stop(t)
+		if t.Failed() {
+			t.Logf("coredns %s output:\n%s", name, p.log.String())
+		}
+	})
+	return p
+}
+
+// waitReady polls the ready plugin until it says OK.
+func (p *coreDNSProcess) waitReady(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-p.done:
+			t.Fatalf("coredns exited before it was ready: %v\n%s", err, p.log.String())
+		default:
+		}
+		if body, code := httpGet("http://" + p.Ready + "/ready"); code == http.StatusOK {
+			_ = body
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("coredns not ready within %s\n%s", timeout, p.log.String())
+}
+
+func (p *coreDNSProcess) stop(t *testing.T) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Errorf("coredns did not stop within 10s of SIGTERM")
+	}
+}
+
+func httpGet(url string) (string, int) {
+	resp, err := http.Get(url) // #nosec G107 -- loopback test URL
+	if err != nil {
+		return "", 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b), resp.StatusCode
+}
+
+// TestBinaryServesZoneFromCorefile builds ./coredns, runs corefile.d/central.Corefile against a
+// real etcd, and asks it over UDP and TCP, as dig would.
+func TestBinaryServesZoneFromCorefile(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	cli := etcd.Client(t)
+	ctx := context.Background()
+	records := map[string]string{
+		"/skydns/cluster/openmcp/eu1/app/3e6bee2e":  `{"host":"203.0.113.10","ttl":60,"targetstrip":1,"owner":"eu1"}`,
+		"/skydns/cluster/openmcp/eu1/app/9a0c11f0":  `{"host":"203.0.113.11","ttl":60,"targetstrip":1,"owner":"eu1"}`,
+		"/skydns/cluster/openmcp/us1/shop/5d1c0e2a": `{"host":"app.eu1.openmcp.cluster","ttl":60,"targetstrip":1,"owner":"us1"}`,
+		"/skydns/cluster/openmcp/eu1/bad/00000000":  `{"host":`,
+	}
+	for i := range 80 {
+		records[fmt.Sprintf("/skydns/cluster/openmcp/eu1/many/%08x", i)] = fmt.Sprintf(`{"host":"198.51.100.%d"}`, i+1)
+	}
+	for k, v := range records {
+		if _, err := cli.Put(ctx, k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	p := runCorefile(t, "central.Corefile", "GATEWAYDNS_ETCD_ENDPOINTS="+etcd.ClientURL)
+	p.waitReady(t, 30*time.Second)
+
+	for _, netw := range []string{"udp", "tcp"} {
+		r := ask(t, netw, p.DNS, "app.eu1.openmcp.cluster.", dns.TypeA)
+		if got := addresses(r); !r.Authoritative || strings.Join(got, ",") != "203.0.113.10,203.0.113.11" {
+			t.Errorf("%s: A app.eu1 = %v", netw, r)
+		}
+		r = ask(t, netw, p.DNS, "shop.us1.openmcp.cluster.", dns.TypeA)
+		if len(r.Answer) != 3 || r.Answer[0].(*dns.CNAME).Target != "app.eu1.openmcp.cluster." {
+			t.Errorf("%s: A shop.us1 should chase the CNAME in the zone: %v", netw, r)
+		}
+		r = ask(t, netw, p.DNS, "shop.us1.openmcp.cluster.", dns.TypeCNAME)
+		if len(r.Answer) != 1 || r.Answer[0].(*dns.CNAME).Target != "app.eu1.openmcp.cluster." {
+			t.Errorf("%s: CNAME shop.us1 should answer the CNAME one level down: %v", netw, r)
+		}
+		r = ask(t, netw, p.DNS, "nothere.openmcp.cluster.", dns.TypeA)
+		if r.Rcode != dns.RcodeNameError || len(r.Ns) != 1 {
+			t.Errorf("%s: unknown name should be NXDOMAIN with SOA: %v", netw, r)
+		}
+		r = ask(t, netw, p.DNS, "bad.eu1.openmcp.cluster.", dns.TypeA)
+		if r.Rcode != dns.RcodeNameError {
+			t.Errorf("%s: a malformed value is skipped, not served nor SERVFAIL: %v", netw, r)
+		}
+	}
+	// 80 addresses do not fit a plain UDP reply: UDP truncates, TCP carries them all.
+	if r := ask(t, "udp", p.DNS, "many.eu1.openmcp.cluster.", dns.TypeA); !r.Truncated {
+		t.Errorf("UDP reply of 80 A records should be truncated, got %d answers", len(r.Answer))
+	}
+	if r := ask(t, "tcp", p.DNS, "many.eu1.openmcp.cluster.", dns.TypeA); r.Truncated || len(r.Answer) != 80 {
+		t.Errorf("TCP reply should hold all 80 A records, got %d (tc=%v)", len(r.Answer), r.Truncated)
+	}
+
+	metrics, _ := httpGet("http://" + p.Metrics + "/metrics")
+	for _, want := range []string{
+		`coredns_gatewaydns_index_records{zones="openmcp.cluster."} 83`,
+		`coredns_gatewaydns_invalid_records_total{zones="openmcp.cluster."} 1`,
+		`coredns_gatewaydns_resyncs_total{reason="start",zones="openmcp.cluster."} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if !strings.Contains(p.log.String(), "/skydns/cluster/openmcp/eu1/bad/00000000") {
+		t.Errorf("the skipped key is not logged:\n%s", p.log.String())
+	}
+}
+
+// TestBinaryRunsStockEtcdCorefileUnchanged: the drop-in promise. The stock etcd plugin's
+// Corefile runs on this binary and answers as gatewaydns does from the same store.
+func TestBinaryRunsStockEtcdCorefileUnchanged(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	if _, err := etcd.Client(t).Put(context.Background(), "/skydns/cluster/openmcp/eu1/app/3e6bee2e", `{"host":"203.0.113.10"}`); err != nil {
+		t.Fatal(err)
+	}
+	env := "GATEWAYDNS_ETCD_ENDPOINTS=" + etcd.ClientURL
+	stock := runCorefile(t, "stock-etcd.Corefile", env)
+	ours := runCorefile(t, "central.Corefile", env)
+	stock.waitReady(t, 30*time.Second)
+	ours.waitReady(t, 30*time.Second)
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{{"app.eu1.openmcp.cluster.", dns.TypeA}, {"eu1.openmcp.cluster.", dns.TypeSRV}, {"x.openmcp.cluster.", dns.TypeA}, {"app.eu1.openmcp.cluster.", dns.TypeAAAA}} {
+		for _, netw := range []string{"udp", "tcp"} {
+			if w, g := render(ask(t, netw, stock.DNS, q.name, q.qtype)), render(ask(t, netw, ours.DNS, q.name, q.qtype)); w != g {
+				t.Errorf("%s %s over %s differs\n--- stock\n%s--- gatewaydns\n%s", q.name, dns.TypeToString[q.qtype], netw, w, g)
+			}
+		}
+	}
+}
+
+// TestBinaryRefusesBadCorefile: a mistake in the stanza stops startup with a message that names
+// the option and its line.
+func TestBinaryRefusesBadCorefile(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "Corefile")
+	corefile := "openmcp.cluster {\n    gatewaydns {\n        endpoint http://127.0.0.1:1\n        endpiont http://127.0.0.1:2\n    }\n}\n"
+	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(corednsBinary(t), "-conf", conf, "-dns.port", fmt.Sprint(freePort(t)))
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("coredns started with a bad Corefile:\n%s", out)
+	}
+	if want := conf + ":4 - Error during parsing: unknown property 'endpiont'"; !strings.Contains(string(out), want) {
+		t.Fatalf("output does not name the line and option (%q):\n%s", want, out)
+	}
+}
