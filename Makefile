@@ -1,0 +1,48 @@
+# gatewaydns: CoreDNS with the gatewaydns plugin.
+#   make run             build, start a local etcd with example records, serve them on :1053
+#   make test            the whole test suite (race detector on), as CI runs it
+#   make build           ./coredns
+#   make generate        regenerate the plugin list from plugin.cfg
+#   make test-binaries   etcd, etcdctl and kube-apiserver for the tests, into ./bin
+#   make lint            gofmt and go vet
+#   make image           the container image (needs a docker engine)
+
+GITCOMMIT ?= $(shell git describe --dirty --always 2>/dev/null || echo unknown)
+LDFLAGS   := -s -w -X github.com/coredns/coredns/coremain.GitCommit=$(GITCOMMIT)
+IMAGE     ?= gatewaydns/coredns:$(GITCOMMIT)
+GO        ?= go
+TESTFLAGS ?=
+
+.PHONY: build
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o coredns ./cmd/coredns
+
+.PHONY: generate
+generate:
+	$(GO) generate ./cmd/coredns/plugins
+
+.PHONY: test-binaries
+test-binaries:
+	hack/build-test-binaries.sh bin
+
+.PHONY: test
+test: build test-binaries
+	GATEWAYDNS_COREDNS=$(CURDIR)/coredns GATEWAYDNS_TEST_BIN=$(CURDIR)/bin \
+		$(GO) test -race -count=1 -timeout 25m $(TESTFLAGS) ./...
+
+.PHONY: run
+run: build test-binaries
+	hack/run-local.sh
+
+.PHONY: lint
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+.PHONY: image
+image:
+	docker build -t $(IMAGE) .
+
+.PHONY: clean
+clean:
+	rm -rf coredns .cache
