@@ -1,0 +1,383 @@
+// Package plan decides what a writer changes in etcd: from the endpoints the sources want and
+// the keys etcd holds for those names (every owner's), the puts and deletes of the writer's own
+// keys, under a sync policy, a conflict mode and a domain filter. It is pure: no I/O, no clock.
+//
+// Rules:
+//   - Only keys whose "owner" is Input.Owner are ever put over or deleted. Keys of other owners
+//     and keys without an owner are read (for conflicts) and never touched.
+//   - Own keys are at record.Key(prefix, name, owner, target); an own key elsewhere under the
+//     name (external-dns's random suffix, a target that changed) is deleted in the same Change
+//     that puts its replacement, so the writer applies both in one transaction and the name is
+//     never without records.
+//   - Exclusive mode: an owner's claim on a name is the oldest create revision among its keys for
+//     that name; the smallest claim wins (ties: the smaller owner id). A writer that loses keeps
+//     none of its keys (as far as the policy allows deleting) and reports a Conflict. A writer
+//     with no key yet has the youngest possible claim, so it never displaces a present owner.
+package plan
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+)
+
+// Policy is what a writer may do to its own keys.
+type Policy int
+
+const (
+	// Sync creates, updates and deletes own keys.
+	Sync Policy = iota
+	// UpsertOnly creates and updates; a name that is no longer wanted keeps its records. An
+	// update of a name still wanted replaces its records (the old target's key goes), as
+	// external-dns's upsert-only does.
+	UpsertOnly
+	// CreateOnly only publishes names this owner holds no key for; it never updates or deletes.
+	CreateOnly
+)
+
+// ParsePolicy reads "sync", "upsert-only" or "create-only".
+func ParsePolicy(s string) (Policy, error) {
+	switch s {
+	case "sync":
+		return Sync, nil
+	case "upsert-only":
+		return UpsertOnly, nil
+	case "create-only":
+		return CreateOnly, nil
+	}
+	return Sync, fmt.Errorf("unknown policy %q: want sync, upsert-only or create-only", s)
+}
+
+func (p Policy) String() string {
+	switch p {
+	case Sync:
+		return "sync"
+	case UpsertOnly:
+		return "upsert-only"
+	case CreateOnly:
+		return "create-only"
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// ConflictMode is what happens when several owners publish one name.
+type ConflictMode int
+
+const (
+	// Shared: every owner publishes; the answer is the union of their targets.
+	Shared ConflictMode = iota
+	// Exclusive: the oldest claim wins; the others withdraw and report a Conflict.
+	Exclusive
+)
+
+// ParseConflictMode reads "shared" or "exclusive".
+func ParseConflictMode(s string) (ConflictMode, error) {
+	switch s {
+	case "shared":
+		return Shared, nil
+	case "exclusive":
+		return Exclusive, nil
+	}
+	return Shared, fmt.Errorf("unknown conflict mode %q: want shared or exclusive", s)
+}
+
+func (m ConflictMode) String() string {
+	if m == Exclusive {
+		return "exclusive"
+	}
+	return "shared"
+}
+
+// KV is one key read back from etcd.
+type KV struct {
+	Key            string
+	Value          []byte
+	CreateRevision int64
+	ModRevision    int64
+	Lease          int64
+}
+
+// Input is everything a plan depends on.
+type Input struct {
+	Prefix    string // the records' etcd path, e.g. "skydns"
+	Owner     string // this writer's owner id; must not be empty
+	Policy    Policy
+	Conflicts ConflictMode
+	// Lease is the lease own keys must carry (0: none). An own key with another lease is put again.
+	Lease int64
+	// Allow is the domain filter; nil allows every name. A name it refuses is left alone and
+	// reported.
+	Allow func(name string) bool
+	// Synced is false while a source has not synced: then nothing is deleted.
+	Synced bool
+	// Names are the names to plan (record.NormalizeName form). A name in Names with no desired
+	// endpoint is not wanted any more. Endpoints and keys of names not in Names are ignored.
+	Names []string
+	// Desired are the endpoints wanted, at most one per name.
+	Desired []record.Endpoint
+	// Current are the keys etcd holds one level below each name's key (record.RecordName), of
+	// every owner and of none.
+	Current []KV
+}
+
+// Put writes Value at Key, bound to Lease when not 0.
+type Put struct {
+	Key   string
+	Value []byte
+	Lease int64
+}
+
+// Change is what to do for one name. Its puts and deletes belong in one transaction, puts
+// first.
+type Change struct {
+	Name    string
+	Puts    []Put
+	Deletes []string // own keys only
+}
+
+// Ops is the number of etcd operations the change takes.
+func (c Change) Ops() int { return len(c.Puts) + len(c.Deletes) }
+
+// Conflict is a name this owner lost in exclusive mode.
+type Conflict struct {
+	Name           string
+	Winner         string // the owner holding the name
+	WinnerRevision int64  // the create revision of the winner's oldest key for the name
+	OwnRevision    int64  // ours; 0 when we hold no key
+}
+
+// Reason says why a name, or part of its change, was left alone.
+type Reason string
+
+const (
+	// ReasonDomainFilter: the name is outside the writer's domain filter.
+	ReasonDomainFilter Reason = "outside the domain filter"
+	// ReasonNotOwned: a key this owner would write is held by another owner or by no owner.
+	ReasonNotOwned Reason = "key held by another writer"
+	// ReasonPolicy: the policy forbids the change (create-only update, upsert-only delete).
+	ReasonPolicy Reason = "not allowed by the policy"
+	// ReasonNotSynced: deletes are withheld until the sources have synced.
+	ReasonNotSynced Reason = "sources not synced, deletes withheld"
+)
+
+// Skip reports a name (or its deletes) left alone.
+type Skip struct {
+	Name   string
+	Reason Reason
+	Detail string
+}
+
+// Plan is the outcome.
+type Plan struct {
+	Changes   []Change // sorted by name, only names with something to do
+	Conflicts []Conflict
+	Skipped   []Skip
+}
+
+// Make computes the plan. It panics when in.Owner is empty: a writer without an owner id
+// could not tell its keys from anybody's.
+func Make(in Input) Plan {
+	if in.Owner == "" {
+		panic("plan: empty owner id")
+	}
+	names := make([]string, 0, len(in.Names))
+	scope := make(map[string]bool, len(in.Names))
+	for _, n := range in.Names {
+		n = record.NormalizeName(n)
+		if n != "" && !scope[n] {
+			scope[n] = true
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+
+	desired := make(map[string]record.Endpoint, len(in.Desired))
+	for _, ep := range in.Desired {
+		n := record.NormalizeName(ep.Name)
+		if scope[n] {
+			ep.Name = n
+			desired[n] = ep
+		}
+	}
+	current := make(map[string][]KV)
+	for _, kv := range in.Current {
+		if n, ok := record.RecordName(in.Prefix, kv.Key); ok && scope[n] {
+			current[n] = append(current[n], kv)
+		}
+	}
+
+	var p Plan
+	for _, n := range names {
+		ep, want := desired[n]
+		planName(&p, in, n, ep, want, current[n])
+	}
+	return p
+}
+
+func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, cur []KV) {
+	own := make(map[string]KV)
+	byKey := make(map[string]string, len(cur)) // key -> owner
+	claims := make(map[string]int64)           // other owner -> oldest create revision
+	ownClaim := int64(math.MaxInt64)
+	for _, kv := range cur {
+		o := record.OwnerOf(kv.Value)
+		byKey[kv.Key] = o
+		switch {
+		case o == in.Owner:
+			own[kv.Key] = kv
+			ownClaim = min(ownClaim, kv.CreateRevision)
+		case o != "":
+			if r, ok := claims[o]; !ok || kv.CreateRevision < r {
+				claims[o] = kv.CreateRevision
+			}
+		}
+	}
+	if !wanted && len(own) == 0 {
+		return // nothing of ours, nothing wanted
+	}
+	if in.Allow != nil && !in.Allow(name) {
+		p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonDomainFilter})
+		return
+	}
+
+	// The keys we want, one per target.
+	want := make(map[string]Put)
+	if wanted {
+		for _, t := range ep.Targets {
+			k := record.Key(in.Prefix, name, in.Owner, t)
+			if o, ok := byKey[k]; ok && o != in.Owner {
+				holder := "no owner"
+				if o != "" {
+					holder = "owner " + o
+				}
+				p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonNotOwned,
+					Detail: fmt.Sprintf("key %s (target %s) is held by %s", k, t, holder)})
+				return
+			}
+			want[k] = Put{Key: k, Value: record.NewValue(ep, in.Owner, t).Encode(), Lease: in.Lease}
+		}
+	}
+
+	if wanted && in.Conflicts == Exclusive {
+		if winner, rev, lost := loses(claims, ownClaim, in.Owner); lost {
+			c := Conflict{Name: name, Winner: winner, WinnerRevision: rev}
+			if ownClaim != math.MaxInt64 {
+				c.OwnRevision = ownClaim
+			}
+			p.Conflicts = append(p.Conflicts, c)
+			want = nil // withdraw: as if not wanted
+			wanted = false
+		}
+	}
+
+	if in.Policy == CreateOnly && len(own) > 0 {
+		if !sameKeys(own, want) || changedValues(own, want) {
+			p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonPolicy,
+				Detail: "create-only: the name already has records of this owner"})
+		}
+		return
+	}
+
+	var c Change
+	c.Name = name
+	for _, k := range sortedKeys(want) {
+		put := want[k]
+		if kv, ok := own[k]; ok && kv.Lease == put.Lease && sameValue(kv.Value, put.Value) {
+			continue
+		}
+		c.Puts = append(c.Puts, put)
+	}
+	var stale []string
+	for _, k := range sortedKeys(own) {
+		if _, ok := want[k]; !ok {
+			stale = append(stale, k)
+		}
+	}
+	switch {
+	case len(stale) == 0:
+	case !in.Synced:
+		p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonNotSynced,
+			Detail: fmt.Sprintf("%d key(s) kept", len(stale))})
+	case in.Policy == UpsertOnly && !wanted:
+		p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonPolicy,
+			Detail: fmt.Sprintf("upsert-only: %d key(s) of a name no longer wanted kept", len(stale))})
+	default:
+		c.Deletes = stale
+	}
+	if c.Ops() > 0 {
+		p.Changes = append(p.Changes, c)
+	}
+}
+
+// loses reports whether some other owner's claim is older than ours.
+func loses(claims map[string]int64, ownClaim int64, owner string) (winner string, rev int64, lost bool) {
+	winner, rev = owner, ownClaim
+	for o, r := range claims {
+		if r < rev || (r == rev && o < winner) {
+			winner, rev = o, r
+		}
+	}
+	return winner, rev, winner != owner
+}
+
+func sameValue(a, b []byte) bool {
+	if string(a) == string(b) {
+		return true
+	}
+	va, err := record.ParseValue(a)
+	if err != nil {
+		return false
+	}
+	vb, err := record.ParseValue(b)
+	if err != nil {
+		return false
+	}
+	return va.Equal(vb)
+}
+
+func sameKeys(own map[string]KV, want map[string]Put) bool {
+	if len(own) != len(want) {
+		return false
+	}
+	for k := range want {
+		if _, ok := own[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func changedValues(own map[string]KV, want map[string]Put) bool {
+	for k, put := range want {
+		if kv, ok := own[k]; ok && !sameValue(kv.Value, put.Value) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// String is a short, stable description, for logs and test failures.
+func (c Change) String() string {
+	var b strings.Builder
+	b.WriteString(c.Name)
+	for _, p := range c.Puts {
+		fmt.Fprintf(&b, " +%s", p.Key)
+	}
+	for _, d := range c.Deletes {
+		fmt.Fprintf(&b, " -%s", d)
+	}
+	return b.String()
+}

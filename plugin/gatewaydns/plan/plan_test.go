@@ -1,0 +1,409 @@
+package plan
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+)
+
+const (
+	me    = "prod.ns.eu1"
+	other = "prod.ns.us1"
+	name  = "app.eu1.openmcp.cluster"
+)
+
+func key(owner, n, target string) string { return record.Key("skydns", n, owner, target) }
+
+func ep(n string, ttl uint32, targets ...string) record.Endpoint {
+	return record.Endpoint{Name: n, Targets: targets, TTL: ttl}
+}
+
+func val(owner string, e record.Endpoint, target string) []byte {
+	return record.NewValue(e, owner, target).Encode()
+}
+
+// own is our key for target as the writer writes it, created at rev.
+func own(e record.Endpoint, target string, rev int64) KV {
+	return KV{Key: key(me, e.Name, target), Value: val(me, e, target), CreateRevision: rev, ModRevision: rev}
+}
+
+func theirs(owner string, e record.Endpoint, target string, rev int64) KV {
+	return KV{Key: key(owner, e.Name, target), Value: val(owner, e, target), CreateRevision: rev, ModRevision: rev}
+}
+
+// raw is a key at an arbitrary suffix of name, as external-dns or a person writes it.
+func raw(n, suffix, value string, rev int64) KV {
+	return KV{Key: record.NamePath("skydns", n) + "/" + suffix, Value: []byte(value), CreateRevision: rev, ModRevision: rev}
+}
+
+func edns(host, owner string) string {
+	if owner == "" {
+		return fmt.Sprintf(`{"host":%q,"text":"","ttl":300,"targetstrip":1}`, host)
+	}
+	return fmt.Sprintf(`{"host":%q,"text":"","ttl":300,"targetstrip":1,"owner":%q}`, host, owner)
+}
+
+// summary renders a plan as "name: +key -key" lines, conflicts and skips.
+type summary struct {
+	changes   []string
+	conflicts []string
+	skipped   []string
+}
+
+func summarize(p Plan) summary {
+	var s summary
+	for _, c := range p.Changes {
+		s.changes = append(s.changes, c.String())
+	}
+	for _, c := range p.Conflicts {
+		s.conflicts = append(s.conflicts, fmt.Sprintf("%s lost to %s@%d", c.Name, c.Winner, c.WinnerRevision))
+	}
+	for _, k := range p.Skipped {
+		s.skipped = append(s.skipped, fmt.Sprintf("%s: %s", k.Name, k.Reason))
+	}
+	return s
+}
+
+func change(n string, puts []string, dels ...string) string {
+	c := Change{Name: n, Deletes: dels}
+	for _, p := range puts {
+		c.Puts = append(c.Puts, Put{Key: p})
+	}
+	return c.String()
+}
+
+func puts(keys ...string) []string { return keys }
+
+func TestMake(t *testing.T) {
+	web := ep(name, 60, "10.0.0.1")
+	web2 := ep(name, 60, "10.0.0.1", "10.0.0.2")
+	moved := ep(name, 60, "10.0.0.9")
+	ttl := ep(name, 30, "10.0.0.1")
+	cname := ep(name, 0, "lb.example.net")
+	wild := ep("*.apps.eu1.openmcp.cluster", 0, "10.0.0.1")
+	child := ep("x."+name, 0, "10.0.0.5")
+	withSrc := web
+	withSrc.Sources = []record.ObjectRef{{Kind: "HTTPRoute", Namespace: "ns", Name: "web"}}
+
+	tests := []struct {
+		name string
+		in   Input
+		want summary
+	}{
+		{
+			name: "new name gets one key per target",
+			in:   Input{Names: []string{name}, Desired: []record.Endpoint{web2}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1"), key(me, name, "10.0.0.2")))}},
+		},
+		{
+			name: "unchanged name writes nothing (a restart rewrites nothing)",
+			in:   Input{Names: []string{name}, Desired: []record.Endpoint{web2}, Current: []KV{own(web2, "10.0.0.1", 5), own(web2, "10.0.0.2", 5)}},
+		},
+		{
+			name: "value written by another encoder with the same content is not rewritten",
+			in: Input{Names: []string{name}, Desired: []record.Endpoint{web},
+				Current: []KV{{Key: key(me, name, "10.0.0.1"), Value: []byte(`{"owner":"` + me + `","targetstrip":1,"ttl":60,"host":"10.0.0.1","text":""}`), CreateRevision: 3}}},
+		},
+		{
+			name: "changed target puts the new key and deletes the old in one change",
+			in:   Input{Synced: true, Names: []string{name}, Desired: []record.Endpoint{moved}, Current: []KV{own(web, "10.0.0.1", 5)}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.9")), key(me, name, "10.0.0.1"))}},
+		},
+		{
+			name: "one target of two removed deletes only its key",
+			in:   Input{Synced: true, Names: []string{name}, Desired: []record.Endpoint{web}, Current: []KV{own(web2, "10.0.0.1", 5), own(web2, "10.0.0.2", 5)}},
+			want: summary{changes: []string{change(name, nil, key(me, name, "10.0.0.2"))}},
+		},
+		{
+			name: "changed ttl rewrites the value at the same key",
+			in:   Input{Names: []string{name}, Desired: []record.Endpoint{ttl}, Current: []KV{own(web, "10.0.0.1", 5)}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}},
+		},
+		{
+			name: "changed provenance rewrites the value at the same key",
+			in:   Input{Names: []string{name}, Desired: []record.Endpoint{withSrc}, Current: []KV{own(web, "10.0.0.1", 5)}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}},
+		},
+		{
+			name: "name no longer wanted: sync deletes its keys",
+			in:   Input{Synced: true, Names: []string{name}, Current: []KV{own(web2, "10.0.0.1", 5), own(web2, "10.0.0.2", 6)}},
+			want: summary{changes: []string{change(name, nil, key(me, name, "10.0.0.1"), key(me, name, "10.0.0.2"))}},
+		},
+		{
+			name: "name no longer wanted: upsert-only keeps its keys and says so",
+			in:   Input{Synced: true, Policy: UpsertOnly, Names: []string{name}, Current: []KV{own(web, "10.0.0.1", 5)}},
+			want: summary{skipped: []string{name + ": " + string(ReasonPolicy)}},
+		},
+		{
+			name: "upsert-only creates a new name",
+			in:   Input{Synced: true, Policy: UpsertOnly, Names: []string{name}, Desired: []record.Endpoint{web}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}},
+		},
+		{
+			name: "upsert-only replaces a changed target like an update",
+			in:   Input{Synced: true, Policy: UpsertOnly, Names: []string{name}, Desired: []record.Endpoint{moved}, Current: []KV{own(web, "10.0.0.1", 5)}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.9")), key(me, name, "10.0.0.1"))}},
+		},
+		{
+			name: "create-only creates a name this owner has no key for",
+			in:   Input{Synced: true, Policy: CreateOnly, Names: []string{name}, Desired: []record.Endpoint{web}, Current: []KV{theirs(other, web, "10.0.0.7", 2)}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}},
+		},
+		{
+			name: "create-only never updates a changed target",
+			in:   Input{Synced: true, Policy: CreateOnly, Names: []string{name}, Desired: []record.Endpoint{moved}, Current: []KV{own(web, "10.0.0.1", 5)}},
+			want: summary{skipped: []string{name + ": " + string(ReasonPolicy)}},
+		},
+		{
+			name: "create-only never updates a changed ttl",
+			in:   Input{Synced: true, Policy: CreateOnly, Names: []string{name}, Desired: []record.Endpoint{ttl}, Current: []KV{own(web, "10.0.0.1", 5)}},
+			want: summary{skipped: []string{name + ": " + string(ReasonPolicy)}},
+		},
+		{
+			name: "create-only never deletes a name no longer wanted",
+			in:   Input{Synced: true, Policy: CreateOnly, Names: []string{name}, Current: []KV{own(web, "10.0.0.1", 5)}},
+			want: summary{skipped: []string{name + ": " + string(ReasonPolicy)}},
+		},
+		{
+			name: "create-only with nothing changed is silent",
+			in:   Input{Synced: true, Policy: CreateOnly, Names: []string{name}, Desired: []record.Endpoint{web}, Current: []KV{own(web, "10.0.0.1", 5)}},
+		},
+		{
+			name: "sources not synced: a removed name is kept",
+			in:   Input{Synced: false, Names: []string{name}, Current: []KV{own(web, "10.0.0.1", 5)}},
+			want: summary{skipped: []string{name + ": " + string(ReasonNotSynced)}},
+		},
+		{
+			name: "sources not synced: a changed target is added but the old key kept",
+			in:   Input{Synced: false, Names: []string{name}, Desired: []record.Endpoint{moved}, Current: []KV{own(web, "10.0.0.1", 5)}},
+			want: summary{
+				changes: []string{change(name, puts(key(me, name, "10.0.0.9")))},
+				skipped: []string{name + ": " + string(ReasonNotSynced)},
+			},
+		},
+		{
+			name: "shared: another owner's keys stay and ours are added",
+			in:   Input{Synced: true, Names: []string{name}, Desired: []record.Endpoint{web}, Current: []KV{theirs(other, web, "10.0.0.7", 2)}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}},
+		},
+		{
+			name: "another owner's keys are never deleted, even when we withdraw the name",
+			in:   Input{Synced: true, Names: []string{name}, Current: []KV{theirs(other, web, "10.0.0.7", 2), own(web, "10.0.0.1", 5)}},
+			want: summary{changes: []string{change(name, nil, key(me, name, "10.0.0.1"))}},
+		},
+		{
+			name: "keys without owner are never touched",
+			in: Input{Synced: true, Names: []string{name}, Desired: []record.Endpoint{web},
+				Current: []KV{raw(name, "3e6bee2e", edns("10.0.0.1", ""), 2), raw(name, "junk0001", `not json`, 3)}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}},
+		},
+		{
+			name: "external-dns keys of a different owner are not adopted",
+			in: Input{Synced: true, Names: []string{name}, Desired: []record.Endpoint{web},
+				Current: []KV{raw(name, "3e6bee2e", edns("10.0.0.1", other), 2)}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}},
+		},
+		{
+			name: "adoption: own external-dns keys are replaced by deterministic keys in the same change",
+			in: Input{Synced: true, Names: []string{name}, Desired: []record.Endpoint{web2},
+				Current: []KV{raw(name, "3e6bee2e", edns("10.0.0.1", me), 2), raw(name, "a1b2c3d4", edns("10.0.0.2", me), 2)}},
+			want: summary{changes: []string{change(name,
+				puts(key(me, name, "10.0.0.1"), key(me, name, "10.0.0.2")),
+				record.NamePath("skydns", name)+"/3e6bee2e", record.NamePath("skydns", name)+"/a1b2c3d4")}},
+		},
+		{
+			name: "adoption is withheld on deletes until synced, but the new keys are put",
+			in: Input{Synced: false, Names: []string{name}, Desired: []record.Endpoint{web},
+				Current: []KV{raw(name, "3e6bee2e", edns("10.0.0.1", me), 2)}},
+			want: summary{
+				changes: []string{change(name, puts(key(me, name, "10.0.0.1")))},
+				skipped: []string{name + ": " + string(ReasonNotSynced)},
+			},
+		},
+		{
+			name: "exclusive: an older owner wins, we write nothing and report it",
+			in: Input{Synced: true, Conflicts: Exclusive, Names: []string{name}, Desired: []record.Endpoint{web},
+				Current: []KV{theirs(other, web, "10.0.0.7", 2)}},
+			want: summary{conflicts: []string{name + " lost to " + other + "@2"}},
+		},
+		{
+			name: "exclusive: our older claim wins and we keep writing",
+			in: Input{Synced: true, Conflicts: Exclusive, Names: []string{name}, Desired: []record.Endpoint{web2},
+				Current: []KV{own(web, "10.0.0.1", 2), theirs(other, web, "10.0.0.7", 9)}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.2")))}},
+		},
+		{
+			name: "exclusive: keys written in a race by the younger claim are withdrawn",
+			in: Input{Synced: true, Conflicts: Exclusive, Names: []string{name}, Desired: []record.Endpoint{web},
+				Current: []KV{own(web, "10.0.0.1", 8), theirs(other, web, "10.0.0.7", 7)}},
+			want: summary{
+				changes:   []string{change(name, nil, key(me, name, "10.0.0.1"))},
+				conflicts: []string{name + " lost to " + other + "@7"},
+			},
+		},
+		{
+			name: "exclusive: the claim is the oldest key of each owner",
+			in: Input{Synced: true, Conflicts: Exclusive, Names: []string{name}, Desired: []record.Endpoint{web2},
+				Current: []KV{own(web2, "10.0.0.1", 3), own(web2, "10.0.0.2", 10), theirs(other, web, "10.0.0.7", 5)}},
+		},
+		{
+			name: "exclusive: a loser under upsert-only keeps its keys and reports both",
+			in: Input{Synced: true, Policy: UpsertOnly, Conflicts: Exclusive, Names: []string{name}, Desired: []record.Endpoint{web},
+				Current: []KV{own(web, "10.0.0.1", 8), theirs(other, web, "10.0.0.7", 7)}},
+			want: summary{
+				conflicts: []string{name + " lost to " + other + "@7"},
+				skipped:   []string{name + ": " + string(ReasonPolicy)},
+			},
+		},
+		{
+			name: "exclusive: keys without owner are no claim",
+			in: Input{Synced: true, Conflicts: Exclusive, Names: []string{name}, Desired: []record.Endpoint{web},
+				Current: []KV{raw(name, "3e6bee2e", edns("10.0.0.5", ""), 1)}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}},
+		},
+		{
+			name: "exclusive: withdrawing a name we no longer want is no conflict",
+			in: Input{Synced: true, Conflicts: Exclusive, Names: []string{name},
+				Current: []KV{own(web, "10.0.0.1", 8), theirs(other, web, "10.0.0.7", 7)}},
+			want: summary{changes: []string{change(name, nil, key(me, name, "10.0.0.1"))}},
+		},
+		{
+			name: "domain filter: a refused name is reported and nothing is written",
+			in: Input{Synced: true, Names: []string{"app.other.zone"}, Desired: []record.Endpoint{ep("app.other.zone", 0, "10.0.0.1")},
+				Allow: func(n string) bool { return strings.HasSuffix(n, ".eu1.openmcp.cluster") }},
+			want: summary{skipped: []string{"app.other.zone: " + string(ReasonDomainFilter)}},
+		},
+		{
+			name: "domain filter: own keys outside the filter are left alone",
+			in: Input{Synced: true, Names: []string{"app.other.zone"}, Current: []KV{own(ep("app.other.zone", 0, "10.0.0.1"), "10.0.0.1", 3)},
+				Allow: func(n string) bool { return strings.HasSuffix(n, ".eu1.openmcp.cluster") }},
+			want: summary{skipped: []string{"app.other.zone: " + string(ReasonDomainFilter)}},
+		},
+		{
+			name: "domain filter: a refused name with nothing of ours is not reported",
+			in: Input{Synced: true, Names: []string{"app.other.zone"}, Current: []KV{theirs(other, ep("app.other.zone", 0, "10.0.0.1"), "10.0.0.1", 3)},
+				Allow: func(string) bool { return false }},
+		},
+		{
+			name: "a key we would write held by another owner skips the name",
+			in: Input{Synced: true, Names: []string{name}, Desired: []record.Endpoint{web},
+				Current: []KV{{Key: key(me, name, "10.0.0.1"), Value: val(other, web, "10.0.0.1"), CreateRevision: 2}}},
+			want: summary{skipped: []string{name + ": " + string(ReasonNotOwned)}},
+		},
+		{
+			name: "a key we would write held by no owner skips the name",
+			in: Input{Synced: true, Names: []string{name}, Desired: []record.Endpoint{web},
+				Current: []KV{{Key: key(me, name, "10.0.0.1"), Value: []byte(edns("10.0.0.1", "")), CreateRevision: 2}}},
+			want: summary{skipped: []string{name + ": " + string(ReasonNotOwned)}},
+		},
+		{
+			name: "lease mode: an own key without the lease is put again with it",
+			in:   Input{Synced: true, Lease: 42, Names: []string{name}, Desired: []record.Endpoint{web}, Current: []KV{own(web, "10.0.0.1", 5)}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}},
+		},
+		{
+			name: "lease mode: an own key with the lease is left alone",
+			in: Input{Synced: true, Lease: 42, Names: []string{name}, Desired: []record.Endpoint{web},
+				Current: []KV{{Key: key(me, name, "10.0.0.1"), Value: val(me, web, "10.0.0.1"), CreateRevision: 5, Lease: 42}}},
+		},
+		{
+			name: "leaving lease mode puts own keys again without lease",
+			in: Input{Synced: true, Names: []string{name}, Desired: []record.Endpoint{web},
+				Current: []KV{{Key: key(me, name, "10.0.0.1"), Value: val(me, web, "10.0.0.1"), CreateRevision: 5, Lease: 42}}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}},
+		},
+		{
+			name: "wildcard name lives under a * element",
+			in:   Input{Synced: true, Names: []string{wild.Name}, Desired: []record.Endpoint{wild}},
+			want: summary{changes: []string{change(wild.Name, puts(key(me, wild.Name, "10.0.0.1")))}},
+		},
+		{
+			name: "cname target",
+			in:   Input{Synced: true, Names: []string{name}, Desired: []record.Endpoint{cname}, Current: []KV{own(web, "10.0.0.1", 4)}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "lb.example.net")), key(me, name, "10.0.0.1"))}},
+		},
+		{
+			name: "keys of a name below a planned name are not its records",
+			in:   Input{Synced: true, Names: []string{name}, Desired: []record.Endpoint{web}, Current: []KV{own(web, "10.0.0.1", 4), own(child, "10.0.0.5", 4)}},
+		},
+		{
+			name: "endpoints and keys of names outside Names are ignored",
+			in:   Input{Synced: true, Names: []string{name}, Desired: []record.Endpoint{web, child}, Current: []KV{own(web, "10.0.0.1", 4), own(child, "10.0.0.6", 4)}},
+		},
+		{
+			name: "names are normalised",
+			in:   Input{Synced: true, Names: []string{"APP.eu1.openmcp.cluster."}, Desired: []record.Endpoint{ep("App.EU1.openmcp.cluster", 60, "10.0.0.1")}},
+			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}},
+		},
+		{
+			name: "several names come out sorted, each with its own change",
+			in: Input{Synced: true, Names: []string{"b." + name, name, "a." + name},
+				Desired: []record.Endpoint{ep("b."+name, 0, "10.0.0.2"), web, ep("a."+name, 0, "10.0.0.1")}},
+			want: summary{changes: []string{
+				change("a."+name, puts(key(me, "a."+name, "10.0.0.1"))),
+				change(name, puts(key(me, name, "10.0.0.1"))),
+				change("b."+name, puts(key(me, "b."+name, "10.0.0.2"))),
+			}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.Prefix = "skydns"
+			in.Owner = me
+			got := summarize(Make(in))
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("plan:\n got changes   %q\n want changes  %q\n got conflicts %q\n want          %q\n got skipped   %q\n want          %q",
+					got.changes, tc.want.changes, got.conflicts, tc.want.conflicts, got.skipped, tc.want.skipped)
+			}
+		})
+	}
+}
+
+func TestMakePutsCarryValueAndLease(t *testing.T) {
+	e := ep(name, 60, "10.0.0.1")
+	p := Make(Input{Prefix: "skydns", Owner: me, Lease: 7, Synced: true, Names: []string{name}, Desired: []record.Endpoint{e}})
+	if len(p.Changes) != 1 || len(p.Changes[0].Puts) != 1 {
+		t.Fatalf("plan %+v", p)
+	}
+	put := p.Changes[0].Puts[0]
+	if put.Lease != 7 || string(put.Value) != string(val(me, e, "10.0.0.1")) {
+		t.Fatalf("put %+v", put)
+	}
+	if record.OwnerOf(put.Value) != me {
+		t.Fatal("a put without our owner")
+	}
+}
+
+func TestMakeRefusesEmptyOwner(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic for an empty owner")
+		}
+	}()
+	Make(Input{Prefix: "skydns"})
+}
+
+func TestParse(t *testing.T) {
+	for _, s := range []string{"sync", "upsert-only", "create-only"} {
+		p, err := ParsePolicy(s)
+		if err != nil || p.String() != s {
+			t.Errorf("ParsePolicy(%q) = %v, %v", s, p, err)
+		}
+	}
+	if _, err := ParsePolicy("upsert"); err == nil {
+		t.Error("ParsePolicy accepted upsert")
+	}
+	for _, s := range []string{"shared", "exclusive"} {
+		m, err := ParseConflictMode(s)
+		if err != nil || m.String() != s {
+			t.Errorf("ParseConflictMode(%q) = %v, %v", s, m, err)
+		}
+	}
+	if _, err := ParseConflictMode("first"); err == nil {
+		t.Error("ParseConflictMode accepted first")
+	}
+}

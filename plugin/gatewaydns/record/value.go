@@ -1,0 +1,131 @@
+package record
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	"github.com/coredns/coredns/plugin/etcd/msg"
+)
+
+// Value is the JSON object gatewaydns writes at a record key: the fields of msg.Service that
+// every SkyDNS reader understands, plus "owner" (the field external-dns writes with
+// --coredns-strictly-owned) and "sources", the objects behind the record. Readers that do not
+// know the last two ignore them.
+type Value struct {
+	msg.Service
+	Owner string `json:"owner,omitempty"`
+	// Sources are the Kubernetes objects that asked for the name ("HTTPRoute/ns/name"), sorted.
+	Sources []string `json:"sources,omitempty"`
+}
+
+// NewValue is the value owner writes for one target of ep: host = target, the endpoint's TTL,
+// targetstrip 1 (as external-dns writes, so an SRV target of an IP host is the name itself).
+func NewValue(ep Endpoint, owner, target string) Value {
+	v := Value{Owner: owner}
+	v.Host = target
+	v.TTL = ep.TTL
+	v.TargetStrip = 1
+	if len(ep.Sources) > 0 {
+		v.Sources = make([]string, len(ep.Sources))
+		for i, s := range ep.Sources {
+			v.Sources[i] = s.String()
+		}
+	}
+	return v
+}
+
+// Encode is the JSON of v. The field order is fixed, so equal values encode to equal bytes.
+func (v Value) Encode() []byte {
+	b, err := json.Marshal(v)
+	if err != nil { // only strings, ints and bools: cannot happen
+		panic("record: encoding value: " + err.Error())
+	}
+	return b
+}
+
+// Equal reports whether v and o say the same thing (msg.Service.Key is not part of a value).
+func (v Value) Equal(o Value) bool {
+	a, b := v.Service, o.Service
+	a.Key, b.Key = "", ""
+	if a != b || v.Owner != o.Owner || len(v.Sources) != len(o.Sources) {
+		return false
+	}
+	for i := range v.Sources {
+		if v.Sources[i] != o.Sources[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseValue decodes a value loosely: unknown fields are ignored and nothing is validated
+// (use Decode to validate what is served).
+func ParseValue(b []byte) (Value, error) {
+	var v Value
+	err := json.Unmarshal(b, &v)
+	return v, err
+}
+
+// OwnerOf returns the "owner" field of a value, or "" when the value has none or is not a
+// JSON object (a key written by hand, or by external-dns without strict ownership).
+func OwnerOf(value []byte) string {
+	var o struct {
+		Owner string `json:"owner"`
+	}
+	if json.Unmarshal(value, &o) != nil {
+		return ""
+	}
+	return o.Owner
+}
+
+// NormalizeName lower-cases a DNS name and drops a trailing dot: the form of Endpoint.Name.
+func NormalizeName(name string) string {
+	return strings.TrimSuffix(strings.ToLower(name), ".")
+}
+
+// NamePath is the key of name under prefix, without a trailing slash: labels reversed,
+// lower-cased, e.g. NamePath("skydns", "*.apps.example.com") = "/skydns/com/example/apps/*".
+// A record of the name is one level deeper (see Key); a prefix read of NamePath+"/" returns the
+// name's records and those of every name below it.
+func NamePath(prefix, name string) string {
+	return msg.Path(NormalizeName(name), prefix)
+}
+
+// KeySuffix is the last key element of owner's record for target: the first 8 hex digits of
+// sha256(owner NUL target). It has the shape of external-dns's random suffix and is the same on
+// every run, so a restart or a resync rewrites nothing.
+func KeySuffix(owner, target string) string {
+	h := sha256.New()
+	h.Write([]byte(owner))
+	h.Write([]byte{0})
+	h.Write([]byte(strings.ToLower(target)))
+	return hex.EncodeToString(h.Sum(nil))[:8]
+}
+
+// Key is the etcd key of owner's record of name pointing to target, e.g.
+// Key("skydns", "*.a.b", "c1", "10.0.0.1") = "/skydns/b/a/*/<8 hex>".
+func Key(prefix, name, owner, target string) string {
+	return NamePath(prefix, name) + "/" + KeySuffix(owner, target)
+}
+
+// RecordName is the name a record key belongs to when the record sits one level below its
+// name's key, as every external-dns and gatewaydns record does: the key without its last
+// element, labels reversed. ok is false for a key outside prefix or directly at the root.
+func RecordName(prefix, key string) (name string, ok bool) {
+	root := Root(prefix)
+	if !strings.HasPrefix(key, root) {
+		return "", false
+	}
+	rest := strings.Trim(key[len(root):], "/")
+	i := strings.LastIndexByte(rest, '/')
+	if i <= 0 {
+		return "", false
+	}
+	labels := strings.Split(rest[:i], "/")
+	for l, r := 0, len(labels)-1; l < r; l, r = l+1, r-1 {
+		labels[l], labels[r] = labels[r], labels[l]
+	}
+	return strings.Join(labels, "."), true
+}
