@@ -18,6 +18,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -260,5 +261,60 @@ func TestBinaryRefusesBadCorefile(t *testing.T) {
 	}
 	if want := conf + ":4 - Error during parsing: unknown property 'endpiont'"; !strings.Contains(string(out), want) {
 		t.Fatalf("output does not name the line and option (%q):\n%s", want, out)
+	}
+}
+
+// TestBinaryListsEveryPlugin: -plugins names gatewaydns and every stock plugin, -version works.
+func TestBinaryListsEveryPlugin(t *testing.T) {
+	out, err := exec.Command(corednsBinary(t), "-plugins").CombinedOutput()
+	if err != nil {
+		t.Fatalf("-plugins: %v\n%s", err, out)
+	}
+	listed := map[string]bool{}
+	for _, l := range strings.Fields(string(out)) {
+		listed[strings.TrimPrefix(l, "dns.")] = true
+	}
+	stock, err := os.ReadFile("../plugin.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(stock), "\n") {
+		name, _, ok := strings.Cut(line, ":")
+		if !ok || strings.HasPrefix(name, "#") || name == "on" { // "on" is a caddy event hook, not a DNS plugin
+			continue
+		}
+		if !listed[name] {
+			t.Errorf("-plugins does not list %q", name)
+		}
+	}
+	out, err = exec.Command(corednsBinary(t), "-version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "CoreDNS-1.15.0") {
+		t.Fatalf("-version: %v\n%s", err, out)
+	}
+}
+
+// TestBinaryNotReadyUntilLoaded: with etcd out of reach at start, the server is not ready and
+// answers SERVFAIL (never a cacheable NXDOMAIN); once etcd is reachable it loads and answers.
+func TestBinaryNotReadyUntilLoaded(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	if _, err := etcd.Client(t).Put(context.Background(), "/skydns/cluster/openmcp/eu1/app/1", `{"host":"203.0.113.10"}`); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := tcpproxy.Start(strings.TrimPrefix(etcd.ClientURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	proxy.Cut()
+
+	p := runCorefile(t, "central.Corefile", "GATEWAYDNS_ETCD_ENDPOINTS=http://"+proxy.Addr)
+	waitFor(t, 10*time.Second, p.DNS, "app.eu1.openmcp.cluster.", dns.TypeA, func(r *dns.Msg) bool { return r.Rcode == dns.RcodeServerFailure })
+	if _, code := httpGet("http://" + p.Ready + "/ready"); code != http.StatusServiceUnavailable {
+		t.Fatalf("/ready answered %d before the first load, want 503", code)
+	}
+	proxy.Restore()
+	p.waitReady(t, 30*time.Second)
+	if r := ask(t, "udp", p.DNS, "app.eu1.openmcp.cluster.", dns.TypeA); !answersWith("203.0.113.10")(r) {
+		t.Fatalf("after load: %v", r)
 	}
 }

@@ -53,15 +53,20 @@ func startCoreDNS(t testing.TB, corefile string) *caddy.Instance {
 	return inst
 }
 
-// ask sends one question over net ("udp" or "tcp") and returns the reply.
-func ask(t testing.TB, netw, addr, name string, qtype uint16) *dns.Msg {
-	t.Helper()
+func exchange(netw, addr, name string, qtype uint16) (*dns.Msg, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(name), qtype)
 	c := &dns.Client{Net: netw, Timeout: 3 * time.Second}
+	r, _, err := c.Exchange(m, addr)
+	return r, err
+}
+
+// ask sends one question over net ("udp" or "tcp") and returns the reply.
+func ask(t testing.TB, netw, addr, name string, qtype uint16) *dns.Msg {
+	t.Helper()
 	var lastErr error
 	for range 3 {
-		r, _, err := c.Exchange(m, addr)
+		r, err := exchange(netw, addr, name, qtype)
 		if err == nil {
 			return r
 		}
@@ -71,17 +76,18 @@ func ask(t testing.TB, netw, addr, name string, qtype uint16) *dns.Msg {
 	return nil
 }
 
-// waitFor asks until cond holds for the reply, or fails after timeout.
+// waitFor asks until cond holds for the reply, or fails after timeout. A server that does not
+// answer yet (still starting) counts as the condition not holding.
 func waitFor(t testing.TB, timeout time.Duration, addr, name string, qtype uint16, cond func(*dns.Msg) bool) *dns.Msg {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		r := ask(t, "udp", addr, name, qtype)
-		if cond(r) {
+		r, err := exchange("udp", addr, name, qtype)
+		if err == nil && cond(r) {
 			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s %s: condition not met within %s; last reply:\n%v", name, dns.TypeToString[qtype], timeout, r)
+			t.Fatalf("%s %s: condition not met within %s; last reply: %v (error %v)", name, dns.TypeToString[qtype], timeout, r, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
