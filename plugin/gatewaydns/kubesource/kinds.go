@@ -1,0 +1,97 @@
+package kubesource
+
+import (
+	"time"
+
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	networkinginformers "k8s.io/client-go/informers/networking/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gwinformersv1 "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
+	gwinformersv1alpha2 "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1alpha2"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+)
+
+// KindNamespace is the kind of the Namespace informer (watched for allowedRoutes selectors).
+const KindNamespace = "Namespace"
+
+// gatewayIndex is the name of the route informers' index of source.ParentGatewayKeys.
+const gatewayIndex = "gateway"
+
+// gatewayKind describes a Gateway API kind: its resource and the versions that can be watched,
+// most preferred first. Discovery picks the first version the API server serves.
+type gatewayKind struct {
+	kind     string
+	resource string
+	versions []string
+	informer func(c gwclient.Interface, version string, resync time.Duration) cache.SharedIndexInformer
+	route    bool
+}
+
+// gatewayKinds are the Gateway API kinds watched, Gateway first. The versions are those that
+// source.RouteOf understands: v1 everywhere (TLSRoute is v1 from gateway-api v1.5, TCPRoute and
+// UDPRoute from v1.6), v1alpha2 for clusters whose CRDs are older.
+var gatewayKinds = []gatewayKind{
+	{kind: source.KindGateway, resource: "gateways", versions: []string{"v1"},
+		informer: func(c gwclient.Interface, _ string, resync time.Duration) cache.SharedIndexInformer {
+			return gwinformersv1.NewGatewayInformer(c, "", resync, cache.Indexers{})
+		}},
+	{kind: source.KindHTTPRoute, resource: "httproutes", versions: []string{"v1"}, route: true,
+		informer: func(c gwclient.Interface, _ string, resync time.Duration) cache.SharedIndexInformer {
+			return gwinformersv1.NewHTTPRouteInformer(c, "", resync, routeIndexers())
+		}},
+	{kind: source.KindGRPCRoute, resource: "grpcroutes", versions: []string{"v1"}, route: true,
+		informer: func(c gwclient.Interface, _ string, resync time.Duration) cache.SharedIndexInformer {
+			return gwinformersv1.NewGRPCRouteInformer(c, "", resync, routeIndexers())
+		}},
+	{kind: source.KindTLSRoute, resource: "tlsroutes", versions: []string{"v1", "v1alpha2"}, route: true,
+		informer: func(c gwclient.Interface, version string, resync time.Duration) cache.SharedIndexInformer {
+			if version == "v1alpha2" {
+				return gwinformersv1alpha2.NewTLSRouteInformer(c, "", resync, routeIndexers())
+			}
+			return gwinformersv1.NewTLSRouteInformer(c, "", resync, routeIndexers())
+		}},
+	{kind: source.KindTCPRoute, resource: "tcproutes", versions: []string{"v1", "v1alpha2"}, route: true,
+		informer: func(c gwclient.Interface, version string, resync time.Duration) cache.SharedIndexInformer {
+			if version == "v1alpha2" {
+				return gwinformersv1alpha2.NewTCPRouteInformer(c, "", resync, routeIndexers())
+			}
+			return gwinformersv1.NewTCPRouteInformer(c, "", resync, routeIndexers())
+		}},
+	{kind: source.KindUDPRoute, resource: "udproutes", versions: []string{"v1", "v1alpha2"}, route: true,
+		informer: func(c gwclient.Interface, version string, resync time.Duration) cache.SharedIndexInformer {
+			if version == "v1alpha2" {
+				return gwinformersv1alpha2.NewUDPRouteInformer(c, "", resync, routeIndexers())
+			}
+			return gwinformersv1.NewUDPRouteInformer(c, "", resync, routeIndexers())
+		}},
+}
+
+func routeIndexers() cache.Indexers {
+	return cache.Indexers{
+		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+		gatewayIndex:         source.ParentGatewayKeys,
+	}
+}
+
+func newIngressInformer(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	return networkinginformers.NewIngressInformer(c, "", resync, cache.Indexers{})
+}
+
+func newNamespaceInformer(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	return coreinformers.NewNamespaceInformer(c, resync, cache.Indexers{})
+}
+
+// apiVersionOf returns the apiVersion of an object of kind served at version, for Events.
+func apiVersionOf(kind, version string) string {
+	switch kind {
+	case source.KindIngress:
+		return "networking.k8s.io/v1"
+	case KindNamespace:
+		return "v1"
+	}
+	return gatewayv1.GroupName + "/" + version
+}

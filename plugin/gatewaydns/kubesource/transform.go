@@ -1,0 +1,197 @@
+package kubesource
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+)
+
+// slimmer builds the informers' transform function: every object is replaced by a new one that
+// holds only what the mapping (package source) and the Events need, as CoreDNS's
+// plugin/kubernetes/object does, so that the caches stay small. managedFields, route rules,
+// TLS settings, status conditions other than type and status, and annotations and labels that
+// nothing reads are dropped. The transform is idempotent.
+type slimmer struct {
+	// labelKeys are the label keys that Config.LabelSelector reads (nil: none is needed).
+	labelKeys map[string]bool
+	// annotationKeys are the annotation keys that Config.AnnotationFilter reads, besides the
+	// external-dns and gatewaydns annotations, which are always kept.
+	annotationKeys map[string]bool
+}
+
+func newSlimmer(cfg *source.Config) *slimmer {
+	return &slimmer{labelKeys: selectorKeys(cfg.LabelSelector), annotationKeys: selectorKeys(cfg.AnnotationFilter)}
+}
+
+func selectorKeys(sel labels.Selector) map[string]bool {
+	if sel == nil {
+		return nil
+	}
+	reqs, _ := sel.Requirements()
+	if len(reqs) == 0 {
+		return nil
+	}
+	keys := map[string]bool{}
+	for _, r := range reqs {
+		keys[r.Key()] = true
+	}
+	return keys
+}
+
+func (s *slimmer) keepAnnotation(key string) bool {
+	return strings.HasPrefix(key, source.AnnotationPrefix) ||
+		strings.HasPrefix(key, source.LegacyAnnotationPrefix) ||
+		key == source.BaseDomainAnnotation || key == source.IngressClassAnnotation ||
+		s.annotationKeys[key]
+}
+
+// meta keeps name, namespace, UID, resourceVersion, creationTimestamp, the annotations that are
+// read and, when allLabels is set, every label (else those the label selector reads).
+func (s *slimmer) meta(m *metav1.ObjectMeta, allLabels bool) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID,
+		ResourceVersion: m.ResourceVersion, CreationTimestamp: m.CreationTimestamp,
+	}
+	for k, v := range m.Labels {
+		if allLabels || s.labelKeys[k] {
+			if out.Labels == nil {
+				out.Labels = map[string]string{}
+			}
+			out.Labels[k] = v
+		}
+	}
+	for k, v := range m.Annotations {
+		if s.keepAnnotation(k) {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[k] = v
+		}
+	}
+	return out
+}
+
+// routeMeta is meta for routes and Ingresses: labels only as the label selector needs them.
+func (s *slimmer) routeMeta(m *metav1.ObjectMeta) metav1.ObjectMeta { return s.meta(m, false) }
+
+// Transform is a cache.TransformFunc. Objects of other types (and tombstones) pass unchanged.
+func (s *slimmer) Transform(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *gatewayv1.Gateway:
+		return s.gateway(o), nil
+	case *gatewayv1.HTTPRoute:
+		return &gatewayv1.HTTPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
+			Spec:   gatewayv1.HTTPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec), Hostnames: o.Spec.Hostnames},
+			Status: gatewayv1.HTTPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus)}}, nil
+	case *gatewayv1.GRPCRoute:
+		return &gatewayv1.GRPCRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
+			Spec:   gatewayv1.GRPCRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec), Hostnames: o.Spec.Hostnames},
+			Status: gatewayv1.GRPCRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus)}}, nil
+	case *gatewayv1.TLSRoute:
+		return &gatewayv1.TLSRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
+			Spec:   gatewayv1.TLSRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec), Hostnames: o.Spec.Hostnames},
+			Status: gatewayv1.TLSRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus)}}, nil
+	case *gatewayv1.TCPRoute:
+		return &gatewayv1.TCPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
+			Spec:   gatewayv1.TCPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec)},
+			Status: gatewayv1.TCPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus)}}, nil
+	case *gatewayv1.UDPRoute:
+		return &gatewayv1.UDPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
+			Spec:   gatewayv1.UDPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec)},
+			Status: gatewayv1.UDPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus)}}, nil
+	case *gatewayv1alpha2.TLSRoute:
+		out := &gatewayv1alpha2.TLSRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
+		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec)
+		out.Spec.Hostnames = o.Spec.Hostnames
+		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus)
+		return out, nil
+	case *gatewayv1alpha2.TCPRoute:
+		out := &gatewayv1alpha2.TCPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
+		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec)
+		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus)
+		return out, nil
+	case *gatewayv1alpha2.UDPRoute:
+		out := &gatewayv1alpha2.UDPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
+		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec)
+		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus)
+		return out, nil
+	case *networkingv1.Ingress:
+		return s.ingress(o), nil
+	case *corev1.Namespace:
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion, Labels: o.Labels,
+		}}, nil
+	}
+	return obj, nil
+}
+
+func (s *slimmer) gateway(o *gatewayv1.Gateway) *gatewayv1.Gateway {
+	m := s.meta(&o.ObjectMeta, false)
+	m.Labels = nil // no Gateway filter reads labels
+	out := &gatewayv1.Gateway{ObjectMeta: m}
+	out.Spec.GatewayClassName = o.Spec.GatewayClassName
+	if len(o.Spec.Listeners) > 0 {
+		out.Spec.Listeners = make([]gatewayv1.Listener, len(o.Spec.Listeners))
+		for i, l := range o.Spec.Listeners {
+			out.Spec.Listeners[i] = gatewayv1.Listener{
+				Name: l.Name, Hostname: l.Hostname, Port: l.Port, Protocol: l.Protocol, AllowedRoutes: l.AllowedRoutes,
+			}
+		}
+	}
+	out.Status.Addresses = o.Status.Addresses
+	return out
+}
+
+func (s *slimmer) ingress(o *networkingv1.Ingress) *networkingv1.Ingress {
+	out := &networkingv1.Ingress{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
+	out.Spec.IngressClassName = o.Spec.IngressClassName
+	for _, r := range o.Spec.Rules {
+		if r.Host != "" {
+			out.Spec.Rules = append(out.Spec.Rules, networkingv1.IngressRule{Host: r.Host})
+		}
+	}
+	for _, t := range o.Spec.TLS {
+		if len(t.Hosts) > 0 {
+			out.Spec.TLS = append(out.Spec.TLS, networkingv1.IngressTLS{Hosts: t.Hosts})
+		}
+	}
+	for _, lb := range o.Status.LoadBalancer.Ingress {
+		out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress,
+			networkingv1.IngressLoadBalancerIngress{IP: lb.IP, Hostname: lb.Hostname})
+	}
+	return out
+}
+
+func slimCommon(c gatewayv1.CommonRouteSpec) gatewayv1.CommonRouteSpec {
+	return gatewayv1.CommonRouteSpec{ParentRefs: c.ParentRefs}
+}
+
+// slimRouteStatus keeps, for each parent, the reference and the type and status of its
+// conditions (source reads only Accepted=True).
+func slimRouteStatus(st gatewayv1.RouteStatus) gatewayv1.RouteStatus {
+	if len(st.Parents) == 0 {
+		return gatewayv1.RouteStatus{}
+	}
+	out := gatewayv1.RouteStatus{Parents: make([]gatewayv1.RouteParentStatus, len(st.Parents))}
+	for i, p := range st.Parents {
+		ps := gatewayv1.RouteParentStatus{ParentRef: p.ParentRef}
+		if len(p.Conditions) > 0 {
+			ps.Conditions = make([]metav1.Condition, len(p.Conditions))
+			for j, c := range p.Conditions {
+				ps.Conditions[j] = metav1.Condition{Type: c.Type, Status: c.Status}
+			}
+		}
+		out.Parents[i] = ps
+	}
+	return out
+}
+
+var _ cache.TransformFunc = (&slimmer{}).Transform
