@@ -28,7 +28,8 @@ type GatewayDNS struct {
 	Fall           fall.F
 	NoApexFallback bool
 
-	backend backend
+	backend *backend    // nil when the stanza only publishes
+	ready   func() bool // every role of the stanza is ready
 }
 
 // backend is the index with upstream lookups added: the plugin.ServiceBackend that CoreDNS's
@@ -40,21 +41,22 @@ type backend struct {
 
 // Lookup implements plugin.ServiceBackend: names outside the zone are resolved through the
 // server's own plugin chain, so a forward after this plugin resolves external CNAME targets.
-func (b backend) Lookup(ctx context.Context, state request.Request, name string, typ uint16) (*dns.Msg, error) {
+func (b *backend) Lookup(ctx context.Context, state request.Request, name string, typ uint16) (*dns.Msg, error) {
 	return b.upstream.Lookup(ctx, state, name, typ)
 }
 
 // Name implements plugin.Handler.
 func (g *GatewayDNS) Name() string { return pluginName }
 
-// Ready implements ready.Readiness: ready once the first full load from etcd is in memory.
-func (g *GatewayDNS) Ready() bool { return g.backend.Loaded() }
+// Ready implements ready.Readiness: ready once the first full load from etcd is in memory and,
+// when the stanza publishes, the Kubernetes caches have synced.
+func (g *GatewayDNS) Ready() bool { return g.ready() }
 
 // ServeDNS implements plugin.Handler.
 func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
 	zone := plugin.Zones(g.Zones).Matches(state.Name())
-	if zone == "" {
+	if zone == "" || g.backend == nil {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
 	if !g.backend.Loaded() {
@@ -146,4 +148,4 @@ func (g *GatewayDNS) cname(ctx context.Context, zone string, state request.Reque
 	return records, nil
 }
 
-var _ plugin.ServiceBackend = backend{}
+var _ plugin.ServiceBackend = (*backend)(nil)

@@ -6,6 +6,9 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 )
 
 // Every metric carries the stanza's zones, so that two stanzas (or a reload's old and new
@@ -70,4 +73,101 @@ func (m watchMetrics) Heard() {
 
 func (m watchMetrics) Failed(op string, _ error) {
 	etcdErrors.WithLabelValues(m.zones, op).Inc()
+}
+
+// The publish role's metrics carry the owner id.
+var (
+	writerLeader = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_leader",
+		Help: "1 while this replica is the writer of its owner, 0 while it stands by.",
+	}, []string{"owner"})
+	writerDesired = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_desired_records",
+		Help: "Records (name and target pairs) the cluster's objects ask for, at the last full sync.",
+	}, []string{"owner"})
+	writerWrites = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_writes_total",
+		Help: "Own keys written to etcd, by operation (put, delete).",
+	}, []string{"owner", "op"})
+	writerConflicts = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_conflicts_total",
+		Help: "Names lost to an older owner in exclusive mode.",
+	}, []string{"owner"})
+	writerSkipped = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_skipped_total",
+		Help: "Names or deletes left alone, by reason (e.g. not-owned: a key of another writer).",
+	}, []string{"owner", "reason"})
+	writerFailures = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_failures_total",
+		Help: "Names the store refused or could not be reached for; retried at the next sync.",
+	}, []string{"owner"})
+	writerLastSync = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_last_sync_timestamp_seconds",
+		Help: "When a full sync of every name last succeeded.",
+	}, []string{"owner"})
+	writerPropagation = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_propagation_seconds",
+		Help:    "From an object change observed to its records committed in etcd.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+	}, []string{"owner"})
+	sourceKindServed = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "source_kind_served",
+		Help: "1 when the API server serves the kind and it is watched, 0 when its CRD is missing.",
+	}, []string{"owner", "kind"})
+	sourceRejections = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "source_rejections_total",
+		Help: "Hostnames not published as asked, by object kind and cause; each is also a Warning Event on its object.",
+	}, []string{"owner", "kind", "cause"})
+)
+
+// publishMetrics is the kubesource.Observer and store.WriterObserver of one owner.
+type publishMetrics struct {
+	owner   string
+	desired *source.Desired
+}
+
+func (m *publishMetrics) KindServed(kind, _ string, served bool) {
+	v := 0.0
+	if served {
+		v = 1
+	}
+	sourceKindServed.WithLabelValues(m.owner, kind).Set(v)
+}
+
+func (m *publishMetrics) Rejected(kind string, cause source.Cause) {
+	sourceRejections.WithLabelValues(m.owner, kind, string(cause)).Inc()
+}
+
+func (m *publishMetrics) Leading(leading bool) {
+	v := 0.0
+	if leading {
+		v = 1
+	}
+	writerLeader.WithLabelValues(m.owner).Set(v)
+}
+
+func (m *publishMetrics) Committed(puts, deletes int) {
+	writerWrites.WithLabelValues(m.owner, "put").Add(float64(puts))
+	writerWrites.WithLabelValues(m.owner, "delete").Add(float64(deletes))
+}
+
+func (m *publishMetrics) Conflict(plan.Conflict) { writerConflicts.WithLabelValues(m.owner).Inc() }
+
+func (m *publishMetrics) Skipped(s plan.Skip) {
+	writerSkipped.WithLabelValues(m.owner, string(s.Reason)).Inc()
+}
+
+func (m *publishMetrics) Failed(string, error) { writerFailures.WithLabelValues(m.owner).Inc() }
+
+func (m *publishMetrics) Synced(at time.Time) {
+	writerLastSync.WithLabelValues(m.owner).Set(float64(at.UnixNano()) / 1e9)
+	records := 0
+	for _, ep := range m.desired.Endpoints() {
+		records += len(ep.Targets)
+	}
+	writerDesired.WithLabelValues(m.owner).Set(float64(records))
+}
+
+func (m *publishMetrics) Propagated(_ string, d time.Duration) {
+	writerPropagation.WithLabelValues(m.owner).Observe(d.Seconds())
 }

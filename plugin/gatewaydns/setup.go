@@ -20,6 +20,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
 
@@ -37,6 +38,9 @@ type config struct {
 	maxLeaseTTL    uint32
 	noApexFallback bool
 	fall           []string // nil: no fallthrough; empty: every zone
+
+	publish     *publishConfig // nil: this stanza does not publish
+	publishOnly bool           // publish, and leave answering the zone to the plugins after it
 }
 
 func setup(c *caddy.Controller) error {
@@ -44,9 +48,9 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	g, srv := newServer(cfg)
-	c.OnStartup(srv.start)
-	c.OnShutdown(srv.stop)
+	g, st := newStanza(cfg)
+	c.OnStartup(st.start)
+	c.OnShutdown(st.stop)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		g.Next = next
 		return g
@@ -66,10 +70,32 @@ func parse(c *caddy.Controller) (*config, error) {
 		return nil, c.ArgErr()
 	}
 	cfg.zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
+	pc := &publishConfig{source: source.Config{ControllerName: defaultController}}
+	publishing := false
 	for c.NextBlock() {
-		if err := parseOption(c, cfg, root); err != nil {
+		opt, args := c.Val(), c.RemainingArgs()
+		ok, err := parsePublishOption(opt, args, pc)
+		if err != nil {
+			return nil, c.Errf("%v", err)
+		}
+		if ok {
+			publishing = true
+			continue
+		}
+		if err := parseOption(c, opt, args, cfg, root); err != nil {
 			return nil, err
 		}
+	}
+	if publishing || cfg.publishOnly {
+		if pc.owner == "" {
+			return nil, c.Errf("publishing needs 'owner ID', the id this cluster's records carry")
+		}
+		include := pc.domainFilter
+		if len(include) == 0 {
+			include = cfg.zones
+		}
+		pc.source.DomainFilter = source.NewDomainFilter(include, pc.excludeDomains)
+		cfg.publish = pc
 	}
 	if c.Next() {
 		return nil, c.Errf("%s may be used once per server block", pluginName)
@@ -77,9 +103,11 @@ func parse(c *caddy.Controller) (*config, error) {
 	return cfg, nil
 }
 
-func parseOption(c *caddy.Controller, cfg *config, root string) error {
-	opt := c.Val()
-	args := c.RemainingArgs()
+// defaultController is external-dns's controller name, so that objects annotated for it
+// keep publishing after the migration.
+const defaultController = "dns-controller"
+
+func parseOption(c *caddy.Controller, opt string, args []string, cfg *config, root string) error {
 	switch opt {
 	case "endpoint":
 		if len(args) == 0 {
@@ -122,6 +150,11 @@ func parseOption(c *caddy.Controller, cfg *config, root string) error {
 		} else {
 			cfg.maxLeaseTTL = ttl
 		}
+	case "publish-only":
+		if len(args) != 0 {
+			return c.Errf("publish-only takes no arguments")
+		}
+		cfg.publishOnly = true
 	case "no_apex_fallback":
 		if len(args) != 0 {
 			return c.Errf("no_apex_fallback takes no arguments")
@@ -151,12 +184,14 @@ func parseTTL(s string) (uint32, error) {
 	return uint32(d.Seconds()), nil
 }
 
-// server is the serve role of one stanza: an index kept current by a watcher. It starts with
-// the CoreDNS instance and stops with it, so a reload leaves nothing running.
-type server struct {
+// stanza runs the roles of one stanza: serve (an index kept current by a watcher) and publish
+// (sources feeding a writer). It starts with the CoreDNS instance and stops with it, so a
+// reload leaves nothing running.
+type stanza struct {
 	cfg     *config
-	index   *index.Index
+	index   *index.Index // nil when publish-only
 	metrics watchMetrics
+	publish publishRole
 
 	mu     sync.Mutex
 	client *clientv3.Client
@@ -164,9 +199,17 @@ type server struct {
 	done   chan struct{}
 }
 
-func newServer(cfg *config) (*GatewayDNS, *server) {
+func newStanza(cfg *config) (*GatewayDNS, *stanza) {
+	st := &stanza{cfg: cfg}
+	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, ready: st.ready}
+	if cfg.fall != nil {
+		g.Fall.SetZonesFromArgs(cfg.fall)
+	}
+	if cfg.publishOnly {
+		return g, st
+	}
 	zones := strings.Join(cfg.zones, " ")
-	ix := index.New(index.Options{
+	st.index = index.New(index.Options{
 		Prefix:      cfg.prefix,
 		MinLeaseTTL: cfg.minLeaseTTL,
 		MaxLeaseTTL: cfg.maxLeaseTTL,
@@ -175,36 +218,39 @@ func newServer(cfg *config) (*GatewayDNS, *server) {
 			log.Warningf("Skipping a value that cannot be served: %v", err)
 		},
 	})
-	g := &GatewayDNS{
-		Zones:          cfg.zones,
-		NoApexFallback: cfg.noApexFallback,
-		backend:        backend{Index: ix, upstream: upstream.New()},
-	}
-	if cfg.fall != nil {
-		g.Fall.SetZonesFromArgs(cfg.fall)
-	}
-	return g, &server{cfg: cfg, index: ix, metrics: watchMetrics{zones: zones, count: ix.Len}}
+	st.metrics = watchMetrics{zones: zones, count: st.index.Len}
+	g.backend = &backend{Index: st.index, upstream: upstream.New()}
+	return g, st
 }
 
-func (s *server) start() error {
+func (s *stanza) start() error {
 	client, err := store.NewClient(s.cfg.etcd)
 	if err != nil {
 		return fmt.Errorf("%s: %w", pluginName, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &store.Watcher{Client: client, Prefix: s.index.Root(), Sink: s.index, Observer: s.metrics, Log: log}
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx)
-	}()
 	s.mu.Lock()
 	s.client, s.cancel, s.done = client, cancel, done
 	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		if s.index != nil {
+			w := &store.Watcher{Client: client, Prefix: s.index.Root(), Sink: s.index, Observer: s.metrics, Log: log}
+			w.Run(ctx)
+		}
+	}()
+	if s.cfg.publish != nil {
+		if err := s.publish.start(s.cfg, client); err != nil {
+			_ = s.stop()
+			return fmt.Errorf("%s: %w", pluginName, err)
+		}
+	}
 	return nil
 }
 
-func (s *server) stop() error {
+func (s *stanza) stop() error {
+	s.publish.stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cancel == nil {
@@ -218,4 +264,12 @@ func (s *server) stop() error {
 		return fmt.Errorf("%s: closing etcd client: %w", pluginName, err)
 	}
 	return nil
+}
+
+// ready: the index holds the first full load, and the sources have synced.
+func (s *stanza) ready() bool {
+	if s.index != nil && !s.index.Loaded() {
+		return false
+	}
+	return s.cfg.publish == nil || s.publish.ready()
 }

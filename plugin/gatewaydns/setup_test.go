@@ -4,8 +4,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coredns/caddy"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 )
 
 func TestParse(t *testing.T) {
@@ -66,6 +70,76 @@ func TestParse(t *testing.T) {
 			name:  "options the stock plugin ignores are accepted",
 			input: "gatewaydns {\n stubzones\n debug\n upstream 8.8.8.8\n}",
 		},
+		{
+			name: "publishing options",
+			input: `gatewaydns openmcp.cluster {
+				owner landscape.ns.eu1
+				policy upsert-only
+				conflict exclusive
+				lease 1m
+				kubeconfig /etc/kube/config admin@eu1
+				domain-filter eu1.openmcp.cluster
+				exclude-domains internal.eu1.openmcp.cluster
+				namespaces team-a team-b
+				label-filter dns=public
+				annotation-filter expose in (yes,true)
+				gateway-classes istio
+				ingress-classes nginx
+				controller gatewaydns
+				ttl 2m
+				base-domain-from-gateway
+			}`,
+			check: func(t *testing.T, c *config) {
+				p := c.publish
+				if p == nil || c.publishOnly {
+					t.Fatalf("publish %+v, publishOnly %v", p, c.publishOnly)
+				}
+				if p.owner != "landscape.ns.eu1" || p.policy != plan.UpsertOnly || p.conflicts != plan.Exclusive || p.lease != time.Minute {
+					t.Errorf("%+v", p)
+				}
+				if p.kubeconfig != "/etc/kube/config" || p.kubecontext != "admin@eu1" {
+					t.Errorf("kubeconfig %q context %q", p.kubeconfig, p.kubecontext)
+				}
+				s := p.source
+				if !slices.Equal(s.Namespaces, []string{"team-a", "team-b"}) || !slices.Equal(s.GatewayClasses, []string{"istio"}) || !slices.Equal(s.IngressClasses, []string{"nginx"}) {
+					t.Errorf("filters %+v", s)
+				}
+				if s.ControllerName != "gatewaydns" || s.DefaultTTL != 120 || !s.BaseDomainFromGateway {
+					t.Errorf("%+v", s)
+				}
+				if !s.LabelSelector.Matches(labels.Set{"dns": "public"}) || s.LabelSelector.Matches(labels.Set{"dns": "private"}) {
+					t.Errorf("label filter %v", s.LabelSelector)
+				}
+				if !s.AnnotationFilter.Matches(labels.Set{"expose": "yes"}) || s.AnnotationFilter.Matches(labels.Set{}) {
+					t.Errorf("annotation filter %v", s.AnnotationFilter)
+				}
+				if !s.DomainFilter.Match("app.eu1.openmcp.cluster") || s.DomainFilter.Match("app.us1.openmcp.cluster") || s.DomainFilter.Match("x.internal.eu1.openmcp.cluster") {
+					t.Errorf("domain filter %+v", s.DomainFilter)
+				}
+			},
+		},
+		{
+			name:  "publishing defaults: sync, shared, no lease, external-dns's controller, the zones as domain filter",
+			input: "gatewaydns openmcp.cluster {\n owner eu1\n publish-only\n}",
+			check: func(t *testing.T, c *config) {
+				p := c.publish
+				if p == nil || !c.publishOnly || p.policy != plan.Sync || p.conflicts != plan.Shared || p.lease != 0 || p.source.ControllerName != "dns-controller" {
+					t.Fatalf("%+v", p)
+				}
+				if !p.source.DomainFilter.Match("app.eu1.openmcp.cluster") || p.source.DomainFilter.Match("example.com") {
+					t.Errorf("zones are not the default domain filter")
+				}
+			},
+		},
+		{name: "publishing options without owner", input: "gatewaydns {\n domain-filter eu1.openmcp.cluster\n}", wantErr: "publishing needs 'owner ID'"},
+		{name: "publish-only without owner", input: "gatewaydns {\n publish-only\n}", wantErr: "publishing needs 'owner ID'"},
+		{name: "unknown policy", input: "gatewaydns {\n owner eu1\n policy sometimes\n}", wantErr: "Testfile:3 - Error during parsing:"},
+		{name: "unknown conflict mode", input: "gatewaydns {\n owner eu1\n conflict maybe\n}", wantErr: "Testfile:3"},
+		{name: "lease too short", input: "gatewaydns {\n owner eu1\n lease 500ms\n}", wantErr: "shorter than 2s"},
+		{name: "owner with a slash", input: "gatewaydns {\n owner eu/1\n}", wantErr: "may not contain"},
+		{name: "bad label selector", input: "gatewaydns {\n owner eu1\n label-filter a=(b\n}", wantErr: "label-filter"},
+		{name: "zero ttl", input: "gatewaydns {\n owner eu1\n ttl 0\n}", wantErr: "at least 1s"},
+		{name: "kubeconfig with three arguments", input: "gatewaydns {\n owner eu1\n kubeconfig a b c\n}", wantErr: "kubeconfig needs a file"},
 		{name: "unknown option names itself and its line", input: "gatewaydns {\n endpoint http://e:2379\n bogus 1\n}", wantErr: "Testfile:3 - Error during parsing: unknown property 'bogus'"},
 		{name: "endpoint without URL", input: "gatewaydns {\n endpoint\n}", wantErr: "Testfile:2 - Error during parsing: endpoint needs at least one URL"},
 		{name: "path with two arguments", input: "gatewaydns {\n path a b\n}", wantErr: "path needs exactly one argument"},

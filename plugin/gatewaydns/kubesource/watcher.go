@@ -700,6 +700,10 @@ func (w *Watcher) emit(r source.Rejection) {
 	w.observer.Rejected(r.Object.Kind, r.Cause)
 }
 
+// Reject reports a problem found after the mapping (a name the store refused, a name lost to an
+// older owner) the way the mapping's own rejections are: a Warning Event on the object, counted.
+func (w *Watcher) Reject(r source.Rejection) { w.emit(r) }
+
 // gateway is the source.GatewayLookup of the Gateway informer.
 func (w *Watcher) gateway(namespace, name string) (*gatewayv1.Gateway, bool) {
 	obj, _, ok := w.get(dnsrecord.ObjectRef{Kind: source.KindGateway, Namespace: namespace, Name: name})

@@ -64,8 +64,12 @@ const (
 	CauseNoMatchingHostname Cause = "NoMatchingHostname"
 	// CauseNoTargets: the Gateway or Ingress has no address to publish yet.
 	CauseNoTargets Cause = "NoTargets"
-	// CauseConflict: the name's records conflict with another claim (CNAME rules).
+	// CauseConflict: the name's records conflict with another claim (CNAME rules), or another
+	// owner holds the name in exclusive mode.
 	CauseConflict Cause = "Conflict"
+	// CausePublishFailed: the store refused the name's records, e.g. etcd permission denied for
+	// a name outside the cluster's key prefix.
+	CausePublishFailed Cause = "PublishFailed"
 )
 
 // Rejection reports a hostname (or a whole object or parent, when Hostname is empty) that

@@ -1,0 +1,156 @@
+// Package gatewayfixture plays a gateway controller against a real kube-apiserver in tests:
+// it creates Gateways, routes and Ingresses and sets their status as a controller would, so
+// that gatewaydns sees what it sees in a cluster.
+package gatewayfixture
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+)
+
+// ControllerName is the controller the fixture's status entries name.
+const ControllerName = "example.com/test-gateway-controller"
+
+// Cluster is one API server as a gateway controller sees it.
+type Cluster struct {
+	t    testing.TB
+	Kube kubernetes.Interface
+	GW   gwclient.Interface
+}
+
+// New connects to the API server of rc.
+func New(t testing.TB, rc *rest.Config) *Cluster {
+	t.Helper()
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gwclient.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Cluster{t: t, Kube: kube, GW: gw}
+}
+
+func (c *Cluster) must(err error) {
+	c.t.Helper()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// Namespace creates a namespace.
+func (c *Cluster) Namespace(name string) {
+	c.t.Helper()
+	_, err := c.Kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	c.must(err)
+}
+
+// Gateway creates a Gateway with one listener (protocol, port, hostname; All namespaces
+// allowed) and programs the given addresses into its status.
+func (c *Cluster) Gateway(namespace, name string, protocol gatewayv1.ProtocolType, port int32, hostname string, addresses ...string) {
+	c.t.Helper()
+	all := gatewayv1.NamespacesFromAll
+	l := gatewayv1.Listener{Name: "l", Protocol: protocol, Port: port,
+		AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: &all}}}
+	if hostname != "" {
+		h := gatewayv1.Hostname(hostname)
+		l.Hostname = &h
+	}
+	gw := &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       gatewayv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayv1.Listener{l}},
+	}
+	_, err := c.GW.GatewayV1().Gateways(namespace).Create(context.Background(), gw, metav1.CreateOptions{})
+	c.must(err)
+	c.SetGatewayAddresses(namespace, name, addresses...)
+}
+
+// SetGatewayAddresses replaces the Gateway's status.addresses, as its controller would after
+// the load balancer changed.
+func (c *Cluster) SetGatewayAddresses(namespace, name string, addresses ...string) {
+	c.t.Helper()
+	ctx := context.Background()
+	gw, err := c.GW.GatewayV1().Gateways(namespace).Get(ctx, name, metav1.GetOptions{})
+	c.must(err)
+	ipType := gatewayv1.IPAddressType
+	gw.Status.Addresses = nil
+	for _, a := range addresses {
+		gw.Status.Addresses = append(gw.Status.Addresses, gatewayv1.GatewayStatusAddress{Type: &ipType, Value: a})
+	}
+	_, err = c.GW.GatewayV1().Gateways(namespace).UpdateStatus(ctx, gw, metav1.UpdateOptions{})
+	c.must(err)
+}
+
+// HTTPRoute creates an HTTPRoute for hostnames attached to the Gateway gwNamespace/gwName, and
+// marks it Accepted by that Gateway.
+func (c *Cluster) HTTPRoute(namespace, name, gwNamespace, gwName string, hostnames ...string) {
+	c.t.Helper()
+	ctx := context.Background()
+	ns := gatewayv1.Namespace(gwNamespace)
+	ref := gatewayv1.ParentReference{Namespace: &ns, Name: gatewayv1.ObjectName(gwName)}
+	r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	r.Spec.ParentRefs = []gatewayv1.ParentReference{ref}
+	for _, h := range hostnames {
+		r.Spec.Hostnames = append(r.Spec.Hostnames, gatewayv1.Hostname(h))
+	}
+	r, err := c.GW.GatewayV1().HTTPRoutes(namespace).Create(ctx, r, metav1.CreateOptions{})
+	c.must(err)
+	r.Status.Parents = []gatewayv1.RouteParentStatus{Accepted(ref, r.Generation)}
+	_, err = c.GW.GatewayV1().HTTPRoutes(namespace).UpdateStatus(ctx, r, metav1.UpdateOptions{})
+	c.must(err)
+}
+
+// DeleteHTTPRoute deletes an HTTPRoute.
+func (c *Cluster) DeleteHTTPRoute(namespace, name string) {
+	c.t.Helper()
+	c.must(c.GW.GatewayV1().HTTPRoutes(namespace).Delete(context.Background(), name, metav1.DeleteOptions{}))
+}
+
+// Ingress creates an Ingress for host and sets its load balancer address.
+func (c *Cluster) Ingress(namespace, name, host, ip string) {
+	c.t.Helper()
+	ctx := context.Background()
+	ing := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: host}}}}
+	ing, err := c.Kube.NetworkingV1().Ingresses(namespace).Create(ctx, ing, metav1.CreateOptions{})
+	c.must(err)
+	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: ip}}
+	_, err = c.Kube.NetworkingV1().Ingresses(namespace).UpdateStatus(ctx, ing, metav1.UpdateOptions{})
+	c.must(err)
+}
+
+// Accepted is the status entry a controller writes for a route it accepted on ref.
+func Accepted(ref gatewayv1.ParentReference, generation int64) gatewayv1.RouteParentStatus {
+	return gatewayv1.RouteParentStatus{
+		ParentRef:      ref,
+		ControllerName: ControllerName,
+		Conditions: []metav1.Condition{{
+			Type: string(gatewayv1.RouteConditionAccepted), Status: metav1.ConditionTrue,
+			Reason: string(gatewayv1.RouteReasonAccepted), ObservedGeneration: generation,
+			LastTransitionTime: metav1.Now(),
+		}},
+	}
+}
+
+// WarningEvents lists the Warning Events with reason on the object kind/namespace/name.
+func (c *Cluster) WarningEvents(namespace, kind, name, reason string) []corev1.Event {
+	c.t.Helper()
+	list, err := c.Kube.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{})
+	c.must(err)
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.Type == corev1.EventTypeWarning && e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out
+}

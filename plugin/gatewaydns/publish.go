@@ -1,0 +1,280 @@
+package gatewaydns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coredns/coredns/plugin"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/kubesource"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
+)
+
+// publishConfig is the publish role of a stanza: which objects to read and how to write them.
+type publishConfig struct {
+	owner          string
+	policy         plan.Policy
+	conflicts      plan.ConflictMode
+	lease          time.Duration
+	kubeconfig     string
+	kubecontext    string
+	domainFilter   []string
+	excludeDomains []string
+	source         source.Config
+}
+
+// publisher keeps this cluster's names in etcd: Kubernetes objects -> kubesource -> Writer.
+type publisher struct {
+	cfg    *config
+	kube   *kubesource.Watcher
+	writer *store.Writer
+	done   chan struct{}
+}
+
+// newPublisher wires the sources to a writer on client. Nothing runs until run.
+func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
+	pc := cfg.publish
+	rc, err := kubesource.RestConfig(pc.kubeconfig, pc.kubecontext)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	p := &publisher{cfg: cfg, done: make(chan struct{})}
+	obs := &publishMetrics{owner: pc.owner}
+	p.kube, err = kubesource.New(rc, kubesource.Options{
+		Config:   pc.source,
+		Observer: obs,
+		OnChange: func(names []string) { p.writer.Enqueue(names...) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes sources: %w", err)
+	}
+	identity, _ := os.Hostname()
+	zones := pc.domainFilter
+	if len(zones) == 0 {
+		zones = cfg.zones
+	}
+	p.writer, err = store.NewWriter(client, store.WriterConfig{
+		Prefix:    cfg.prefix,
+		Owner:     pc.owner,
+		Identity:  identity,
+		Policy:    pc.policy,
+		Conflicts: pc.conflicts,
+		Allow:     func(name string) bool { return plugin.Zones(cfg.zones).Matches(name+".") != "" },
+		Zones:     zones,
+		Lease:     pc.lease,
+		Desired:   desired{p.kube},
+		Observer:  writerEvents{publishMetrics: obs, kube: p.kube},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("writer: %w", err)
+	}
+	obs.desired = p.kube.Desired()
+	return p, nil
+}
+
+// run starts the sources and the writer; they stop when ctx is done, and done closes after.
+func (p *publisher) run(ctx context.Context) error {
+	if err := p.kube.Start(ctx); err != nil {
+		return fmt.Errorf("starting kubernetes sources: %w", err)
+	}
+	go func() {
+		defer close(p.done)
+		if err := p.writer.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Errorf("Writer for owner %q stopped: %v", p.cfg.publish.owner, err)
+		}
+		p.kube.Stop()
+	}()
+	return nil
+}
+
+func (p *publisher) ready() bool { return p.kube.Synced() }
+
+// desired adapts the kubesource's merged endpoints to what the writer asks.
+type desired struct{ kube *kubesource.Watcher }
+
+func (d desired) Endpoint(name string) (record.Endpoint, bool) {
+	return d.kube.Desired().Endpoint(name)
+}
+
+func (d desired) Names() []string {
+	eps := d.kube.Desired().Endpoints()
+	names := make([]string, len(eps))
+	for i, ep := range eps {
+		names[i] = ep.Name
+	}
+	return names
+}
+
+func (d desired) Synced() bool { return d.kube.Synced() }
+
+// writerEvents reports what the writer could not do on the objects behind the name, as
+// Warning Events, besides counting it.
+type writerEvents struct {
+	*publishMetrics
+	kube *kubesource.Watcher
+}
+
+func (w writerEvents) Conflict(c plan.Conflict) {
+	w.publishMetrics.Conflict(c)
+	w.rejectName(c.Name, source.CauseConflict, fmt.Sprintf("owner %q holds this name in exclusive mode (claimed at revision %d, ours %d)", c.Winner, c.WinnerRevision, c.OwnRevision))
+}
+
+func (w writerEvents) Failed(name string, err error) {
+	w.publishMetrics.Failed(name, err)
+	w.rejectName(name, source.CausePublishFailed, err.Error())
+}
+
+func (w writerEvents) rejectName(name string, cause source.Cause, reason string) {
+	ep, ok := w.kube.Desired().Endpoint(name)
+	if !ok {
+		log.Warningf("Not published %s: %s", name, reason)
+		return
+	}
+	for _, ref := range ep.Sources {
+		w.kube.Reject(source.Rejection{Object: ref, Hostname: name, Cause: cause, Reason: reason})
+	}
+}
+
+// publishers keeps the lifecycle of the publish role next to the serve role's.
+type publishRole struct {
+	mu     sync.Mutex
+	p      *publisher
+	cancel context.CancelFunc
+}
+
+func (r *publishRole) start(cfg *config, client *clientv3.Client) error {
+	p, err := newPublisher(cfg, client)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := p.run(ctx); err != nil {
+		cancel()
+		return err
+	}
+	r.mu.Lock()
+	r.p, r.cancel = p, cancel
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *publishRole) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.p.done
+	r.p, r.cancel = nil, nil
+}
+
+func (r *publishRole) ready() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.p != nil && r.p.ready()
+}
+
+// parsePublishOption reads one option of the publish role; ok is false for an option that is
+// not one of them.
+func parsePublishOption(opt string, args []string, pc *publishConfig) (ok bool, err error) {
+	one := func() (string, error) {
+		if len(args) != 1 {
+			return "", fmt.Errorf("%s needs exactly one argument", opt)
+		}
+		return args[0], nil
+	}
+	some := func() ([]string, error) {
+		if len(args) == 0 {
+			return nil, fmt.Errorf("%s needs at least one argument", opt)
+		}
+		return args, nil
+	}
+	switch opt {
+	case "owner":
+		pc.owner, err = one()
+		if err == nil && strings.ContainsAny(pc.owner, "/\"\\ ") {
+			err = fmt.Errorf("owner %q may not contain '/', quotes, backslashes or spaces", pc.owner)
+		}
+	case "policy":
+		var v string
+		if v, err = one(); err == nil {
+			pc.policy, err = plan.ParsePolicy(v)
+		}
+	case "conflict":
+		var v string
+		if v, err = one(); err == nil {
+			pc.conflicts, err = plan.ParseConflictMode(v)
+		}
+	case "lease":
+		var v string
+		if v, err = one(); err == nil {
+			pc.lease, err = time.ParseDuration(v)
+			if err == nil && pc.lease < 2*time.Second {
+				err = fmt.Errorf("lease %s is shorter than 2s", v)
+			}
+		}
+	case "kubeconfig":
+		if len(args) < 1 || len(args) > 2 {
+			return true, errors.New("kubeconfig needs a file and optionally a context")
+		}
+		pc.kubeconfig = args[0]
+		if len(args) == 2 {
+			pc.kubecontext = args[1]
+		}
+	case "domain-filter":
+		pc.domainFilter, err = some()
+	case "exclude-domains":
+		pc.excludeDomains, err = some()
+	case "namespaces":
+		pc.source.Namespaces, err = some()
+	case "label-filter", "annotation-filter":
+		// A selector may hold spaces ("expose in (yes,true)"): its words are joined again.
+		var words []string
+		if words, err = some(); err == nil {
+			v := strings.Join(words, " ")
+			sel, perr := labels.Parse(v) // as external-dns --label-filter and --annotation-filter
+			if perr != nil {
+				return true, fmt.Errorf("%s %q: %w", opt, v, perr)
+			}
+			if opt == "label-filter" {
+				pc.source.LabelSelector = sel
+			} else {
+				pc.source.AnnotationFilter = sel
+			}
+		}
+	case "gateway-classes":
+		pc.source.GatewayClasses, err = some()
+	case "ingress-classes":
+		pc.source.IngressClasses, err = some()
+	case "controller":
+		pc.source.ControllerName, err = one()
+	case "ttl":
+		var v string
+		if v, err = one(); err == nil {
+			var ttl uint32
+			if ttl, err = parseTTL(v); err == nil && ttl == 0 {
+				err = errors.New("ttl must be at least 1s")
+			}
+			pc.source.DefaultTTL = ttl
+		}
+	case "base-domain-from-gateway":
+		if len(args) != 0 {
+			return true, errors.New("base-domain-from-gateway takes no arguments")
+		}
+		pc.source.BaseDomainFromGateway = true
+	default:
+		return false, nil
+	}
+	return true, err
+}

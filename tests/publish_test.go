@@ -1,0 +1,94 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
+)
+
+// TestPublishesClusterObjectsAndAnswersThem runs corefile.d/all-in-one.Corefile (writer and
+// server in one stanza) on the built binary against a real kube-apiserver and a real etcd:
+// Gateway API and Ingress objects become records owned by the cluster, and every change is
+// answered within a second.
+func TestPublishesClusterObjectsAndAnswersThem(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	kube := testenv.StartKubeAPIServer(t)
+	k8s := gatewayfixture.New(t, kube.Config)
+	k8s.Namespace("infra")
+	k8s.Namespace("shop")
+	k8s.Gateway("infra", "public", gatewayv1.HTTPProtocolType, 80, "*.eu1.openmcp.cluster", "203.0.113.10")
+	k8s.HTTPRoute("shop", "web", "infra", "public", "web.eu1.openmcp.cluster")
+
+	p := runCorefile(t, "all-in-one.Corefile",
+		"GATEWAYDNS_ETCD_ENDPOINTS="+etcd.ClientURL,
+		"GATEWAYDNS_OWNER=eu1",
+		"GATEWAYDNS_DOMAIN=eu1.openmcp.cluster",
+		"GATEWAYDNS_KUBECONFIG="+kube.KubeconfigFile)
+	p.waitReady(t, 60*time.Second)
+	waitFor(t, 10*time.Second, p.DNS, "web.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.10"))
+
+	// The record in etcd is the SkyDNS layout, owned by this cluster, naming its object.
+	resp, err := etcd.Client(t).Get(context.Background(), "/skydns/cluster/openmcp/eu1/web/", clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("want one key for web.eu1, got %v (%v)", resp, err)
+	}
+	var v struct {
+		Host        string   `json:"host"`
+		Owner       string   `json:"owner"`
+		TargetStrip int      `json:"targetstrip"`
+		Sources     []string `json:"sources"`
+	}
+	if err := json.Unmarshal(resp.Kvs[0].Value, &v); err != nil || v.Host != "203.0.113.10" || v.Owner != "eu1" || v.TargetStrip != 1 || len(v.Sources) != 1 || v.Sources[0] != "HTTPRoute/shop/web" {
+		t.Fatalf("value %s (%v)", resp.Kvs[0].Value, err)
+	}
+
+	within := func(what string, limit time.Duration, change func(), name string, cond func(*dns.Msg) bool) {
+		t.Helper()
+		start := time.Now()
+		change()
+		waitFor(t, 10*time.Second, p.DNS, name, dns.TypeA, cond)
+		if took := time.Since(start); took > limit {
+			t.Errorf("%s: answered after %s, want within %s", what, took, limit)
+		} else {
+			t.Logf("%s: answered after %s", what, took)
+		}
+	}
+	within("new route", time.Second, func() { k8s.HTTPRoute("shop", "api", "infra", "public", "api.eu1.openmcp.cluster") },
+		"api.eu1.openmcp.cluster.", answersWith("203.0.113.10"))
+	within("Gateway address change", time.Second, func() { k8s.SetGatewayAddresses("infra", "public", "203.0.113.20", "203.0.113.21") },
+		"web.eu1.openmcp.cluster.", answersWith("203.0.113.20", "203.0.113.21"))
+	within("route deleted", time.Second, func() { k8s.DeleteHTTPRoute("shop", "api") },
+		"api.eu1.openmcp.cluster.", isNXDOMAIN)
+	within("Ingress", time.Second, func() { k8s.Ingress("shop", "legacy", "legacy.eu1.openmcp.cluster", "203.0.113.30") },
+		"legacy.eu1.openmcp.cluster.", answersWith("203.0.113.30"))
+
+	// A name outside the cluster's subdomain is refused and reported on its route (through a
+	// Gateway whose listener takes any hostname, so that only the domain filter stops it).
+	k8s.Gateway("infra", "open", gatewayv1.HTTPProtocolType, 80, "", "203.0.113.40")
+	k8s.HTTPRoute("shop", "intruder", "infra", "open", "web.us1.openmcp.cluster")
+	deadline := time.Now().Add(10 * time.Second)
+	for len(k8s.WarningEvents("shop", "HTTPRoute", "intruder", "DomainFilter")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no DomainFilter Warning Event on the route that asked for a name outside the domain filter")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := ask(t, "udp", p.DNS, "web.us1.openmcp.cluster.", dns.TypeA); r.Rcode != dns.RcodeNameError {
+		t.Fatalf("a name outside the domain filter was published: %v", r)
+	}
+	metrics, _ := httpGet("http://" + p.Metrics + "/metrics")
+	for _, want := range []string{`coredns_gatewaydns_writer_leader{owner="eu1"} 1`, `coredns_gatewaydns_source_rejections_total{cause="DomainFilter",kind="HTTPRoute",owner="eu1"}`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
