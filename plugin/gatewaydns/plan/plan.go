@@ -155,13 +155,13 @@ type Reason string
 
 const (
 	// ReasonDomainFilter: the name is outside the writer's domain filter.
-	ReasonDomainFilter Reason = "outside the domain filter"
+	ReasonDomainFilter Reason = "domain-filter"
 	// ReasonNotOwned: a key this owner would write is held by another owner or by no owner.
-	ReasonNotOwned Reason = "key held by another writer"
+	ReasonNotOwned Reason = "not-owned"
 	// ReasonPolicy: the policy forbids the change (create-only update, upsert-only delete).
-	ReasonPolicy Reason = "not allowed by the policy"
+	ReasonPolicy Reason = "policy"
 	// ReasonNotSynced: deletes are withheld until the sources have synced.
-	ReasonNotSynced Reason = "sources not synced, deletes withheld"
+	ReasonNotSynced Reason = "not-synced"
 )
 
 // Skip reports a name (or its deletes) left alone.
