@@ -30,7 +30,18 @@ type publishConfig struct {
 	kubecontext    string
 	domainFilter   []string
 	excludeDomains []string
+	kinds          []string // empty: every kind
 	source         source.Config
+}
+
+// sourceKinds maps external-dns's --source names to the kinds they read.
+var sourceKinds = map[string]string{
+	"gateway-httproute": source.KindHTTPRoute,
+	"gateway-grpcroute": source.KindGRPCRoute,
+	"gateway-tlsroute":  source.KindTLSRoute,
+	"gateway-tcproute":  source.KindTCPRoute,
+	"gateway-udproute":  source.KindUDPRoute,
+	"ingress":           source.KindIngress,
 }
 
 // publisher keeps this cluster's names in etcd: Kubernetes objects -> kubesource -> Writer.
@@ -52,6 +63,7 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 	obs := &publishMetrics{owner: pc.owner}
 	p.kube, err = kubesource.New(rc, kubesource.Options{
 		Config:   pc.source,
+		Kinds:    pc.kinds,
 		Observer: obs,
 		OnChange: func(names []string) { p.writer.Enqueue(names...) },
 	})
@@ -231,6 +243,17 @@ func parsePublishOption(opt string, args []string, pc *publishConfig) (ok bool, 
 		pc.kubeconfig = args[0]
 		if len(args) == 2 {
 			pc.kubecontext = args[1]
+		}
+	case "sources":
+		var names []string
+		if names, err = some(); err == nil {
+			for _, n := range names {
+				kind, known := sourceKinds[n]
+				if !known {
+					return true, fmt.Errorf("unknown source %q, want some of gateway-httproute, gateway-grpcroute, gateway-tlsroute, gateway-tcproute, gateway-udproute, ingress", n)
+				}
+				pc.kinds = append(pc.kinds, kind)
+			}
 		}
 	case "domain-filter":
 		pc.domainFilter, err = some()

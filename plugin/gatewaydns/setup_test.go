@@ -88,6 +88,7 @@ func TestParse(t *testing.T) {
 				controller gatewaydns
 				ttl 2m
 				base-domain-from-gateway
+				sources gateway-httproute gateway-tlsroute ingress
 			}`,
 			check: func(t *testing.T, c *config) {
 				p := c.publish
@@ -96,6 +97,9 @@ func TestParse(t *testing.T) {
 				}
 				if p.owner != "landscape.ns.eu1" || p.policy != plan.UpsertOnly || p.conflicts != plan.Exclusive || p.lease != time.Minute {
 					t.Errorf("%+v", p)
+				}
+				if !slices.Equal(p.kinds, []string{"HTTPRoute", "TLSRoute", "Ingress"}) {
+					t.Errorf("sources %v", p.kinds)
 				}
 				if p.kubeconfig != "/etc/kube/config" || p.kubecontext != "admin@eu1" {
 					t.Errorf("kubeconfig %q context %q", p.kubeconfig, p.kubecontext)
@@ -138,6 +142,7 @@ func TestParse(t *testing.T) {
 		{name: "lease too short", input: "gatewaydns {\n owner eu1\n lease 500ms\n}", wantErr: "shorter than 2s"},
 		{name: "owner with a slash", input: "gatewaydns {\n owner eu/1\n}", wantErr: "may not contain"},
 		{name: "bad label selector", input: "gatewaydns {\n owner eu1\n label-filter a=(b\n}", wantErr: "label-filter"},
+		{name: "unknown source", input: "gatewaydns {\n owner eu1\n sources gateway-httproute service\n}", wantErr: `unknown source "service"`},
 		{name: "zero ttl", input: "gatewaydns {\n owner eu1\n ttl 0\n}", wantErr: "at least 1s"},
 		{name: "kubeconfig with three arguments", input: "gatewaydns {\n owner eu1\n kubeconfig a b c\n}", wantErr: "kubeconfig needs a file"},
 		{name: "unknown option names itself and its line", input: "gatewaydns {\n endpoint http://e:2379\n bogus 1\n}", wantErr: "Testfile:3 - Error during parsing: unknown property 'bogus'"},

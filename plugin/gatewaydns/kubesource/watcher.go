@@ -86,6 +86,14 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Component is the source component of the Events; "" means DefaultComponent.
 	Component string
+	// Kinds limits the objects read to these route kinds and Ingress (source.Kind*); empty
+	// means all. Gateways and Namespaces are read whenever a route kind is.
+	Kinds []string
+}
+
+// watches tells whether the options ask for kind.
+func (o *Options) watches(kind string) bool {
+	return len(o.Kinds) == 0 || slices.Contains(o.Kinds, kind)
 }
 
 // kindInformer is one started informer.
@@ -235,7 +243,9 @@ func (w *Watcher) Start(ctx context.Context) error {
 	w.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: w.kube.CoreV1().Events("")})
 	w.recorder = w.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: w.opts.Component})
 
-	w.startInformer(ctx, source.KindIngress, "v1", false, newIngressInformer(w.kube, w.opts.ResyncPeriod))
+	if w.opts.watches(source.KindIngress) {
+		w.startInformer(ctx, source.KindIngress, "v1", false, newIngressInformer(w.kube, w.opts.ResyncPeriod))
+	}
 	w.startInformer(ctx, KindNamespace, "v1", false, newNamespaceInformer(w.kube, w.opts.ResyncPeriod))
 	w.wg.Add(2)
 	go func() {
@@ -369,7 +379,7 @@ func (w *Watcher) discover(ctx context.Context) bool {
 		if ctx.Err() != nil {
 			return false
 		}
-		if w.kind(gk.kind) != nil {
+		if w.kind(gk.kind) != nil || (gk.route && !w.opts.watches(gk.kind)) {
 			continue
 		}
 		version, known := "", true

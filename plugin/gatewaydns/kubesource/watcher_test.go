@@ -334,3 +334,34 @@ func TestHandlerEnqueuesTombstonesAndSkipsNoops(t *testing.T) {
 		t.Errorf("queued %v, want %v", got, want)
 	}
 }
+
+// TestKindsLimitWhatIsWatched: the Corefile's "sources" starts only the informers asked for,
+// even when the API server serves more.
+func TestKindsLimitWhatIsWatched(t *testing.T) {
+	var lists resourceLists
+	lists.set(map[string][]string{"gateway.networking.k8s.io/v1": {"gateways", "httproutes", "tlsroutes", "grpcroutes"}})
+	w := NewForClients(kubefake.NewClientset(), gwfake.NewSimpleClientset(), Options{Kinds: []string{source.KindTLSRoute}}) //nolint:staticcheck // see TestWatcherWithFakeClients
+	w.resources = lists.get
+	ctx, cancel := context.WithCancel(context.Background())
+	defer w.Stop()
+	defer cancel()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.SyncedC():
+	case <-time.After(10 * time.Second):
+		t.Fatal("not synced")
+	}
+	got := w.Kinds()
+	for _, want := range []string{source.KindGateway, source.KindTLSRoute, KindNamespace} {
+		if _, ok := got[want]; !ok {
+			t.Errorf("%s is not watched: %v", want, got)
+		}
+	}
+	for _, unwanted := range []string{source.KindHTTPRoute, source.KindGRPCRoute, source.KindIngress} {
+		if _, ok := got[unwanted]; ok {
+			t.Errorf("%s is watched although not asked for: %v", unwanted, got)
+		}
+	}
+}
