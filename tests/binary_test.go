@@ -61,8 +61,26 @@ func corednsBinary(t *testing.T) string {
 type coreDNSProcess struct {
 	DNS, Health, Ready, Metrics string // host:port
 	cmd                         *exec.Cmd
-	log                         *bytes.Buffer
+	log                         *processLog
 	done                        chan error
+}
+
+// processLog is a process's output, read by the test while the process writes it.
+type processLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *processLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *processLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // sidecarPlugins matches the lines of the plugins that listen on a fixed default port.
@@ -81,7 +99,7 @@ func runCorefile(t *testing.T, name string, env ...string) *coreDNSProcess {
 		Health:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		Ready:   fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		Metrics: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		log:     new(bytes.Buffer),
+		log:     new(processLog),
 		done:    make(chan error, 1),
 	}
 	corefile := sidecarPlugins.ReplaceAllStringFunc(string(src), func(line string) string {

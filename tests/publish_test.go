@@ -92,3 +92,35 @@ func TestPublishesClusterObjectsAndAnswersThem(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkloadPublishesAndForwardsToCentral runs the two shapes of a landscape on the built
+// binary: a workload cluster's CoreDNS (corefile.d/workload.Corefile: publish-only, forward)
+// and the central server (corefile.d/central.Corefile). A route in the workload cluster is
+// answered by the workload's own CoreDNS through the central server.
+func TestWorkloadPublishesAndForwardsToCentral(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	kube := testenv.StartKubeAPIServer(t)
+	k8s := gatewayfixture.New(t, kube.Config)
+	k8s.Namespace("infra")
+	k8s.Gateway("infra", "public", gatewayv1.HTTPProtocolType, 80, "", "203.0.113.50")
+
+	central := runCorefile(t, "central.Corefile", "GATEWAYDNS_ETCD_ENDPOINTS="+etcd.ClientURL)
+	central.waitReady(t, 30*time.Second)
+	workload := runCorefile(t, "workload.Corefile",
+		"GATEWAYDNS_ETCD_ENDPOINTS="+etcd.ClientURL,
+		"GATEWAYDNS_OWNER=eu1",
+		"GATEWAYDNS_DOMAIN=eu1.openmcp.cluster",
+		"GATEWAYDNS_KUBECONFIG="+kube.KubeconfigFile,
+		"GATEWAYDNS_CENTRAL="+central.DNS)
+	workload.waitReady(t, 60*time.Second)
+
+	start := time.Now()
+	k8s.HTTPRoute("infra", "portal", "infra", "public", "portal.eu1.openmcp.cluster")
+	waitFor(t, 10*time.Second, workload.DNS, "portal.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.50"))
+	t.Logf("route created -> answered by the workload's CoreDNS through the central server: %s", time.Since(start))
+	for _, netw := range []string{"udp", "tcp"} {
+		if r := ask(t, netw, central.DNS, "portal.eu1.openmcp.cluster.", dns.TypeA); !answersWith("203.0.113.50")(r) {
+			t.Errorf("central over %s: %v", netw, r)
+		}
+	}
+}
