@@ -233,13 +233,15 @@ func (s *stanza) start() error {
 	s.mu.Lock()
 	s.client, s.cancel, s.done = client, cancel, done
 	s.mu.Unlock()
-	go func() {
-		defer close(done)
-		if s.index != nil {
-			w := &store.Watcher{Client: client, Prefix: s.index.Root(), Sink: s.index, Observer: s.metrics, Log: log}
+	if s.index != nil {
+		w := &store.Watcher{Client: client, Prefix: s.index.Root(), Sink: s.index, Observer: s.metrics, Log: log}
+		go func() {
+			defer close(done)
 			w.Run(ctx)
-		}
-	}()
+		}()
+	} else {
+		close(done)
+	}
 	if s.cfg.publish != nil {
 		if err := s.publish.start(s.cfg, client); err != nil {
 			_ = s.stop()
