@@ -198,3 +198,48 @@ func counterValue(t *testing.T, name, reason string) float64 {
 	}
 	return sum
 }
+
+// TestExplainRevealsWhereAnswersComeFrom: with "explain", dig CH TXT <name> tells, for every
+// record of the name, its key, owner, objects, revision; without it, CHAOS questions are
+// refused as before.
+func TestExplainRevealsWhereAnswersComeFrom(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	cli := etcd.Client(t)
+	put, err := cli.Put(context.Background(), "/skydns/test/zone/web/5d1c0e2a", `{"host":"203.0.113.10","ttl":60,"targetstrip":1,"owner":"eu1","sources":["HTTPRoute/shop/web"]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, plain := freePort(t), freePort(t)
+	startCoreDNS(t, fmt.Sprintf("zone.test:%d {\n gatewaydns {\n  endpoint %s\n  explain\n }\n}\nzone.test:%d {\n gatewaydns {\n  endpoint %[2]s\n }\n}\n", port, etcd.ClientURL, plain))
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	waitFor(t, 10*time.Second, addr, "web.zone.test.", dns.TypeA, answersWith("203.0.113.10"))
+
+	m := new(dns.Msg)
+	m.SetQuestion("web.zone.test.", dns.TypeTXT)
+	m.Question[0].Qclass = dns.ClassCHAOS
+	for _, netw := range []string{"udp", "tcp"} {
+		r, _, err := (&dns.Client{Net: netw}).Exchange(m, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+			t.Fatalf("%s: %v", netw, r)
+		}
+		got := strings.Join(r.Answer[0].(*dns.TXT).Txt, " ")
+		for _, want := range []string{"key=/skydns/test/zone/web/5d1c0e2a", "host=203.0.113.10", "owner=eu1", "source=HTTPRoute/shop/web", fmt.Sprintf("revision=%d", put.Header.Revision), "seen=20"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("%s: explanation %q lacks %q", netw, got, want)
+			}
+		}
+	}
+	m.SetQuestion("nothere.zone.test.", dns.TypeTXT)
+	m.Question[0].Qclass = dns.ClassCHAOS
+	if r, _, err := new(dns.Client).Exchange(m, addr); err != nil || r.Rcode != dns.RcodeNameError {
+		t.Fatalf("unknown name: %v %v", r, err)
+	}
+	m.SetQuestion("web.zone.test.", dns.TypeTXT)
+	m.Question[0].Qclass = dns.ClassCHAOS
+	if r, _, err := new(dns.Client).Exchange(m, fmt.Sprintf("127.0.0.1:%d", plain)); err != nil || r.Rcode != dns.RcodeRefused {
+		t.Fatalf("without explain, CH questions are refused, as CoreDNS does by default: %v %v", r, err)
+	}
+}

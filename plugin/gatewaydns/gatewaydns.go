@@ -27,6 +27,7 @@ type GatewayDNS struct {
 	Zones          []string
 	Fall           fall.F
 	NoApexFallback bool
+	Explain        bool // answer CHAOS TXT questions with where each record came from
 
 	backend *backend    // nil when the stanza only publishes
 	ready   func() bool // every role of the stanza is ready
@@ -61,6 +62,13 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	}
 	if !g.backend.Loaded() {
 		return dns.RcodeServerFailure, errNotLoaded
+	}
+
+	if state.QClass() != dns.ClassINET {
+		if g.Explain && state.QClass() == dns.ClassCHAOS && state.QType() == dns.TypeTXT {
+			return g.explain(ctx, zone, state)
+		}
+		return dns.RcodeRefused, nil
 	}
 
 	opt := plugin.Options{NoApexFallback: g.NoApexFallback}

@@ -26,7 +26,12 @@ import (
 
 var log = clog.NewWithPlugin(pluginName)
 
-func init() { plugin.Register(pluginName, setup) }
+func init() {
+	plugin.Register(pluginName, setup)
+	// CoreDNS refuses CHAOS questions unless a plugin asks for them: explain answers them.
+	// Stanzas without explain refuse them themselves, as before.
+	dnsserver.EnableChaos[pluginName] = struct{}{}
+}
 
 // config is one parsed stanza. Options and defaults are the stock etcd plugin's, so that
 // renaming etcd to gatewaydns in a Corefile serves the same answers.
@@ -37,6 +42,7 @@ type config struct {
 	minLeaseTTL    uint32
 	maxLeaseTTL    uint32
 	noApexFallback bool
+	explain        bool
 	fall           []string // nil: no fallthrough; empty: every zone
 
 	publish     *publishConfig // nil: this stanza does not publish
@@ -155,6 +161,11 @@ func parseOption(c *caddy.Controller, opt string, args []string, cfg *config, ro
 			return c.Errf("publish-only takes no arguments")
 		}
 		cfg.publishOnly = true
+	case "explain":
+		if len(args) != 0 {
+			return c.Errf("explain takes no arguments")
+		}
+		cfg.explain = true
 	case "no_apex_fallback":
 		if len(args) != 0 {
 			return c.Errf("no_apex_fallback takes no arguments")
@@ -201,7 +212,7 @@ type stanza struct {
 
 func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 	st := &stanza{cfg: cfg}
-	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, ready: st.ready}
+	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, Explain: cfg.explain, ready: st.ready}
 	if cfg.fall != nil {
 		g.Fall.SetZonesFromArgs(cfg.fall)
 	}

@@ -41,6 +41,7 @@ func TestParse(t *testing.T) {
 				min-lease-ttl 1m
 				max-lease-ttl 3600
 				no_apex_fallback
+				explain
 			}`,
 			check: func(t *testing.T, c *config) {
 				if !slices.Equal(c.zones, []string{"openmcp.cluster.", "10.in-addr.arpa."}) {
@@ -52,7 +53,7 @@ func TestParse(t *testing.T) {
 				if c.etcd.Username != "user" || c.etcd.Password != "secret" {
 					t.Errorf("credentials %q %q", c.etcd.Username, c.etcd.Password)
 				}
-				if !slices.Equal(c.fall, []string{"in-addr.arpa"}) || c.minLeaseTTL != 60 || c.maxLeaseTTL != 3600 || !c.noApexFallback {
+				if !slices.Equal(c.fall, []string{"in-addr.arpa"}) || c.minLeaseTTL != 60 || c.maxLeaseTTL != 3600 || !c.noApexFallback || !c.explain {
 					t.Errorf("%+v", c)
 				}
 			},
@@ -151,6 +152,7 @@ func TestParse(t *testing.T) {
 		{name: "credentials need user and password", input: "gatewaydns {\n credentials user\n}", wantErr: "credentials needs 2 arguments"},
 		{name: "bad lease ttl", input: "gatewaydns {\n min-lease-ttl soon\n}", wantErr: `invalid min-lease-ttl "soon"`},
 		{name: "negative lease ttl", input: "gatewaydns {\n max-lease-ttl -5s\n}", wantErr: "out of range"},
+		{name: "explain takes no argument", input: "gatewaydns {\n explain all\n}", wantErr: "explain takes no arguments"},
 		{name: "no_apex_fallback takes no argument", input: "gatewaydns {\n no_apex_fallback yes\n}", wantErr: "no_apex_fallback takes no arguments"},
 		{name: "tls with missing files", input: "gatewaydns {\n tls /nonexistent/cert /nonexistent/key /nonexistent/ca\n}", wantErr: "tls:"},
 		{name: "twice in one server block", input: "gatewaydns\ngatewaydns", wantErr: "may be used once per server block"},

@@ -200,11 +200,12 @@ func (ix *Index) reportLocked(rejected []rejection) {
 }
 
 func (ix *Index) decode(kv record.KV) (*entry, error) {
-	s, err := record.Decode(kv.Key, kv.Value)
+	v, err := record.Decode(kv.Key, kv.Value)
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{svc: s, ttl: s.TTL, lease: kv.Lease}
+	e := &entry{svc: v.Service, ttl: v.TTL, lease: kv.Lease,
+		origin: origin{owner: v.Owner, sources: v.Sources, revision: kv.Revision, seen: ix.opts.Now()}}
 	if e.svc.TTL == 0 {
 		e.svc.TTL = DefaultTTL
 	}

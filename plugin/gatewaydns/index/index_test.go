@@ -234,3 +234,31 @@ func TestPathPrefixIsHonoured(t *testing.T) {
 		t.Fatalf("got %+v, %v", sx, err)
 	}
 }
+
+func TestExplainTellsWhereEachRecordCameFrom(t *testing.T) {
+	seen := time.Unix(1_700_000_000, 0)
+	ix := New(Options{Now: func() time.Time { return seen }})
+	ix.Load([]record.KV{
+		{Key: "/skydns/test/zone/app/1", Value: []byte(`{"host":"10.0.0.1","owner":"eu1","sources":["HTTPRoute/shop/web"]}`), Revision: 7},
+		{Key: "/skydns/test/zone/app/2", Value: []byte(`{"host":"10.0.0.2"}`), Revision: 9},
+	})
+	got, err := ix.Explain(context.Background(), query("app.zone.test", dns.TypeTXT))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Origin{
+		{Key: "/skydns/test/zone/app/1", Host: "10.0.0.1", Owner: "eu1", Sources: []string{"HTTPRoute/shop/web"}, Revision: 7, Seen: seen},
+		{Key: "/skydns/test/zone/app/2", Host: "10.0.0.2", Revision: 9, Seen: seen},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v", got)
+	}
+	for i := range want {
+		if got[i].Key != want[i].Key || got[i].Host != want[i].Host || got[i].Owner != want[i].Owner || !slices.Equal(got[i].Sources, want[i].Sources) || got[i].Revision != want[i].Revision || !got[i].Seen.Equal(want[i].Seen) {
+			t.Errorf("record %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if _, err := ix.Explain(context.Background(), query("nothere.zone.test", dns.TypeTXT)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown name: %v", err)
+	}
+}

@@ -4,15 +4,25 @@ import (
 	"cmp"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/coredns/coredns/plugin/etcd/msg"
 )
 
 // entry is one decoded value.
 type entry struct {
-	svc   msg.Service // with the stock defaults for TTL and priority applied
-	ttl   uint32      // the value's own ttl, 0 when absent: lease arithmetic needs to know
-	lease int64
+	svc    msg.Service // with the stock defaults for TTL and priority applied
+	ttl    uint32      // the value's own ttl, 0 when absent: lease arithmetic needs to know
+	lease  int64
+	origin origin
+}
+
+// origin is where a record came from, for Explain.
+type origin struct {
+	owner    string
+	sources  []string
+	revision int64
+	seen     time.Time
 }
 
 // node is one path element of the key tree. Children and value change only under the index's

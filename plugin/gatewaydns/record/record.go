@@ -19,9 +19,10 @@ const DefaultPrefix = "skydns"
 
 // KV is one key of the store as the serve path sees it.
 type KV struct {
-	Key   string
-	Value []byte
-	Lease int64 // 0 when the key is not bound to a lease
+	Key      string
+	Value    []byte
+	Lease    int64 // 0 when the key is not bound to a lease
+	Revision int64 // the etcd revision that last changed the key
 }
 
 // Change is one key put or deleted, in the order etcd applied it.
@@ -37,27 +38,33 @@ func Root(prefix string) string {
 	return path.Join("/", prefix) + "/"
 }
 
-// Decode parses a SkyDNS value found at key. It rejects what would make a broken answer:
-// JSON that does not fit the format, a host that is neither an IP address nor a domain name,
-// and a key whose name is not a valid domain name (it becomes the SRV target of IP hosts).
-func Decode(key string, value []byte) (msg.Service, error) {
-	var s msg.Service
-	if err := json.Unmarshal(value, &s); err != nil {
-		return s, fmt.Errorf("%s: %w", key, err)
+// Decode parses a SkyDNS value found at key, with the owner and sources gatewaydns writes when
+// they are there. It rejects what would make a broken answer: JSON that does not fit the
+// format, a host that is neither an IP address nor a domain name, and a key whose name is not
+// a valid domain name (it becomes the SRV target of IP hosts).
+func Decode(key string, value []byte) (Value, error) {
+	var v Value
+	if err := json.Unmarshal(value, &v); err != nil {
+		return v, fmt.Errorf("%s: %w", key, err)
 	}
+	s := &v.Service
 	if s.Host != "" && net.ParseIP(s.Host) == nil {
 		if _, ok := dns.IsDomainName(s.Host); !ok || strings.ContainsAny(s.Host, " \t\n/") {
-			return s, fmt.Errorf("%s: host %q is neither an IP address nor a domain name", key, s.Host)
+			return v, fmt.Errorf("%s: host %q is neither an IP address nor a domain name", key, s.Host)
 		}
 	}
 	if s.Host == "" && s.Text == "" {
-		return s, fmt.Errorf("%s: %w", key, errEmpty)
+		return v, fmt.Errorf("%s: %w", key, errEmpty)
+	}
+	// msg.Domain panics on a key without a '/' below its first element ("", "/", "x").
+	if strings.Count(strings.TrimSuffix(key, "/"), "/") == 0 {
+		return v, fmt.Errorf("%s: key does not map to a valid domain name", key)
 	}
 	if _, ok := dns.IsDomainName(msg.Domain(key)); !ok {
-		return s, fmt.Errorf("%s: key does not map to a valid domain name", key)
+		return v, fmt.Errorf("%s: key does not map to a valid domain name", key)
 	}
 	s.Key = key
-	return s, nil
+	return v, nil
 }
 
 var errEmpty = errors.New("value has neither host nor text")

@@ -14,7 +14,7 @@ func TestDecode(t *testing.T) {
 		wantErr  string
 	}{
 		{name: "ipv4 host", key: "/skydns/test/a", value: `{"host":"10.0.0.1"}`, wantHost: "10.0.0.1"},
-		{name: "name host with unknown fields ignored", key: "/skydns/test/a", value: `{"host":"lb.example.net","owner":"c1","targetstrip":1}`, wantHost: "lb.example.net"},
+		{name: "name host with unknown fields ignored", key: "/skydns/test/a", value: `{"host":"lb.example.net","owner":"c1","targetstrip":1,"extra":[1]}`, wantHost: "lb.example.net"},
 		{name: "text only is a TXT record", key: "/skydns/test/a", value: `{"text":"hello"}`},
 		{name: "not JSON", key: "/skydns/test/a", value: `{host:`, wantErr: "invalid character"},
 		{name: "wrong type for ttl", key: "/skydns/test/a", value: `{"host":"10.0.0.1","ttl":"300"}`, wantErr: "cannot unmarshal"},
@@ -44,6 +44,13 @@ func TestDecode(t *testing.T) {
 				t.Fatalf("got host %q key %q", s.Host, s.Key)
 			}
 		})
+	}
+}
+
+func TestDecodeKeepsOwnerAndSources(t *testing.T) {
+	v, err := Decode("/skydns/test/a/1", []byte(`{"host":"10.0.0.1","owner":"eu1","sources":["HTTPRoute/shop/web"]}`))
+	if err != nil || v.Owner != "eu1" || len(v.Sources) != 1 || v.Sources[0] != "HTTPRoute/shop/web" {
+		t.Fatalf("got %+v, %v", v, err)
 	}
 }
 

@@ -254,7 +254,7 @@ func (w *Watcher) refreshLease(ctx context.Context, id int64, known map[int64]st
 }
 
 func toKV(kv *mvccpb.KeyValue) record.KV {
-	return record.KV{Key: string(kv.Key), Value: kv.Value, Lease: kv.Lease}
+	return record.KV{Key: string(kv.Key), Value: kv.Value, Lease: kv.Lease, Revision: kv.ModRevision}
 }
 
 // sleep waits d or until ctx is done, and returns the next, doubled, back-off.
