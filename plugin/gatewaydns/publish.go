@@ -148,8 +148,8 @@ func (w writerEvents) Failed(name string, err error) {
 
 func (w writerEvents) rejectName(name string, cause source.Cause, reason string) {
 	ep, ok := w.kube.Desired().Endpoint(name)
-	if !ok {
-		log.Warningf("Not published %s: %s", name, reason)
+	if !ok { // not a name: a zone the full sync could not read, or the election
+		log.Warningf("Writer for owner %q: %s: %s", w.owner, name, reason)
 		return
 	}
 	for _, ref := range ep.Sources {

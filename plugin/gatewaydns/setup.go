@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/etcd/msg"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	mwtls "github.com/coredns/coredns/plugin/pkg/tls"
 	"github.com/coredns/coredns/plugin/pkg/upstream"
@@ -55,7 +57,20 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	g, st := newStanza(cfg)
-	c.OnStartup(st.start)
+	// On a reload, the new instance starts serving once its startup functions return, and
+	// the old one stops then: wait for the first load, so that the swap does not answer
+	// SERVFAIL for every name until the new index is loaded.
+	restart := true
+	c.OnFirstStartup(func() error { restart = false; return nil })
+	c.OnStartup(func() error {
+		if err := st.start(); err != nil {
+			return err
+		}
+		if restart {
+			st.waitLoaded(reloadLoadWait)
+		}
+		return nil
+	})
 	c.OnShutdown(st.stop)
 	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
 		g.Next = next
@@ -199,10 +214,11 @@ func parseTTL(s string) (uint32, error) {
 // (sources feeding a writer). It starts with the CoreDNS instance and stops with it, so a
 // reload leaves nothing running.
 type stanza struct {
-	cfg     *config
-	index   *index.Index // nil when publish-only
-	metrics watchMetrics
-	publish publishRole
+	cfg      *config
+	index    *index.Index // nil when publish-only
+	prefixes []string     // the key prefixes of the zones, each watched on its own
+	metrics  watchMetrics
+	publish  publishRole
 
 	mu     sync.Mutex
 	client *clientv3.Client
@@ -220,8 +236,10 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 		return g, st
 	}
 	zones := strings.Join(cfg.zones, " ")
+	st.prefixes = zonePrefixes(cfg.prefix, cfg.zones)
 	st.index = index.New(index.Options{
 		Prefix:      cfg.prefix,
+		Prefixes:    st.prefixes,
 		MinLeaseTTL: cfg.minLeaseTTL,
 		MaxLeaseTTL: cfg.maxLeaseTTL,
 		Invalid: func(key string, err error) {
@@ -234,6 +252,25 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 	return g, st
 }
 
+// zonePrefixes are the etcd key prefixes of the zones' records, e.g. "/skydns/cluster/openmcp/"
+// for openmcp.cluster: the server reads and watches only these, so an etcd role with read on
+// its zones is all it needs. A zone inside another is covered by the outer one's prefix.
+func zonePrefixes(prefix string, zones []string) []string {
+	var all []string
+	for _, z := range zones {
+		all = append(all, strings.TrimSuffix(msg.Path(z, prefix), "/")+"/")
+	}
+	slices.Sort(all)
+	var out []string
+	for _, p := range all {
+		if len(out) > 0 && strings.HasPrefix(p, out[len(out)-1]) {
+			continue // equal to, or inside, the previous one
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 func (s *stanza) start() error {
 	client, err := store.NewClient(s.cfg.etcd)
 	if err != nil {
@@ -244,15 +281,15 @@ func (s *stanza) start() error {
 	s.mu.Lock()
 	s.client, s.cancel, s.done = client, cancel, done
 	s.mu.Unlock()
-	if s.index != nil {
-		w := &store.Watcher{Client: client, Prefix: s.index.Root(), Sink: s.index, Observer: s.metrics, Log: log}
-		go func() {
-			defer close(done)
-			w.Run(ctx)
-		}()
-	} else {
-		close(done)
+	var watchers sync.WaitGroup
+	for _, prefix := range s.prefixes {
+		w := &store.Watcher{Client: client, Prefix: prefix, Sink: s.index, Observer: s.metrics, Log: log}
+		watchers.Go(func() { w.Run(ctx) })
 	}
+	go func() {
+		watchers.Wait()
+		close(done)
+	}()
 	if s.cfg.publish != nil {
 		if err := s.publish.start(s.cfg, client); err != nil {
 			_ = s.stop()
@@ -277,6 +314,21 @@ func (s *stanza) stop() error {
 		return fmt.Errorf("%s: closing etcd client: %w", pluginName, err)
 	}
 	return nil
+}
+
+// reloadLoadWait bounds how long a reload waits for the first load: with etcd unreachable,
+// the reload goes on and the new instance answers SERVFAIL until it loads, as at startup.
+const reloadLoadWait = 5 * time.Second
+
+// waitLoaded returns once the index holds the first full load, or after limit.
+func (s *stanza) waitLoaded(limit time.Duration) {
+	if s.index == nil {
+		return
+	}
+	deadline := time.Now().Add(limit)
+	for !s.index.Loaded() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // ready: the index holds the first full load, and the sources have synced.

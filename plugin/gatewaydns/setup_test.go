@@ -190,3 +190,25 @@ func TestParseTTL(t *testing.T) {
 		}
 	}
 }
+
+func TestZonePrefixes(t *testing.T) {
+	tests := []struct {
+		name   string
+		prefix string
+		zones  []string
+		want   []string
+	}{
+		{name: "a zone is the reversed path of its labels", prefix: "skydns", zones: []string{"openmcp.cluster."}, want: []string{"/skydns/cluster/openmcp/"}},
+		{name: "the root zone is the whole prefix", prefix: "skydns", zones: []string{"."}, want: []string{"/skydns/"}},
+		{name: "a zone inside another is covered by it", prefix: "/skydns", zones: []string{"eu1.openmcp.cluster.", "openmcp.cluster."}, want: []string{"/skydns/cluster/openmcp/"}},
+		{name: "a sibling whose name starts alike is not inside", prefix: "skydns", zones: []string{"a.test.", "ab.test."}, want: []string{"/skydns/test/a/", "/skydns/test/ab/"}},
+		{name: "reverse zones and a custom path", prefix: "/dns/x", zones: []string{"10.in-addr.arpa.", "openmcp.cluster."}, want: []string{"/dns/x/arpa/in-addr/10/", "/dns/x/cluster/openmcp/"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := zonePrefixes(tc.prefix, tc.zones); !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -46,6 +46,9 @@ type Options struct {
 	Invalid func(key string, err error)
 	// Now is the clock for lease TTLs; time.Now when nil.
 	Now func() time.Time
+	// Prefixes are the key prefixes the index mirrors, each loaded on its own (one per zone,
+	// so that a server needs read access to its zones only); the root when empty.
+	Prefixes []string
 }
 
 // Index holds the records of one prefix.
@@ -58,7 +61,9 @@ type Index struct {
 	count   int
 	leases  map[int64]time.Time // lease -> when it expires, as last read from etcd
 	invalid map[string]string   // key -> the value that was rejected, to report each once
-	loaded  atomic.Bool
+
+	loadedPrefixes map[string]bool
+	loaded         atomic.Bool // every prefix of Options.Prefixes has been loaded
 }
 
 // New returns an empty index; it answers nothing until Load.
@@ -75,19 +80,24 @@ func New(opts Options) *Index {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	root := record.Root(opts.Prefix)
+	if len(opts.Prefixes) == 0 {
+		opts.Prefixes = []string{root}
+	}
 	return &Index{
-		opts:    opts,
-		root:    record.Root(opts.Prefix),
-		tree:    &node{},
-		leases:  map[int64]time.Time{},
-		invalid: map[string]string{},
+		opts:           opts,
+		root:           root,
+		tree:           &node{},
+		leases:         map[int64]time.Time{},
+		invalid:        map[string]string{},
+		loadedPrefixes: map[string]bool{},
 	}
 }
 
-// Root is the key prefix this index mirrors, e.g. "/skydns/".
+// Root is the key prefix of the records, e.g. "/skydns/".
 func (ix *Index) Root() string { return ix.root }
 
-// Loaded tells whether a full Load has happened.
+// Loaded tells whether every prefix has been loaded once.
 func (ix *Index) Loaded() bool { return ix.loaded.Load() }
 
 // Len is the number of records held.
@@ -97,14 +107,19 @@ func (ix *Index) Len() int {
 	return ix.count
 }
 
-// Load replaces the whole content with kvs, as read by one Get at one revision. The new tree
-// is built before the lock is taken, so queries keep being answered from the old one meanwhile.
-func (ix *Index) Load(kvs []record.KV) {
-	tree := &node{}
+// Load replaces everything under the key prefix (the root, or a zone's prefix below it) with
+// kvs, as read by one Get at one revision. The new subtree is built before the lock is taken,
+// so queries keep being answered from the old one meanwhile.
+func (ix *Index) Load(prefix string, kvs []record.KV) {
+	base := ix.elements(prefix)
+	if n := len(base); n > 0 && base[n-1] == "" {
+		base = base[:n-1] // "cluster/openmcp/" names the node "openmcp"
+	}
+	sub := &node{}
 	count := 0
 	var rejected []rejection
 	for _, kv := range kvs {
-		if !strings.HasPrefix(kv.Key, ix.root) {
+		if !strings.HasPrefix(kv.Key, prefix) || !strings.HasPrefix(kv.Key, ix.root) {
 			continue
 		}
 		e, err := ix.decode(kv)
@@ -112,16 +127,27 @@ func (ix *Index) Load(kvs []record.KV) {
 			rejected = append(rejected, rejection{kv, err})
 			continue
 		}
-		if tree.put(ix.elements(kv.Key), e) {
+		if sub.put(ix.elements(kv.Key)[len(base):], e) {
 			count++
 		}
 	}
 	ix.mu.Lock()
-	ix.tree, ix.count = tree, count
-	clear(ix.invalid)
+	ix.count += count - ix.tree.graft(base, sub)
+	for key := range ix.invalid {
+		if strings.HasPrefix(key, prefix) {
+			delete(ix.invalid, key)
+		}
+	}
 	ix.reportLocked(rejected)
+	ix.loadedPrefixes[prefix] = true
+	all := true
+	for _, p := range ix.opts.Prefixes {
+		all = all && ix.loadedPrefixes[p]
+	}
 	ix.mu.Unlock()
-	ix.loaded.Store(true)
+	if all {
+		ix.loaded.Store(true)
+	}
 }
 
 // Apply makes the changes of one watch response, in order, under one lock.

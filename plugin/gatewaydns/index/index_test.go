@@ -53,7 +53,7 @@ var fixture = []record.KV{
 
 func TestRecords(t *testing.T) {
 	ix := New(Options{})
-	ix.Load(fixture)
+	ix.Load(ix.Root(), fixture)
 	tests := []struct {
 		name    string
 		qname   string
@@ -102,7 +102,7 @@ func TestRecords(t *testing.T) {
 
 func TestDefaultsApplied(t *testing.T) {
 	ix := New(Options{})
-	ix.Load([]record.KV{kv("/skydns/test/a", `{"host":"10.0.0.1"}`), kv("/skydns/test/b", `{"host":"10.0.0.1","ttl":60,"priority":5}`)})
+	ix.Load(ix.Root(), []record.KV{kv("/skydns/test/a", `{"host":"10.0.0.1"}`), kv("/skydns/test/b", `{"host":"10.0.0.1","ttl":60,"priority":5}`)})
 	a, _ := ix.Records(context.Background(), query("a.test", dns.TypeA), false)
 	b, _ := ix.Records(context.Background(), query("b.test", dns.TypeA), false)
 	if a[0].TTL != 300 || a[0].Priority != 10 {
@@ -115,7 +115,7 @@ func TestDefaultsApplied(t *testing.T) {
 
 func TestApplyKeepsCachedAnswersCurrent(t *testing.T) {
 	ix := New(Options{})
-	ix.Load([]record.KV{kv("/skydns/test/zone/app/1", `{"host":"10.0.0.1"}`)})
+	ix.Load(ix.Root(), []record.KV{kv("/skydns/test/zone/app/1", `{"host":"10.0.0.1"}`)})
 	ask := func(name string) []string {
 		t.Helper()
 		sx, err := ix.Records(context.Background(), query(name, dns.TypeA), false)
@@ -154,7 +154,7 @@ func TestApplyKeepsCachedAnswersCurrent(t *testing.T) {
 
 func TestDeletePrunesSoParentAnswersItsOwnKeyAgain(t *testing.T) {
 	ix := New(Options{})
-	ix.Load([]record.KV{kv("/skydns/test/a", `{"host":"10.0.0.1"}`), kv("/skydns/test/a/b", `{"host":"10.0.0.2"}`)})
+	ix.Load(ix.Root(), []record.KV{kv("/skydns/test/a", `{"host":"10.0.0.1"}`), kv("/skydns/test/a/b", `{"host":"10.0.0.2"}`)})
 	ix.Apply([]record.Change{{KV: kv("/skydns/test/a/b", ""), Deleted: true}})
 	sx, err := ix.Records(context.Background(), query("a.test", dns.TypeA), false)
 	if err != nil || !slices.Equal(keys(sx), []string{"/skydns/test/a"}) {
@@ -165,11 +165,11 @@ func TestDeletePrunesSoParentAnswersItsOwnKeyAgain(t *testing.T) {
 func TestInvalidValuesAreSkippedAndReportedOncePerValue(t *testing.T) {
 	var reported []string
 	ix := New(Options{Invalid: func(key string, err error) { reported = append(reported, key) }})
-	ix.Load([]record.KV{kv("/skydns/test/good", `{"host":"10.0.0.1"}`), kv("/skydns/test/bad", `{"host":`)})
+	ix.Load(ix.Root(), []record.KV{kv("/skydns/test/good", `{"host":"10.0.0.1"}`), kv("/skydns/test/bad", `{"host":`)})
 	if ix.Len() != 1 || !slices.Equal(reported, []string{"/skydns/test/bad"}) {
 		t.Fatalf("len %d, reported %v", ix.Len(), reported)
 	}
-	ix.Load([]record.KV{kv("/skydns/test/good", `{"host":"10.0.0.1"}`), kv("/skydns/test/bad", `{"host":`)})
+	ix.Load(ix.Root(), []record.KV{kv("/skydns/test/good", `{"host":"10.0.0.1"}`), kv("/skydns/test/bad", `{"host":`)})
 	ix.Apply([]record.Change{{KV: kv("/skydns/test/bad", `{"host":`)}})
 	if len(reported) != 2 {
 		// A relist forgets what was reported; the identical put after it is not reported again.
@@ -208,7 +208,7 @@ func TestLeaseTTL(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ix := New(Options{Now: func() time.Time { return now }})
-			ix.Load([]record.KV{{Key: "/skydns/test/a/x", Value: []byte(tc.value), Lease: 7}, kv("/skydns/test/a/y", `{"host":"10.0.0.9","ttl":11}`)})
+			ix.Load(ix.Root(), []record.KV{{Key: "/skydns/test/a/x", Value: []byte(tc.value), Lease: 7}, kv("/skydns/test/a/y", `{"host":"10.0.0.9","ttl":11}`)})
 			if tc.leaseFor != 0 {
 				ix.SetLeaseExpiry(7, now.Add(tc.leaseFor))
 			}
@@ -228,7 +228,7 @@ func TestLeaseTTL(t *testing.T) {
 
 func TestPathPrefixIsHonoured(t *testing.T) {
 	ix := New(Options{Prefix: "/dns/custom/"})
-	ix.Load([]record.KV{kv("/dns/custom/test/a", `{"host":"10.0.0.1"}`), kv("/skydns/test/a", `{"host":"10.0.0.2"}`)})
+	ix.Load(ix.Root(), []record.KV{kv("/dns/custom/test/a", `{"host":"10.0.0.1"}`), kv("/skydns/test/a", `{"host":"10.0.0.2"}`)})
 	sx, err := ix.Records(context.Background(), query("a.test", dns.TypeA), false)
 	if err != nil || len(sx) != 1 || sx[0].Host != "10.0.0.1" {
 		t.Fatalf("got %+v, %v", sx, err)
@@ -238,7 +238,7 @@ func TestPathPrefixIsHonoured(t *testing.T) {
 func TestExplainTellsWhereEachRecordCameFrom(t *testing.T) {
 	seen := time.Unix(1_700_000_000, 0)
 	ix := New(Options{Now: func() time.Time { return seen }})
-	ix.Load([]record.KV{
+	ix.Load(ix.Root(), []record.KV{
 		{Key: "/skydns/test/zone/app/1", Value: []byte(`{"host":"10.0.0.1","owner":"eu1","sources":["HTTPRoute/shop/web"]}`), Revision: 7},
 		{Key: "/skydns/test/zone/app/2", Value: []byte(`{"host":"10.0.0.2"}`), Revision: 9},
 	})
@@ -260,5 +260,50 @@ func TestExplainTellsWhereEachRecordCameFrom(t *testing.T) {
 	}
 	if _, err := ix.Explain(context.Background(), query("nothere.zone.test", dns.TypeTXT)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown name: %v", err)
+	}
+}
+
+func TestLoadPerPrefixReplacesOnlyItsSubtree(t *testing.T) {
+	a, b := "/skydns/test/a/", "/skydns/test/b/"
+	ix := New(Options{Prefixes: []string{a, b}})
+	ix.Load(a, []record.KV{kv("/skydns/test/a/x/1", `{"host":"10.0.0.1"}`), kv("/skydns/test/a/y/1", `{"host":"10.0.0.2"}`), kv("/skydns/test/b/z/1", `{"host":"10.0.0.9"}`)})
+	if ix.Loaded() {
+		t.Fatal("loaded before every prefix was")
+	}
+	ix.Load(b, []record.KV{kv("/skydns/test/b/z/1", `{"host":"10.0.0.3"}`)})
+	if !ix.Loaded() || ix.Len() != 3 {
+		t.Fatalf("loaded %v, len %d", ix.Loaded(), ix.Len())
+	}
+	ask := func(name string) ([]string, error) {
+		sx, err := ix.Records(context.Background(), query(name, dns.TypeA), false)
+		var hosts []string
+		for _, s := range sx {
+			hosts = append(hosts, s.Host)
+		}
+		return hosts, err
+	}
+	if h, _ := ask("z.b.test"); !slices.Equal(h, []string{"10.0.0.3"}) {
+		t.Fatalf("a key outside the loaded prefix was taken from its load: %v", h)
+	}
+	ask("test") // fill the cache of the parent of both prefixes
+	ix.Load(a, []record.KV{kv("/skydns/test/a/x/1", `{"host":"10.0.0.5"}`)})
+	if h, _ := ask("x.a.test"); !slices.Equal(h, []string{"10.0.0.5"}) {
+		t.Fatalf("reload of a: %v", h)
+	}
+	if _, err := ask("y.a.test"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a key gone from a's reload still answers: %v", err)
+	}
+	if h, _ := ask("z.b.test"); !slices.Equal(h, []string{"10.0.0.3"}) {
+		t.Fatalf("reload of a touched b: %v", h)
+	}
+	if h, _ := ask("test"); !slices.Equal(h, []string{"10.0.0.5", "10.0.0.3"}) {
+		t.Fatalf("the parent's cached subtree is stale: %v", h)
+	}
+	if ix.Len() != 2 {
+		t.Fatalf("len %d after reloading a with one key", ix.Len())
+	}
+	ix.Load(b, nil)
+	if _, err := ask("b.test"); !errors.Is(err, ErrNotFound) || ix.Len() != 1 {
+		t.Fatalf("an empty load must remove the prefix's subtree: %v, len %d", err, ix.Len())
 	}
 }

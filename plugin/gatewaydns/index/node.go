@@ -138,6 +138,71 @@ func (n *node) remove(elems []string) bool {
 	return true
 }
 
+// graft puts sub in place of the node at path (creating the nodes on the way), keeps a value
+// that sat at that node itself, and returns how many values the replaced subtree held. An
+// empty sub removes the node, and the nodes left empty above it.
+func (n *node) graft(path []string, sub *node) (removed int) {
+	if len(path) == 0 {
+		removed = n.countValues()
+		n.children = sub.children
+		n.below.Store(nil)
+		return removed
+	}
+	nodes := []*node{n}
+	for _, el := range path[:len(path)-1] {
+		c := n.children[el]
+		if c == nil {
+			if n.children == nil {
+				n.children = map[string]*node{}
+			}
+			c = &node{}
+			n.children[el] = c
+		}
+		nodes = append(nodes, c)
+		n = c
+	}
+	for _, p := range nodes {
+		p.below.Store(nil)
+	}
+	last := path[len(path)-1]
+	if old := n.children[last]; old != nil {
+		removed = old.countValues()
+		if old.value != nil {
+			removed--
+			sub.value = old.value
+		}
+	}
+	if sub.value != nil || len(sub.children) > 0 {
+		if n.children == nil {
+			n.children = map[string]*node{}
+		}
+		n.children[last] = sub
+		return removed
+	}
+	delete(n.children, last)
+	for i := len(nodes) - 1; i > 0; i-- {
+		if p := nodes[i]; p.value != nil || len(p.children) > 0 {
+			break
+		}
+		delete(nodes[i-1].children, path[i-1])
+	}
+	return removed
+}
+
+func (n *node) countValues() int {
+	if n == nil {
+		return 0
+	}
+	c := 0
+	if n.value != nil {
+		c = 1
+	}
+	for _, ch := range n.children {
+		c += ch.countValues()
+	}
+	return c
+}
+
 // answerSet is what a stock prefix read of this key finds: every record strictly below it, or,
 // when there is none, its own. Nil when neither exists.
 func (n *node) answerSet() *answerSet {

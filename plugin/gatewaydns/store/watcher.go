@@ -17,7 +17,7 @@ import (
 
 // Sink is what the watcher keeps current: the index.
 type Sink interface {
-	Load(kvs []record.KV)
+	Load(prefix string, kvs []record.KV) // everything under prefix, at one revision
 	Apply(changes []record.Change)
 	SetLeaseExpiry(lease int64, at time.Time)
 	ForgetLease(lease int64)
@@ -135,7 +135,7 @@ func (w *Watcher) load(ctx context.Context, reason string) (int64, error) {
 		}
 		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
-	w.Sink.Load(kvs)
+	w.Sink.Load(w.Prefix, kvs)
 	var leases []int64
 	for _, kv := range kvs {
 		if kv.Lease != 0 {
