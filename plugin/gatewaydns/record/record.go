@@ -56,6 +56,16 @@ func Decode(key string, value []byte) (Value, error) {
 	if s.Host == "" && s.Text == "" {
 		return v, fmt.Errorf("%s: %w", key, errEmpty)
 	}
+	// SRV and MX carry these as 16 bits: a larger value would be answered wrapped around.
+	// Port -1 is SkyDNS's "no SRV record for this host".
+	for _, f := range []struct {
+		name   string
+		v, min int
+	}{{"port", s.Port, -1}, {"priority", s.Priority, 0}, {"weight", s.Weight, 0}} {
+		if f.v < f.min || f.v > 0xffff {
+			return v, fmt.Errorf("%s: %s %d is outside %d..65535", key, f.name, f.v, f.min)
+		}
+	}
 	// msg.Domain panics on a key without a '/' below its first element ("", "/", "x").
 	if strings.Count(strings.TrimSuffix(key, "/"), "/") == 0 {
 		return v, fmt.Errorf("%s: key does not map to a valid domain name", key)
