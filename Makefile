@@ -4,6 +4,7 @@
 #   make build           ./coredns
 #   make generate        regenerate the plugin list from plugin.cfg
 #   make test-binaries   etcd, etcdctl and kube-apiserver for the tests, into ./bin
+#   make fuzz            every fuzz target for FUZZTIME seconds (default 10)
 #   make lint            gofmt and go vet
 #   make image           the container image (needs a docker engine)
 
@@ -33,6 +34,11 @@ test: build test-binaries
 .PHONY: run
 run: build test-binaries
 	hack/run-local.sh
+
+FUZZTIME ?= 10
+.PHONY: fuzz
+fuzz:
+	hack/fuzz.sh $(FUZZTIME)
 
 .PHONY: lint
 lint:

@@ -1,0 +1,59 @@
+package record
+
+import (
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/coredns/coredns/plugin/etcd/msg"
+	"github.com/miekg/dns"
+)
+
+// FuzzDecode: Decode never panics, and what it accepts can be served: the host is empty, an
+// IP address or a domain name, and the key maps to a valid domain name.
+func FuzzDecode(f *testing.F) {
+	for _, s := range [][2]string{
+		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1"}`},
+		{"/skydns/test/zone/app/1", `{"host":"2001:db8::1","ttl":60}`},
+		{"/skydns/test/zone/app/1", `{"host":"target.example.org","port":443,"priority":5,"weight":10}`},
+		{"/skydns/test/zone/txt/1", `{"text":"hello world"}`},
+		{"/skydns/test/zone/app/1", `{"host":""}`},
+		{"/skydns/test/zone/app/1", `{"host":"bad host"}`},
+		{"/skydns/test/zone/app/1", `{"host":123}`},
+		{"/skydns/test/zone//app/1", `{"host":"10.0.0.1"}`},
+		{"/skydns/" + strings.Repeat("a/", 100), `{"host":"10.0.0.1"}`},
+		{"/skydns/test/zone/\xff\xfe/1", `{"host":"10.0.0.1"}`},
+		{"/skydns/test/zone/app/1", `[1,2,3]`},
+		{"/skydns/test/zone/app/1", `{"host":"a..b"}`},
+		{"", `{"host":"10.0.0.1"}`},
+		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1","port":70000}`},
+		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1","priority":-1}`},
+	} {
+		f.Add(s[0], []byte(s[1]))
+	}
+	f.Fuzz(func(t *testing.T, key string, value []byte) {
+		s, err := Decode(key, value)
+		if err != nil {
+			return
+		}
+		if s.Host != "" && net.ParseIP(s.Host) == nil {
+			if _, ok := dns.IsDomainName(s.Host); !ok {
+				t.Fatalf("Decode(%q, %q) accepted host %q: neither IP nor domain name", key, value, s.Host)
+			}
+		}
+		if s.Host == "" && s.Text == "" {
+			t.Fatalf("Decode(%q, %q) accepted a value with neither host nor text", key, value)
+		}
+		if _, ok := dns.IsDomainName(msg.Domain(key)); !ok {
+			t.Fatalf("Decode accepted key %q whose name %q is not a domain name", key, msg.Domain(key))
+		}
+		for _, v := range []int{s.Port, s.Priority, s.Weight} {
+			if v < 0 || v > 0xffff {
+				t.Fatalf("Decode(%q) accepted port/priority/weight %d: SRV/MX would wrap it", value, v)
+			}
+		}
+		if s.Key != key {
+			t.Fatalf("Key = %q, want %q", s.Key, key)
+		}
+	})
+}
