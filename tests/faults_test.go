@@ -1,0 +1,288 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
+)
+
+// slowProxy forwards TCP to a target and holds every chunk for a settable delay in each
+// direction: a slow (high latency) link. tcpproxy has no latency option.
+type slowProxy struct {
+	Addr   string
+	target string
+	ln     net.Listener
+	delay  atomic.Int64 // nanoseconds
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+func startSlowProxy(t *testing.T, target string) *slowProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &slowProxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Add(1)
+			go p.forward(c)
+		}
+	}()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *slowProxy) close() {
+	p.ln.Close()
+	p.mu.Lock()
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func (p *slowProxy) forward(client net.Conn) {
+	defer p.wg.Done()
+	server, err := net.Dial("tcp", p.target)
+	if err != nil {
+		client.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[client], p.conns[server] = struct{}{}, struct{}{}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.conns, client)
+		delete(p.conns, server)
+		p.mu.Unlock()
+	}()
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		defer func() { done <- struct{}{} }()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				time.Sleep(time.Duration(p.delay.Load()))
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil { // io.EOF or a closed connection
+				return
+			}
+		}
+	}
+	go pipe(server, client)
+	go pipe(client, server)
+	<-done
+	client.Close()
+	server.Close()
+	<-done
+}
+
+// faultPoller asks for the stable names without pause and records every failure.
+type faultPoller struct {
+	addr     string
+	names    map[string]string // name -> its one A record
+	stop     atomic.Bool
+	wg       sync.WaitGroup
+	asked    atomic.Int64
+	mu       sync.Mutex
+	failures []string
+}
+
+func (fp *faultPoller) start() {
+	fp.stop.Store(false)
+	fp.wg.Add(1)
+	go func() {
+		defer fp.wg.Done()
+		var names []string
+		for n := range fp.names {
+			names = append(names, n)
+		}
+		for i := 0; !fp.stop.Load(); i++ {
+			name := names[i%len(names)]
+			netw := "udp"
+			if i%4 == 0 {
+				netw = "tcp"
+			}
+			r, err := exchange(netw, fp.addr, name, dns.TypeA)
+			fp.asked.Add(1)
+			if err != nil || !answersWith(fp.names[name])(r) {
+				fp.mu.Lock()
+				if err != nil {
+					fp.failures = append(fp.failures, fmt.Sprintf("%s %s %s: %v", time.Now().Format("15:04:05.000"), netw, name, err))
+				} else {
+					fp.failures = append(fp.failures, fmt.Sprintf("%s %s %s: rcode=%s %v", time.Now().Format("15:04:05.000"), netw, name, dns.RcodeToString[r.Rcode], r.Answer))
+				}
+				fp.mu.Unlock()
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+}
+
+// finish stops the poller and returns how many questions it asked and the failures.
+func (fp *faultPoller) finish() (int64, []string) {
+	fp.stop.Store(true)
+	fp.wg.Wait()
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	f := fp.failures
+	fp.failures = nil
+	return fp.asked.Swap(0), f
+}
+
+// TestFaultsAnswerFromMemoryAndConverge puts a slow link, then a partition, then an etcd
+// kill between the server and etcd. During each fault, stable names keep answering from
+// memory (polled without pause over UDP and TCP: no SERVFAIL, no timeout, no wrong answer);
+// changes made through a direct etcd client during the fault (a put of a new name, a change
+// and a delete) are all answered once the fault is over.
+func TestFaultsAnswerFromMemoryAndConverge(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	cli := etcd.Client(t)
+	cut, err := tcpproxy.Start(strings.TrimPrefix(etcd.ClientURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cut.Close() })
+	slow := startSlowProxy(t, cut.Addr) // server -> slow -> cut -> etcd
+
+	put := func(k, v string) {
+		t.Helper()
+		for attempt := 0; ; attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err := cli.Put(ctx, k, v)
+			cancel()
+			if err == nil {
+				return
+			}
+			if attempt == 10 {
+				t.Fatalf("put %s: %v", k, err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	del := func(k string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := cli.Delete(ctx, k); err != nil {
+			t.Fatalf("delete %s: %v", k, err)
+		}
+	}
+
+	stable := map[string]string{}
+	for i := range 10 {
+		ip := fmt.Sprintf("10.40.0.%d", i+1)
+		put(fmt.Sprintf("/skydns/test/zone/stable%d/1", i), `{"host":"`+ip+`"}`)
+		stable[fmt.Sprintf("stable%d.zone.test.", i)] = ip
+	}
+	for _, f := range []string{"slow", "partition", "kill"} {
+		put("/skydns/test/zone/"+f+"-change/1", `{"host":"10.41.0.1"}`)
+		put("/skydns/test/zone/"+f+"-gone/1", `{"host":"10.41.0.2"}`)
+	}
+	addr := serveZone(t, "http://"+slow.Addr, cli)
+	waitFor(t, 10*time.Second, addr, "kill-gone.zone.test.", dns.TypeA, answersWith("10.41.0.2"))
+
+	fp := &faultPoller{addr: addr, names: stable}
+	changeDuring := func(f string) {
+		put("/skydns/test/zone/"+f+"-new/1", `{"host":"10.42.0.1"}`)
+		put("/skydns/test/zone/"+f+"-change/1", `{"host":"10.42.0.2"}`)
+		del("/skydns/test/zone/" + f + "-gone/1")
+	}
+	converge := func(f string) time.Duration {
+		start := time.Now()
+		waitFor(t, 30*time.Second, addr, f+"-new.zone.test.", dns.TypeA, answersWith("10.42.0.1"))
+		waitFor(t, 30*time.Second, addr, f+"-change.zone.test.", dns.TypeA, answersWith("10.42.0.2"))
+		waitFor(t, 30*time.Second, addr, f+"-gone.zone.test.", dns.TypeA, isNXDOMAIN)
+		return time.Since(start)
+	}
+	report := func(f string, during time.Duration, took time.Duration) {
+		t.Helper()
+		asked, failures := fp.finish()
+		errs := metricSum(t, "coredns_gatewaydns_etcd_errors_total", map[string]string{"zones": "zone.test."})
+		t.Logf("%s: %d questions for %d stable names over %s, %d failed; 3 changes made during the fault answered %s after recovery (slow link: after the change); etcd_errors_total so far %v",
+			f, asked, len(stable), during.Round(time.Millisecond), len(failures), took.Round(time.Millisecond), errs)
+		if len(failures) > 0 {
+			t.Errorf("%s: %d of %d questions failed; first ones:\n%s", f, len(failures), asked, strings.Join(failures[:min(len(failures), 20)], "\n"))
+		}
+		if asked < 100 {
+			t.Errorf("%s: only %d questions asked: the poller did not run", f, asked)
+		}
+	}
+
+	// 1. A slow link: 300ms each way on every chunk.
+	fp.start()
+	start := time.Now()
+	slow.delay.Store(int64(300 * time.Millisecond))
+	time.Sleep(time.Second)
+	changeDuring("slow")
+	took := converge("slow") // over the slow link itself
+	if took < 250*time.Millisecond {
+		t.Errorf("slow link: changes answered after %s, less than the link's latency: the link was not slow", took)
+	}
+	time.Sleep(2 * time.Second)
+	during := time.Since(start)
+	slow.delay.Store(0)
+	report("slow link", during, took)
+
+	// 2. A partition: every connection to etcd dropped and refused.
+	fp.start()
+	start = time.Now()
+	cut.Cut()
+	changeDuring("partition")
+	time.Sleep(3 * time.Second)
+	for name, ip := range stable { // and over TCP from a fresh connection, explicitly
+		if r := ask(t, "tcp", addr, name, dns.TypeA); !answersWith(ip)(r) {
+			t.Errorf("partition: %s answered %v", name, r)
+		}
+	}
+	during = time.Since(start)
+	cut.Restore()
+	report("partition", during, converge("partition"))
+
+	// 3. etcd killed (SIGKILL) and restarted on the same port and data. Changes cannot be
+	// made while it is down: they are made right after the restart, while the server is
+	// still backing off, and behind a partition so that the server cannot see them at once.
+	fp.start()
+	start = time.Now()
+	etcd.Kill()
+	time.Sleep(3 * time.Second)
+	cut.Cut()
+	etcd.Restart()
+	changeDuring("kill")
+	during = time.Since(start)
+	cut.Restore()
+	report("etcd killed", during, converge("kill"))
+
+	// Everything from before is still there.
+	for name, ip := range stable {
+		if r := ask(t, "udp", addr, name, dns.TypeA); !answersWith(ip)(r) {
+			t.Errorf("after the faults: %s answered %v", name, r)
+		}
+	}
+}
