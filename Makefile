@@ -1,4 +1,5 @@
 # gatewaydns: CoreDNS with the gatewaydns plugin.
+#   make demo            build, start a landscape on loopback (TLS etcd, 2 clusters, 3 CoreDNS), dig it; make demo-down stops it
 #   make run             build, start a local etcd with example records, serve them on :1053
 #   make test            the whole test suite (race detector on), as CI runs it
 #   make build           ./coredns
@@ -34,6 +35,15 @@ test: build test-binaries
 .PHONY: run
 run: build test-binaries
 	hack/run-local.sh
+
+.PHONY: demo
+demo: build test-binaries
+	@echo "==> go run ./hack/demo up   (compiles the demo driver first: a minute on a fresh machine)"
+	@$(GO) run ./hack/demo up
+
+.PHONY: demo-down
+demo-down:
+	@$(GO) run ./hack/demo down
 
 FUZZTIME ?= 10
 .PHONY: fuzz
