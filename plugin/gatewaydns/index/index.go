@@ -282,7 +282,8 @@ func (ix *Index) MinTTL(request.Request) uint32 { return soaMinTTL }
 // question matches any label at that position. A name that is not there is answered by a
 // stored "*" wildcard that covers it, as RFC 4592 says.
 func (ix *Index) Records(_ context.Context, state request.Request, exact bool) ([]msg.Service, error) {
-	labels, star := ix.labels(state.Name())
+	var buf [16]string // most names have fewer labels: then finding them allocates nothing
+	labels, star := ix.labels(buf[:0], state.Name())
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if star >= 0 {
@@ -309,20 +310,30 @@ func (ix *Index) Records(_ context.Context, state request.Request, exact bool) (
 	return ix.finish(set, state.QType()), nil
 }
 
-// labels turns a lower-cased query name into the path elements of its key, and reports the
-// position of the first "*" or "any" label (-1 when none), as msg.PathWithWildcard does.
-func (ix *Index) labels(name string) ([]string, int) {
-	path := msg.Path(name, ix.opts.Prefix)
-	elems := ix.elements(path + "/")
-	elems = elems[:len(elems)-1]
+// labels appends to dst the path elements of a lower-cased query name's key, and reports the
+// position of the first "*" or "any" label (-1 when none), as msg.PathWithWildcard does. A
+// name with an escape, a "/" or an empty label takes msg.Path's way, which path.Join cleans;
+// any other name's elements are its labels reversed: msg.Path's result, without allocating.
+func (ix *Index) labels(dst []string, name string) ([]string, int) {
+	if strings.ContainsAny(name, `\/`) || strings.Contains(name, "..") {
+		elems := ix.elements(msg.Path(name, ix.opts.Prefix) + "/")
+		dst = append(dst, elems[:max(len(elems)-1, 0)]...)
+	} else {
+		name = strings.TrimSuffix(name, ".")
+		for name != "" {
+			i := strings.LastIndexByte(name, '.')
+			dst = append(dst, name[i+1:])
+			name = name[:max(i, 0)]
+		}
+	}
 	star := -1
-	for i, l := range elems {
+	for i, l := range dst {
 		if l == "*" || l == "any" {
 			star = i
 			break
 		}
 	}
-	return elems, star
+	return dst, star
 }
 
 // wildcardQuery answers a question with a "*" or "any" label: every key below the labels

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -305,5 +306,25 @@ func TestLoadPerPrefixReplacesOnlyItsSubtree(t *testing.T) {
 	ix.Load(b, nil)
 	if _, err := ask("b.test"); !errors.Is(err, ErrNotFound) || ix.Len() != 1 {
 		t.Fatalf("an empty load must remove the prefix's subtree: %v, len %d", err, ix.Len())
+	}
+}
+
+func TestLabelsAreTheElementsOfTheStockPath(t *testing.T) {
+	for _, prefix := range []string{"skydns", "/dns/custom/"} {
+		ix := New(Options{Prefix: prefix})
+		for _, name := range []string{
+			"app.eu1.openmcp.cluster.", "openmcp.cluster.", "cluster.", ".", "",
+			"*.apps.zone.test.", "a.any.zone.test.", "_http._tcp.svc.zone.test.",
+			`a\.b.zone.test.`, "a/b.zone.test.", "/.", "a..b.zone.test.", `\/.`,
+			strings.Repeat("d.", 40) + "zone.test.",
+		} {
+			want := ix.elements(msg.Path(name, prefix) + "/")
+			want = want[:max(len(want)-1, 0)]
+			_, wantStar := msg.PathWithWildcard(name, prefix)
+			got, star := ix.labels(nil, name)
+			if !slices.Equal(got, want) || (star >= 0) != wantStar {
+				t.Errorf("prefix %q, name %q: got %q (star %d), want %q (wildcard %v)", prefix, name, got, star, want, wantStar)
+			}
+		}
 	}
 }
