@@ -6,6 +6,7 @@
 #   make generate        regenerate the plugin list from plugin.cfg
 #   make test-binaries   etcd, etcdctl and kube-apiserver for the tests, into ./bin
 #   make fuzz            every fuzz target for FUZZTIME seconds (default 10)
+#   make soak            the load and reload tests at full length: 60s of dnsperf load and churn, 50 reloads
 #   make lint            gofmt and go vet
 #   make image           the container image (needs a docker engine)
 
@@ -44,6 +45,11 @@ demo: build test-binaries
 .PHONY: demo-down
 demo-down:
 	@$(GO) run ./hack/demo down
+
+.PHONY: soak
+soak: build test-binaries
+	GATEWAYDNS_SOAK=1 GATEWAYDNS_COREDNS=$(CURDIR)/coredns GATEWAYDNS_TEST_BIN=$(CURDIR)/bin \
+		$(GO) test -race -count=1 -timeout 30m -v -run 'TestServesUnderLoad|TestReload' ./tests/
 
 FUZZTIME ?= 10
 .PHONY: fuzz

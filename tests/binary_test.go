@@ -94,6 +94,13 @@ func runCorefile(t *testing.T, name string, env ...string) *coreDNSProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startCorefile(t, name, string(src), env...)
+}
+
+// startCorefile starts the binary with the Corefile src (written to a file called name), moved
+// to free loopback ports as runCorefile does.
+func startCorefile(t *testing.T, name, src string, env ...string) *coreDNSProcess {
+	t.Helper()
 	p := &coreDNSProcess{
 		DNS:     fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		Health:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
@@ -102,7 +109,7 @@ func runCorefile(t *testing.T, name string, env ...string) *coreDNSProcess {
 		log:     new(processLog),
 		done:    make(chan error, 1),
 	}
-	corefile := sidecarPlugins.ReplaceAllStringFunc(string(src), func(line string) string {
+	corefile := sidecarPlugins.ReplaceAllStringFunc(src, func(line string) string {
 		m := sidecarPlugins.FindStringSubmatch(line)
 		addr := map[string]string{"health": p.Health, "ready": p.Ready, "prometheus": p.Metrics}[m[2]]
 		return m[1] + m[2] + " " + addr
