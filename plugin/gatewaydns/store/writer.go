@@ -144,7 +144,13 @@ type Writer struct {
 	deposed chan struct{}        // closed when the current term is known to be over
 	pending map[string]time.Time // name -> when it was first enqueued
 	wake    chan struct{}
+	// lost are the names held by an older claim in exclusive mode, each with the cancel of the
+	// watch that enqueues it again when a key of it is deleted: the claim's owner withdrawing
+	// frees the name, and the next claim in line takes it at once, not at the next resync.
+	lost map[string]*lostWatch
 }
+
+type lostWatch struct{ cancel context.CancelFunc }
 
 // NewWriter checks cfg and fills in the defaults. Nothing runs until Run.
 func NewWriter(client *clientv3.Client, cfg WriterConfig) (*Writer, error) {
@@ -184,6 +190,7 @@ func NewWriter(client *clientv3.Client, cfg WriterConfig) (*Writer, error) {
 		el:      NewElection(client, cfg.LeaderPrefix, cfg.Owner, cfg.Identity, cfg.ElectionTTL),
 		pending: make(map[string]time.Time),
 		wake:    make(chan struct{}, 1),
+		lost:    make(map[string]*lostWatch),
 	}, nil
 }
 
@@ -301,6 +308,7 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 	w.obs.Leading(true)
 	defer func() {
 		w.depose(term)
+		w.forgetLost()
 		w.obs.Leading(false)
 	}()
 	go w.watchKey(ctx, term)
@@ -485,7 +493,7 @@ func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.Lease
 	if len(names) == 0 {
 		return res, nil
 	}
-	current, readable, err := w.read(ctx, names, &res)
+	current, readable, rev, err := w.read(ctx, names, &res)
 	if err != nil {
 		return res, err
 	}
@@ -512,6 +520,7 @@ func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.Lease
 	for _, c := range p.Conflicts {
 		w.obs.Conflict(c)
 	}
+	w.trackLost(ctx, readable, p.Conflicts, rev)
 	for _, s := range p.Skipped {
 		w.obs.Skipped(s)
 	}
@@ -545,9 +554,9 @@ func normalize(names []string) []string {
 }
 
 // read returns the keys one level below each name's key, of every owner, reading up to
-// BatchSize names per transaction. A name that cannot be read (permission denied) is recorded
-// in res and left out of readable.
-func (w *Writer) read(ctx context.Context, names []string, res *Result) (current []plan.KV, readable []string, err error) {
+// BatchSize names per transaction, and the oldest revision read at. A name that cannot be read
+// (permission denied) is recorded in res and left out of readable.
+func (w *Writer) read(ctx context.Context, names []string, res *Result) (current []plan.KV, readable []string, rev int64, err error) {
 	var readBatch func(batch []string) error
 	readBatch = func(batch []string) error {
 		ops := make([]clientv3.Op, len(batch))
@@ -572,6 +581,9 @@ func (w *Writer) read(ctx context.Context, names []string, res *Result) (current
 			}
 			return readBatch(batch[h:])
 		}
+		if rev == 0 || resp.Header.Revision < rev {
+			rev = resp.Header.Revision
+		}
 		for i, n := range batch {
 			base := record.NamePath(w.cfg.Prefix, n) + "/"
 			for _, kv := range resp.Responses[i].GetResponseRange().Kvs {
@@ -588,10 +600,66 @@ func (w *Writer) read(ctx context.Context, names []string, res *Result) (current
 	}
 	for i := 0; i < len(names); i += w.cfg.BatchSize {
 		if err := readBatch(names[i:min(i+w.cfg.BatchSize, len(names))]); err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 	}
-	return current, readable, nil
+	return current, readable, rev, nil
+}
+
+// trackLost watches the names just lost to an older claim, from the revision they were read
+// at, and stops watching the names of this reconcile that are no longer lost.
+func (w *Writer) trackLost(ctx context.Context, reconciled []string, conflicts []plan.Conflict, rev int64) {
+	lost := make(map[string]bool, len(conflicts))
+	for _, c := range conflicts {
+		lost[c.Name] = true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range reconciled {
+		lw, watched := w.lost[n]
+		switch {
+		case lost[n] && !watched:
+			wctx, cancel := context.WithCancel(ctx)
+			lw = &lostWatch{cancel: cancel}
+			w.lost[n] = lw
+			go w.watchLost(wctx, lw, n, rev+1)
+		case !lost[n] && watched:
+			lw.cancel()
+			delete(w.lost, n)
+		}
+	}
+}
+
+// watchLost enqueues name when a key of it is deleted after rev.
+func (w *Writer) watchLost(ctx context.Context, lw *lostWatch, name string, rev int64) {
+	base := record.NamePath(w.cfg.Prefix, name) + "/"
+	for resp := range w.client.Watch(ctx, base, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut()) {
+		if ctx.Err() != nil {
+			return
+		}
+		if len(resp.Events) > 0 || resp.Err() != nil {
+			// A compacted watch may have missed the delete: look again. The name's reconcile
+			// starts a new watch while it is still lost.
+			w.mu.Lock()
+			if w.lost[name] == lw {
+				delete(w.lost, name)
+			}
+			w.mu.Unlock()
+			lw.cancel()
+			w.Enqueue(name)
+			return
+		}
+	}
+}
+
+// forgetLost stops every lost name's watch at the end of a term.
+func (w *Writer) forgetLost() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for n, lw := range w.lost {
+		lw.cancel()
+		delete(w.lost, n)
+	}
 }
 
 // apply commits the changes in fenced transactions of at most BatchSize operations, every

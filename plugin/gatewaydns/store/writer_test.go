@@ -379,7 +379,7 @@ func TestWriterExclusiveOldestClaimWins(t *testing.T) {
 	wtEventually(t, 10*time.Second, "c1 published", wtHostsAre(t, cli, app, "c1=10.0.0.1"))
 
 	obs2 := &wtObserver{}
-	w2, _ := wtStart(t, cli, store.WriterConfig{Owner: "c2", Desired: wtWant(wtEP(app, "10.0.0.2")), Observer: obs2,
+	wtStart(t, cli, store.WriterConfig{Owner: "c2", Desired: wtWant(wtEP(app, "10.0.0.2")), Observer: obs2,
 		Conflicts: plan.Exclusive})
 	wtEventually(t, 10*time.Second, "c2 reports the conflict", func() bool {
 		return obs2.get(func(o *wtObserver) bool { return len(o.conflicts) > 0 })
@@ -395,12 +395,11 @@ func TestWriterExclusiveOldestClaimWins(t *testing.T) {
 		t.Fatal("the winner reported a conflict")
 	}
 
-	// The winner withdraws: the name is free, c2 claims it at its next reconcile.
+	// The winner withdraws: the name is free, and c2, which watches the name it lost, claims
+	// it at once, not at its next full resync (minutes away).
 	d1.remove(app)
 	w1.Enqueue(app)
-	wtEventually(t, 5*time.Second, "c1 withdrew", wtHostsAre(t, cli, app))
-	w2.Enqueue(app)
-	wtEventually(t, 5*time.Second, "c2 took the free name", wtHostsAre(t, cli, app, "c2=10.0.0.2"))
+	wtEventually(t, 3*time.Second, "c1 withdrew and c2 took the free name by itself", wtHostsAre(t, cli, app, "c2=10.0.0.2"))
 }
 
 func TestWriterPolicies(t *testing.T) {
