@@ -44,17 +44,18 @@ func Root(prefix string) string {
 // a valid domain name (it becomes the SRV target of IP hosts).
 func Decode(key string, value []byte) (Value, error) {
 	var v Value
+	shown := clip(key) // a hostile key or host must not make a megabyte log line
 	if err := json.Unmarshal(value, &v); err != nil {
-		return v, fmt.Errorf("%s: %w", key, err)
+		return v, fmt.Errorf("%s: %w", shown, err)
 	}
 	s := &v.Service
 	if s.Host != "" && net.ParseIP(s.Host) == nil {
 		if _, ok := dns.IsDomainName(s.Host); !ok || strings.ContainsAny(s.Host, " \t\n/") {
-			return v, fmt.Errorf("%s: host %q is neither an IP address nor a domain name", key, s.Host)
+			return v, fmt.Errorf("%s: host %q is neither an IP address nor a domain name", shown, clip(s.Host))
 		}
 	}
 	if s.Host == "" && s.Text == "" {
-		return v, fmt.Errorf("%s: %w", key, errEmpty)
+		return v, fmt.Errorf("%s: %w", shown, errEmpty)
 	}
 	// SRV and MX carry these as 16 bits: a larger value would be answered wrapped around.
 	// Port -1 is SkyDNS's "no SRV record for this host".
@@ -63,18 +64,27 @@ func Decode(key string, value []byte) (Value, error) {
 		v, min int
 	}{{"port", s.Port, -1}, {"priority", s.Priority, 0}, {"weight", s.Weight, 0}} {
 		if f.v < f.min || f.v > 0xffff {
-			return v, fmt.Errorf("%s: %s %d is outside %d..65535", key, f.name, f.v, f.min)
+			return v, fmt.Errorf("%s: %s %d is outside %d..65535", shown, f.name, f.v, f.min)
 		}
 	}
 	// msg.Domain panics on a key without a '/' below its first element ("", "/", "x").
 	if strings.Count(strings.TrimSuffix(key, "/"), "/") == 0 {
-		return v, fmt.Errorf("%s: key does not map to a valid domain name", key)
+		return v, fmt.Errorf("%s: key does not map to a valid domain name", shown)
 	}
 	if _, ok := dns.IsDomainName(msg.Domain(key)); !ok {
-		return v, fmt.Errorf("%s: key does not map to a valid domain name", key)
+		return v, fmt.Errorf("%s: key does not map to a valid domain name", shown)
 	}
 	s.Key = key
 	return v, nil
 }
 
 var errEmpty = errors.New("value has neither host nor text")
+
+// clip shortens s for an error message to its first 128 bytes and its length.
+func clip(s string) string {
+	const show = 128
+	if len(s) <= show {
+		return s
+	}
+	return fmt.Sprintf("%s...(%d bytes)", s[:show], len(s))
+}
