@@ -5,6 +5,7 @@ package gatewaydns
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
@@ -56,7 +57,7 @@ func (g *GatewayDNS) Ready() bool { return g.ready() }
 // ServeDNS implements plugin.Handler.
 func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
-	zone := plugin.Zones(g.Zones).Matches(state.Name())
+	zone := matchZone(g.Zones, state.Name())
 	if zone == "" || g.backend == nil {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
@@ -126,6 +127,28 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	m.Extra = extra
 	w.WriteMsg(m)
 	return dns.RcodeSuccess, nil
+}
+
+// matchZone is plugin.Zones(zones).Matches(name) for a lower-cased name, without its
+// allocations on every query: for names and zones without escapes, a zone is a suffix of the
+// name that starts at a label.
+func matchZone(zones []string, name string) string {
+	if strings.IndexByte(name, '\\') >= 0 {
+		return plugin.Zones(zones).Matches(name)
+	}
+	zone := ""
+	for _, z := range zones {
+		if strings.IndexByte(z, '\\') >= 0 {
+			return plugin.Zones(zones).Matches(name)
+		}
+		if len(z) <= len(zone) {
+			continue
+		}
+		if z == "." || name == z || (strings.HasSuffix(name, z) && name[len(name)-len(z)-1] == '.') {
+			zone = z
+		}
+	}
+	return zone
 }
 
 // cname answers a CNAME question. A record at the name's own key answers as in the stock
