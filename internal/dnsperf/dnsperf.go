@@ -23,12 +23,13 @@ type Options struct {
 	Server      string // host:port
 	Data        string // the question file: "name TYPE" per line
 	Duration    time.Duration
-	Clients     int    // -c; 1 when 0
-	Threads     int    // -T; 1 when 0
-	Outstanding int    // -q; dnsperf's 100 when 0
-	MaxQPS      int    // -Q; 0 for as many as the server takes
-	Verbose     bool   // -v: one line per question, for latency percentiles
-	CPU         string // a taskset CPU list to pin dnsperf to; none when empty
+	Clients     int           // -c; 1 when 0
+	Threads     int           // -T; 1 when 0
+	Outstanding int           // -q; dnsperf's 100 when 0
+	MaxQPS      int           // -Q; 0 for as many as the server takes
+	Timeout     time.Duration // -t: when a question counts as lost; dnsperf's 5s when 0
+	Verbose     bool          // -v: one line per question, for latency percentiles
+	CPU         string        // a taskset CPU list to pin dnsperf to; none when empty
 	// Log receives dnsperf's output but for the per-question lines; discarded when nil.
 	Log io.Writer
 }
@@ -44,6 +45,9 @@ func (o Options) Args() ([]string, error) {
 		"-c", strconv.Itoa(max(o.Clients, 1)), "-T", strconv.Itoa(max(o.Threads, 1))}
 	if o.Outstanding > 0 {
 		args = append(args, "-q", strconv.Itoa(o.Outstanding))
+	}
+	if o.Timeout > 0 {
+		args = append(args, "-t", strconv.FormatFloat(o.Timeout.Seconds(), 'f', -1, 64))
 	}
 	if o.MaxQPS > 0 {
 		args = append(args, "-Q", strconv.Itoa(o.MaxQPS))
