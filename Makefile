@@ -6,6 +6,7 @@
 #   make generate        regenerate the plugin list from plugin.cfg
 #   make test-binaries   etcd, etcdctl and kube-apiserver for the tests, into ./bin
 #   make fuzz            every fuzz target for FUZZTIME seconds (default 10)
+#   make bench           benchmarks vs the stock etcd, cache and hosts plugins and external-dns (BENCHFLAGS=...)
 #   make soak            the load and reload tests at full length: 60s of dnsperf load and churn, 50 reloads
 #   make lint            gofmt and go vet
 #   make image           the container image (needs a docker engine)
@@ -55,6 +56,15 @@ FUZZTIME ?= 10
 .PHONY: fuzz
 fuzz:
 	hack/fuzz.sh $(FUZZTIME)
+
+# Not part of `make test`: about 12 minutes on 2 cores (plus building external-dns into ./bin
+# once), and it wants the machine to itself. Writes bench/results/<date>.md and .svg.
+BENCHFLAGS ?=
+.PHONY: bench
+bench: build test-binaries
+	@command -v dnsperf >/dev/null 2>&1 || { echo "--- installing dnsperf"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dnsperf >/dev/null; }
+	$(GO) run ./bench $(BENCHFLAGS)
 
 .PHONY: lint
 lint:

@@ -1,0 +1,258 @@
+// Command bench measures gatewaydns against its peers on this machine, in one run: query
+// throughput and latency against the stock etcd plugin (with and without cache) and the hosts
+// plugin (phase Q), scale to 100k records (S), propagation from etcd and from a Gateway status
+// update, against external-dns (P), and the writer publishing 10k routes from cold (W). It
+// writes bench/results/<date>.md and .svg. `make bench` runs it; see README.md, "Benchmarks".
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
+)
+
+type options struct {
+	phases      string
+	duration    time.Duration
+	rounds      int
+	qrecords    int
+	scale       []int
+	changes     int
+	xdnsChanges int
+	routes      int
+	clients     int
+	threads     int
+	outstanding int
+	latFraction float64
+	pin         bool
+	externalDNS bool
+	profile     bool
+	out         string
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&o.phases, "phases", "Q,S,P,W", "phases to run: Q (queries), S (scale), P (propagation), W (writer)")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each throughput run; latency runs take half")
+	fs.IntVar(&o.rounds, "rounds", 3, "phases Q and S: rounds over the servers (interleaved; the median round counts)")
+	fs.IntVar(&o.qrecords, "qrecords", 10000, "phase Q: records in etcd")
+	scale := fs.String("scale", "1000,10000,100000", "phase S: record counts")
+	fs.IntVar(&o.changes, "changes", 200, "phase P: changes measured per path")
+	fs.IntVar(&o.xdnsChanges, "xdns-changes", 10, "phase P: changes measured through external-dns (about 6s each)")
+	fs.IntVar(&o.routes, "routes", 10000, "phase W: HTTPRoutes published from cold")
+	fs.IntVar(&o.clients, "c", 8, "dnsperf -c")
+	fs.IntVar(&o.threads, "T", 2, "dnsperf -T")
+	fs.IntVar(&o.outstanding, "q", 200, "dnsperf -q")
+	fs.Float64Var(&o.latFraction, "latency-load", 0.5, "phase Q: latency runs send this fraction of the slowest backend's throughput")
+	fs.BoolVar(&o.pin, "pin", true, "pin servers and etcd to CPU 0 and dnsperf to CPU 1 (taskset), on a machine with 2 or more CPUs")
+	fs.BoolVar(&o.externalDNS, "external-dns", true, "phase P: build (once, into bin/) and measure external-dns v0.21.0")
+	fs.BoolVar(&o.profile, "profile", false, "Q: a CPU profile of each backend during its first throughput run; S: a heap profile of each server (pprof plugin), into .cache/bench/run/")
+	fs.StringVar(&o.out, "out", "bench/results", "directory of the report and chart")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	for _, f := range strings.Split(*scale, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return o, fmt.Errorf("-scale: %q is not a record count", f)
+		}
+		o.scale = append(o.scale, n)
+	}
+	slices.Sort(o.scale)
+	for _, p := range strings.Split(o.phases, ",") {
+		if !slices.Contains([]string{"Q", "S", "P", "W"}, strings.TrimSpace(p)) {
+			return o, fmt.Errorf("-phases: unknown phase %q (Q, S, P, W)", p)
+		}
+	}
+	return o, nil
+}
+
+func (o options) has(phase string) bool {
+	for _, p := range strings.Split(o.phases, ",") {
+		if strings.TrimSpace(p) == phase {
+			return true
+		}
+	}
+	return false
+}
+
+// harness holds what the phases share: the etcd of the records, the binaries, the results.
+type harness struct {
+	opt                  options
+	root, runDir         string
+	coredns, binDir      string
+	tb                   *runTB
+	etcd                 *testenv.Etcd
+	cli                  *clientv3.Client
+	kube                 *kubeEnv // started by the first phase that needs it
+	res                  *results
+	serverCPU, clientCPU string
+}
+
+func main() {
+	opt, err := parseFlags(os.Args[1:])
+	if err == flag.ErrHelp {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(2)
+	}
+	os.Exit(run(opt))
+}
+
+var logMu sync.Mutex
+var began = time.Now()
+
+func logf(format string, args ...any) {
+	logMu.Lock()
+	defer logMu.Unlock()
+	fmt.Printf("[%6.1fs] %s\n", time.Since(began).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func run(opt options) int {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v (run it from the repository)\n", err)
+		return 1
+	}
+	h := &harness{opt: opt, root: root, coredns: filepath.Join(root, "coredns"), binDir: filepath.Join(root, "bin")}
+	h.runDir = filepath.Join(root, ".cache", "bench", "run")
+	if err := os.RemoveAll(h.runDir); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 1
+	}
+	if err := os.MkdirAll(h.runDir, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		return 1
+	}
+	h.tb = newRunTB(h.runDir)
+	h.res = &results{date: time.Now().Format("2006-01-02"), started: time.Now(),
+		command: "go run ./bench " + strings.Join(os.Args[1:], " ")}
+
+	// Every process goes, whatever happens: at the end, on a failure, on Ctrl-C.
+	var once sync.Once
+	shutdown := func() {
+		once.Do(func() {
+			stopAll()
+			h.tb.cleanup()
+		})
+	}
+	defer shutdown()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var interrupted atomic.Bool
+	go func() {
+		sig := <-sigs
+		interrupted.Store(true)
+		h.tb.quiet() // an interrupted run is not a failure: no log tails
+		logf("%s: stopping every process the benchmark started; no report", sig)
+		shutdown()
+		os.Exit(130)
+	}()
+	// After an interrupt, the phase that was running fails; this waits for the exit above
+	// instead of writing a partial report.
+	stopIfInterrupted := func() {
+		if interrupted.Load() {
+			select {}
+		}
+	}
+
+	logf("logs and data: %s", h.runDir)
+	err = h.setup()
+	stopIfInterrupted()
+	if err != nil {
+		logf("FAILED: %v", err)
+		return 1
+	}
+	failed := false
+	for _, ph := range []struct {
+		name string
+		run  func() error
+	}{{"Q", h.phaseQ}, {"S", h.phaseS}, {"P", h.phaseP}, {"W", h.phaseW}} {
+		if !opt.has(ph.name) {
+			continue
+		}
+		start := time.Now()
+		logf("=== phase %s", ph.name)
+		err := catch(ph.run)
+		stopIfInterrupted()
+		if err != nil {
+			failed = true
+			logf("phase %s FAILED: %v", ph.name, err)
+			h.res.notes = append(h.res.notes, fmt.Sprintf("Phase %s failed: %s", ph.name, firstLine(err.Error())))
+		}
+		stopAll() // nothing of one phase runs into the next
+		logf("=== phase %s took %v", ph.name, time.Since(start).Round(time.Second))
+	}
+	stopIfInterrupted()
+	h.res.took = time.Since(h.res.started)
+	md, svg, err := h.write()
+	if err != nil {
+		logf("FAILED writing the report: %v", err)
+		return 1
+	}
+	logf("report %s, chart %s (took %v)", md, svg, h.res.took.Round(time.Second))
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// setup checks the binaries, pins, and starts the etcd every phase writes its records into.
+func (h *harness) setup() error {
+	for _, b := range []string{h.coredns, filepath.Join(h.binDir, "etcd")} {
+		if _, err := os.Stat(b); err != nil {
+			return fmt.Errorf("%s missing: run `make build test-binaries` (or `make bench`)", b)
+		}
+	}
+	if _, err := exec.LookPath("dnsperf"); err != nil && (h.opt.has("Q") || h.opt.has("S")) {
+		return fmt.Errorf("dnsperf not found: apt-get install dnsperf (`make bench` does)")
+	}
+	if h.opt.pin && runtime.NumCPU() >= 2 {
+		if _, err := exec.LookPath("taskset"); err == nil {
+			h.serverCPU, h.clientCPU = "0", "1"
+		}
+	}
+	h.res.machine = machineInfo(h)
+	os.Setenv(testenv.EnvTestBin, h.binDir)
+	return catch(func() error {
+		h.etcd = testenv.StartEtcd(h.tb)
+		h.cli = h.etcd.Client(h.tb)
+		logf("etcd %s (log %s)", h.etcd.ClientURL, h.etcd.LogFile)
+		if h.serverCPU != "" {
+			for _, pid := range childrenNamed("etcd") {
+				if err := pinPID(pid, h.serverCPU); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func (h *harness) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 5*time.Minute)
+}

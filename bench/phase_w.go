@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// phaseW: -routes HTTPRoutes exist before the writer starts; from the writer's process start
+// to every name in etcd, and what etcd counted meanwhile.
+func (h *harness) phaseW() error {
+	k, err := h.kubeAPI()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	const ns = "bench-w"
+	gateways := []string{"gw-0", "gw-1", "gw-2", "gw-3"}
+	if err := catch(func() error {
+		k.fx.Namespace(ns)
+		for i, g := range gateways {
+			k.fx.Gateway(ns, g, gatewayv1.HTTPProtocolType, 80, "", fmt.Sprintf("203.0.113.%d", i+1))
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("kube-apiserver: creating the Gateways: %w", err)
+	}
+	w := &wResults{routes: h.opt.routes, gateways: len(gateways)}
+	start := time.Now()
+	if err := k.createRoutes(ctx, ns, ns, gateways, w.routes, 32, func(i int) string {
+		return fmt.Sprintf("r%d.wt.%s", i, zone)
+	}); err != nil {
+		return err
+	}
+	w.create = time.Since(start)
+	logf("W: %d HTTPRoutes created and accepted in %v", w.routes, w.create.Round(time.Millisecond))
+	if err := waitQuiet(ctx, k); err != nil {
+		return err
+	}
+
+	prefix := "/skydns/cluster/openmcp/wt/"
+	before, err := readEtcdCounters(h.etcd.ClientURL)
+	if err != nil {
+		return err
+	}
+	_, rev0, err := countPrefix(ctx, h.cli, "/")
+	if err != nil {
+		return err
+	}
+	writer, err := h.startCoreDNS(serverSpec{name: "writer-w", metrics: true,
+		body: fmt.Sprintf("gatewaydns {\n    endpoint %s\n    owner bench-w\n    kubeconfig %s\n    domain-filter wt.%s\n    publish-only\n}",
+			h.etcd.ClientURL, k.kube.KubeconfigFile, zone)})
+	if err != nil {
+		return err
+	}
+	readyc := make(chan error, 1)
+	go func() {
+		d, err := writer.waitReady(5 * time.Minute)
+		w.ready = d
+		readyc <- err
+	}()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		n, _, err := countPrefix(ctx, h.cli, prefix)
+		if err != nil {
+			return err
+		}
+		if n >= int64(w.routes) {
+			w.published = time.Since(writer.started)
+			break
+		}
+		if !writer.running() {
+			return writer.failure(errExited)
+		}
+		if time.Now().After(deadline) {
+			return writer.failure(fmt.Errorf("%d of %d names in etcd after 5m", n, w.routes))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := <-readyc; err != nil {
+		return err
+	}
+	// Let the writer finish what it does after the last name (its sync bookkeeping), then read
+	// the counters.
+	time.Sleep(2 * time.Second)
+	after, err := readEtcdCounters(h.etcd.ClientURL)
+	if err != nil {
+		return err
+	}
+	_, rev1, err := countPrefix(ctx, h.cli, "/")
+	if err != nil {
+		return err
+	}
+	w.etcd, w.revisions = after.minus(before), rev1-rev0
+	if text, err := scrape(writer.metricsURL); err == nil {
+		w.writes, _ = metricSum(text, "coredns_gatewaydns_writer_writes_total", `owner="bench-w"`)
+	}
+	writer.stop()
+	h.res.w = w
+	logf("W: %d names in etcd %v after the writer's start (ready after %v); etcd counted %.0f Txn and %.0f Put RPCs, %.0f keys written, %d revisions",
+		w.routes, w.published.Round(time.Millisecond), w.ready.Round(time.Millisecond), w.etcd.txns, w.etcd.puts, w.etcd.keysPut, w.revisions)
+	return nil
+}
+
+// waitQuiet gives the API server a moment after the burst of creates, so that the writer's
+// start is not measured against a backlog: it waits until a list of namespaces answers fast.
+func waitQuiet(ctx context.Context, k *kubeEnv) error {
+	cs, err := kubernetes.NewForConfig(k.kube.Config)
+	if err != nil {
+		return fmt.Errorf("kube client: %w", err)
+	}
+	for range 50 {
+		t := time.Now()
+		if _, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
+			return fmt.Errorf("kube-apiserver: listing namespaces: %w", err)
+		}
+		if time.Since(t) < 20*time.Millisecond {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}

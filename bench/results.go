@@ -1,0 +1,98 @@
+package main
+
+import (
+	"time"
+
+	"github.com/gatewaydns/gatewaydns/internal/dnsperf"
+)
+
+// results is everything one run measured; report.go renders it.
+type results struct {
+	date     string
+	started  time.Time
+	took     time.Duration
+	command  string
+	machine  []string // "what: value" lines
+	settings []string
+	notes    []string
+
+	q *qResults
+	s *sResults
+	p *pResults
+	w *wResults
+}
+
+// qResults: phase Q, query throughput and latency per backend and mix.
+type qResults struct {
+	records     int
+	perf        dnsperf.Options
+	rounds      int
+	pinning     string
+	latRate     map[string]int // mix name -> fixed rate of the latency runs
+	latFraction float64
+	rows        []qRow
+}
+
+type qRow struct {
+	mix, backend string
+	qps          float64   // median over the rounds
+	qpsRounds    []float64 // each round's
+	satAvg       float64   // dnsperf's mean latency at saturation, seconds
+	lat          latencyStats
+	lost, sent   int64 // over every run of this row
+	rcodes       map[string]int64
+}
+
+func (q *qResults) row(mixName, backend string) *qRow {
+	if q == nil {
+		return nil
+	}
+	for i := range q.rows {
+		if q.rows[i].mix == mixName && q.rows[i].backend == backend {
+			return &q.rows[i]
+		}
+	}
+	return nil
+}
+
+// sResults: phase S, gatewaydns by record count.
+type sResults struct {
+	rounds  int
+	idleRSS int64
+	rows    []sRow
+}
+
+type sRow struct {
+	records   int
+	load      time.Duration // writing them into etcd
+	ready     time.Duration // process start to ready
+	qps       float64       // median over the rounds
+	qpsRounds []float64     // each round's
+	lat       latencyStats  // dnsperf's mean only (n=0): saturation
+	rssReady  int64
+	rss       int64 // after the load
+}
+
+// pResults: phase P, propagation.
+type pResults struct {
+	rows []pRow
+}
+
+type pRow struct {
+	what, path string
+	records    int64 // records in etcd at the time
+	n, failed  int
+	lat        latencyStats
+	skipped    string // why it did not run
+}
+
+// wResults: phase W, the writer from cold.
+type wResults struct {
+	routes, gateways int
+	create           time.Duration // creating the routes and their status
+	ready            time.Duration // writer process start to ready
+	published        time.Duration // writer process start to every name in etcd
+	etcd             etcdCounters  // what etcd counted meanwhile
+	revisions        int64
+	writes           float64 // the writer's coredns_gatewaydns_writer_writes_total
+}
