@@ -289,11 +289,9 @@ func (ix *Index) Records(_ context.Context, state request.Request, exact bool) (
 	if star >= 0 {
 		return ix.wildcardQuery(labels, star, state.QType())
 	}
-	n, depth := ix.tree.walk(labels)
-	if depth < len(labels) {
-		if n = n.child("*"); n == nil {
-			return nil, ErrNotFound
-		}
+	n := ix.tree.find(labels)
+	if n == nil {
+		return nil, ErrNotFound
 	}
 	var set *answerSet
 	if exact {
@@ -308,6 +306,36 @@ func (ix *Index) Records(_ context.Context, state request.Request, exact bool) (
 		}
 	}
 	return ix.finish(set, state.QType()), nil
+}
+
+// Addresses is what plugin.A (qtype A) or plugin.AAAA (qtype AAAA) answers from Records for a
+// name below the apex, whenever that answer is made of the name's addresses alone: no CNAME
+// to chase, no lease to count down, no query wildcard. ok is false otherwise, and the caller
+// asks plugin.A. The addresses are worked out once per answer set, not per question, and are
+// shared: the caller must not change them. err is ErrNotFound where Records says so.
+func (ix *Index) Addresses(name string, qtype uint16) (addrs []Address, ok bool, err error) {
+	var buf [16]string
+	labels, star := ix.labels(buf[:0], name)
+	if star >= 0 {
+		return nil, false, nil
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n := ix.tree.find(labels)
+	if n == nil {
+		return nil, true, ErrNotFound
+	}
+	set := n.answerSet()
+	if set == nil {
+		return nil, true, ErrNotFound
+	}
+	if set.addrs == nil {
+		return nil, false, nil
+	}
+	if qtype == dns.TypeAAAA {
+		return set.addrs.v6, true, nil
+	}
+	return set.addrs.v4, true, nil
 }
 
 // labels appends to dst the path elements of a lower-cased query name's key, and reports the

@@ -2,11 +2,13 @@ package index
 
 import (
 	"cmp"
+	"net"
 	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/coredns/coredns/plugin/etcd/msg"
+	"github.com/miekg/dns"
 )
 
 // entry is one decoded value.
@@ -41,6 +43,46 @@ type answerSet struct {
 	services []msg.Service
 	leased   []leasedRecord // by position, ascending
 	hostless bool           // some record has only text: leave it out unless TXT is asked
+	addrs    *addresses     // nil unless every record is an address (or text), none leased
+}
+
+// Address is one record of an A or AAAA answer.
+type Address struct {
+	IP  net.IP
+	TTL uint32
+}
+
+// addresses is what plugin.A and plugin.AAAA make of an answer set without CNAMEs and leases:
+// the addresses of each family, in key order, the first of each host only, of the records that
+// msg.Group keeps.
+type addresses struct{ v4, v6 []Address }
+
+func newAddresses(s *answerSet) *addresses {
+	if len(s.leased) > 0 {
+		return nil
+	}
+	sx := make([]msg.Service, 0, len(s.services))
+	for _, svc := range s.services {
+		if svc.Host != "" { // as finish leaves them out
+			sx = append(sx, svc)
+		}
+	}
+	a := &addresses{}
+	seen := make(map[string]bool, len(sx))
+	for _, svc := range msg.Group(sx) {
+		what, ip := svc.HostType()
+		switch {
+		case what == dns.TypeCNAME:
+			return nil
+		case seen[svc.Host]:
+		case what == dns.TypeA:
+			a.v4 = append(a.v4, Address{IP: ip, TTL: svc.TTL})
+		case what == dns.TypeAAAA:
+			a.v6 = append(a.v6, Address{IP: ip, TTL: svc.TTL})
+		}
+		seen[svc.Host] = true
+	}
+	return a
 }
 
 // leasedRecord marks a record whose TTL follows its lease's remaining life.
@@ -74,6 +116,16 @@ func (n *node) child(name string) *node {
 		return nil
 	}
 	return n.children[name]
+}
+
+// find is the node a read of elems answers from: the node itself, or, where the tree ends
+// before it, a "*" child of the deepest node on the way (RFC 4592). Nil when neither exists.
+func (n *node) find(elems []string) *node {
+	n, depth := n.walk(elems)
+	if depth < len(elems) {
+		return n.child("*")
+	}
+	return n
 }
 
 // walk follows elems down as far as the tree goes: the deepest node reached and how many
@@ -225,6 +277,7 @@ func (n *node) answerSet() *answerSet {
 	for _, e := range entries {
 		s.add(e)
 	}
+	s.addrs = newAddresses(s)
 	n.below.Store(s)
 	return s
 }
