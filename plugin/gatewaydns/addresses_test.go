@@ -69,7 +69,9 @@ func TestAddressRecordsAreWhatPluginAAnswers(t *testing.T) {
 				t.Errorf("%s %s: error %v, plugin.A's %v", name, dns.TypeToString[qtype], gotErr, wantErr)
 				continue
 			}
-			if !slices.EqualFunc(got, want, func(a, b dns.RR) bool { return dns.IsDuplicate(a, b) && a.Header().Ttl == b.Header().Ttl && a.Header().Name == b.Header().Name }) {
+			if !slices.EqualFunc(got, want, func(a, b dns.RR) bool {
+				return dns.IsDuplicate(a, b) && a.Header().Ttl == b.Header().Ttl && a.Header().Name == b.Header().Name
+			}) {
 				t.Errorf("%s %s:\n got  %v\n want %v", name, dns.TypeToString[qtype], got, want)
 			}
 		}

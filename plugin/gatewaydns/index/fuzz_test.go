@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 
@@ -136,6 +137,9 @@ func FuzzQuery(f *testing.F) {
 		default:
 			_, _, err = plugin.A(ctx, b, zone, state, nil, opt)
 		}
+		if qt := state.QType(); (qt == dns.TypeA || qt == dns.TypeAAAA) && state.Name() != zone {
+			sameAddresses(t, ix, state, records, err)
+		}
 		m := new(dns.Msg)
 		m.SetReply(r)
 		m.Authoritative = true
@@ -154,4 +158,31 @@ func FuzzQuery(f *testing.F) {
 			t.Fatalf("%s %s: truncated reply does not pack: %v", state.Name(), dns.TypeToString[state.QType()], err)
 		}
 	})
+}
+
+// sameAddresses fails t unless Addresses, where it answers, says what plugin.A or plugin.AAAA
+// said: records and lookupErr.
+func sameAddresses(t *testing.T, ix *Index, state request.Request, records []dns.RR, lookupErr error) {
+	t.Helper()
+	addrs, ok, err := ix.Addresses(state.Name(), state.QType())
+	if !ok {
+		return
+	}
+	if (err == nil) != (lookupErr == nil) {
+		t.Fatalf("%s %s: Addresses error %v, plugin.A's %v", state.Name(), dns.TypeToString[state.QType()], err, lookupErr)
+	}
+	same := len(addrs) == len(records)
+	for i := 0; same && i < len(addrs); i++ {
+		var ip net.IP
+		switch rr := records[i].(type) {
+		case *dns.A:
+			ip = rr.A
+		case *dns.AAAA:
+			ip = rr.AAAA
+		}
+		same = ip.Equal(addrs[i].IP) && records[i].Header().Ttl == addrs[i].TTL
+	}
+	if !same {
+		t.Fatalf("%s %s: Addresses %v, plugin.A's records %v", state.Name(), dns.TypeToString[state.QType()], addrs, records)
+	}
 }
