@@ -31,7 +31,7 @@ type origin struct {
 // write lock; the cached answer sets are filled by readers under the read lock, and reset on
 // every write at or below the node.
 type node struct {
-	children map[string]*node
+	children children
 	value    *entry
 
 	below atomic.Pointer[answerSet] // what a subtree read of this key returns
@@ -115,7 +115,7 @@ func (n *node) child(name string) *node {
 	if n == nil {
 		return nil
 	}
-	return n.children[name]
+	return n.children.get(name)
 }
 
 // find is the node a read of elems answers from: the node itself, or, where the tree ends
@@ -132,7 +132,7 @@ func (n *node) find(elems []string) *node {
 // elements that took.
 func (n *node) walk(elems []string) (*node, int) {
 	for i, e := range elems {
-		c := n.children[e]
+		c := n.children.get(e)
 		if c == nil {
 			return n, i
 		}
@@ -145,13 +145,10 @@ func (n *node) walk(elems []string) (*node, int) {
 func (n *node) put(elems []string, e *entry) bool {
 	for _, el := range elems {
 		n.below.Store(nil)
-		c := n.children[el]
+		c := n.children.get(el)
 		if c == nil {
-			if n.children == nil {
-				n.children = make(map[string]*node, 1)
-			}
 			c = &node{}
-			n.children[el] = c
+			n.children.set(el, c)
 		}
 		n = c
 	}
@@ -168,7 +165,7 @@ func (n *node) remove(elems []string) bool {
 	path := make([]*node, 0, len(elems)+1)
 	path = append(path, n)
 	for _, el := range elems {
-		if n = n.children[el]; n == nil {
+		if n = n.children.get(el); n == nil {
 			return false
 		}
 		path = append(path, n)
@@ -182,10 +179,10 @@ func (n *node) remove(elems []string) bool {
 		p.below.Store(nil)
 	}
 	for i := len(path) - 1; i > 0; i-- {
-		if p := path[i]; p.value != nil || len(p.children) > 0 {
+		if p := path[i]; p.value != nil || p.children.len() > 0 {
 			break
 		}
-		delete(path[i-1].children, elems[i-1])
+		path[i-1].children.remove(elems[i-1])
 	}
 	return true
 }
@@ -202,13 +199,10 @@ func (n *node) graft(path []string, sub *node) (removed int) {
 	}
 	nodes := []*node{n}
 	for _, el := range path[:len(path)-1] {
-		c := n.children[el]
+		c := n.children.get(el)
 		if c == nil {
-			if n.children == nil {
-				n.children = map[string]*node{}
-			}
 			c = &node{}
-			n.children[el] = c
+			n.children.set(el, c)
 		}
 		nodes = append(nodes, c)
 		n = c
@@ -217,26 +211,23 @@ func (n *node) graft(path []string, sub *node) (removed int) {
 		p.below.Store(nil)
 	}
 	last := path[len(path)-1]
-	if old := n.children[last]; old != nil {
+	if old := n.children.get(last); old != nil {
 		removed = old.countValues()
 		if old.value != nil {
 			removed--
 			sub.value = old.value
 		}
 	}
-	if sub.value != nil || len(sub.children) > 0 {
-		if n.children == nil {
-			n.children = map[string]*node{}
-		}
-		n.children[last] = sub
+	if sub.value != nil || sub.children.len() > 0 {
+		n.children.set(last, sub)
 		return removed
 	}
-	delete(n.children, last)
+	n.children.remove(last)
 	for i := len(nodes) - 1; i > 0; i-- {
-		if p := nodes[i]; p.value != nil || len(p.children) > 0 {
+		if p := nodes[i]; p.value != nil || p.children.len() > 0 {
 			break
 		}
-		delete(nodes[i-1].children, path[i-1])
+		nodes[i-1].children.remove(path[i-1])
 	}
 	return removed
 }
@@ -249,7 +240,7 @@ func (n *node) countValues() int {
 	if n.value != nil {
 		c = 1
 	}
-	for _, ch := range n.children {
+	for ch := range n.children.all {
 		c += ch.countValues()
 	}
 	return c
@@ -263,8 +254,8 @@ func (n *node) answerSet() *answerSet {
 	}
 	var entries []*entry
 	switch {
-	case len(n.children) > 0:
-		for _, c := range n.children {
+	case n.children.len() > 0:
+		for c := range n.children.all {
 			entries = c.collect(entries)
 		}
 		slices.SortFunc(entries, func(a, b *entry) int { return cmp.Compare(a.svc.Key, b.svc.Key) })
@@ -297,7 +288,7 @@ func (n *node) collect(entries []*entry) []*entry {
 	if n.value != nil {
 		entries = append(entries, n.value)
 	}
-	for _, c := range n.children {
+	for c := range n.children.all {
 		entries = c.collect(entries)
 	}
 	return entries
