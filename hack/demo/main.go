@@ -19,18 +19,10 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -59,6 +51,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/gatewaydns/gatewaydns/internal/pki"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -622,7 +615,7 @@ func componentError(component, logFile string, err error) error {
 
 func (s *server) start() error {
 	d := s.d
-	pki, err := writePKI(d.path("pki"), "central", "eu1", "us1", "admin")
+	certs, err := pki.Write(d.path("pki"), 30*24*time.Hour, "central", "eu1", "us1", "admin")
 	if err != nil {
 		return componentError("certificates", "", err)
 	}
@@ -641,11 +634,11 @@ func (s *server) start() error {
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
 		"--initial-cluster=central="+peerURL, "--initial-cluster-state=new",
-		"--cert-file="+pki.serverCert, "--key-file="+pki.serverKey,
-		"--trusted-ca-file="+pki.ca, "--client-cert-auth=true"); err != nil {
+		"--cert-file="+certs.ServerCertFile, "--key-file="+certs.ServerKeyFile,
+		"--trusted-ca-file="+certs.CAFile, "--client-cert-auth=true"); err != nil {
 		return componentError("central etcd", etcdLog, err)
 	}
-	if err := s.waitEtcd(etcdURL, pki, 30*time.Second); err != nil {
+	if err := s.waitEtcd(etcdURL, certs, 30*time.Second); err != nil {
 		return componentError("central etcd", etcdLog, err)
 	}
 	s.say("central etcd (TLS, client certificates required) on %s", etcdURL)
@@ -671,9 +664,9 @@ func (s *server) start() error {
 	tlsEnv := func(who string) map[string]string {
 		return map[string]string{
 			"GATEWAYDNS_ETCD_ENDPOINTS": etcdURL,
-			"GATEWAYDNS_ETCD_CERT":      pki.cert(who),
-			"GATEWAYDNS_ETCD_KEY":       pki.key(who),
-			"GATEWAYDNS_ETCD_CA":        pki.ca,
+			"GATEWAYDNS_ETCD_CERT":      certs.CertFile(who),
+			"GATEWAYDNS_ETCD_KEY":       certs.KeyFile(who),
+			"GATEWAYDNS_ETCD_CA":        certs.CAFile,
 		}
 	}
 	metrics, err := s.startCoreDNS("central", "central-tls.Corefile", centralPort, tlsEnv("central"))
@@ -766,8 +759,8 @@ func (s *server) spawn(name, logFile, bin string, args ...string) (*child, error
 	return c, nil
 }
 
-func (s *server) waitEtcd(url string, pki *pkiFiles, timeout time.Duration) error {
-	tc, err := pki.clientTLS("admin")
+func (s *server) waitEtcd(url string, certs *pki.Files, timeout time.Duration) error {
+	tc, err := certs.ClientConfig("admin")
 	if err != nil {
 		return err
 	}
@@ -1253,102 +1246,4 @@ func indent(s string) string {
 		return ""
 	}
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
-}
-
-// pkiFiles is a throwaway PKI for the central etcd: a CA, etcd's server certificate and a
-// client certificate per component.
-type pkiFiles struct {
-	dir                       string
-	ca, serverCert, serverKey string
-}
-
-func (p *pkiFiles) cert(who string) string { return filepath.Join(p.dir, who+".crt") }
-func (p *pkiFiles) key(who string) string  { return filepath.Join(p.dir, who+".key") }
-
-func (p *pkiFiles) clientTLS(who string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(p.cert(who), p.key(who))
-	if err != nil {
-		return nil, err
-	}
-	caPEM, err := os.ReadFile(p.ca)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
-}
-
-func writePKI(dir string, clients ...string) (*pkiFiles, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	p := &pkiFiles{dir: dir, ca: filepath.Join(dir, "ca.crt"), serverCert: filepath.Join(dir, "etcd-server.crt"), serverKey: filepath.Join(dir, "etcd-server.key")}
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gatewaydns demo CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true, IsCA: true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	if err := writeCertKey(p.ca, filepath.Join(dir, "ca.key"), caDER, caKey); err != nil {
-		return nil, err
-	}
-	serial := int64(2)
-	leaf := func(cn string, server bool, certFile, keyFile string) error {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
-			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
-			KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		}
-		serial++
-		if server {
-			// etcd also dials itself with its server certificate (gRPC gateway).
-			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
-			tmpl.DNSNames = []string{"localhost"}
-			tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
-			return err
-		}
-		return writeCertKey(certFile, keyFile, der, key)
-	}
-	if err := leaf("localhost", true, p.serverCert, p.serverKey); err != nil {
-		return nil, err
-	}
-	for _, c := range clients {
-		if err := leaf(c, false, p.cert(c), p.key(c)); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
-}
-
-func writeCertKey(certFile, keyFile string, der []byte, key *ecdsa.PrivateKey) error {
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
 }
