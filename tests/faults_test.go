@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,93 +14,6 @@ import (
 	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
-
-// slowProxy forwards TCP to a target and holds every chunk for a settable delay in each
-// direction: a slow (high latency) link. tcpproxy has no latency option.
-type slowProxy struct {
-	Addr   string
-	target string
-	ln     net.Listener
-	delay  atomic.Int64 // nanoseconds
-
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-}
-
-func startSlowProxy(t *testing.T, target string) *slowProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &slowProxy{Addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Add(1)
-			go p.forward(c)
-		}
-	}()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *slowProxy) close() {
-	p.ln.Close()
-	p.mu.Lock()
-	for c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-func (p *slowProxy) forward(client net.Conn) {
-	defer p.wg.Done()
-	server, err := net.Dial("tcp", p.target)
-	if err != nil {
-		client.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns[client], p.conns[server] = struct{}{}, struct{}{}
-	p.mu.Unlock()
-	defer func() {
-		p.mu.Lock()
-		delete(p.conns, client)
-		delete(p.conns, server)
-		p.mu.Unlock()
-	}()
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		defer func() { done <- struct{}{} }()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 {
-				time.Sleep(time.Duration(p.delay.Load()))
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-			if err != nil { // io.EOF or a closed connection
-				return
-			}
-		}
-	}
-	go pipe(server, client)
-	go pipe(client, server)
-	<-done
-	client.Close()
-	server.Close()
-	<-done
-}
 
 // faultPoller asks for the stable names without pause and records every failure.
 type faultPoller struct {
@@ -164,12 +76,11 @@ func (fp *faultPoller) finish() (int64, []string) {
 func TestFaultsAnswerFromMemoryAndConverge(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	cli := etcd.Client(t)
-	cut, err := tcpproxy.Start(strings.TrimPrefix(etcd.ClientURL, "http://"))
+	link, err := tcpproxy.Start(strings.TrimPrefix(etcd.ClientURL, "http://")) // server -> link -> etcd
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cut.Close() })
-	slow := startSlowProxy(t, cut.Addr) // server -> slow -> cut -> etcd
+	t.Cleanup(func() { link.Close() })
 
 	put := func(k, v string) {
 		t.Helper()
@@ -205,7 +116,7 @@ func TestFaultsAnswerFromMemoryAndConverge(t *testing.T) {
 		put("/skydns/test/zone/"+f+"-change/1", `{"host":"10.41.0.1"}`)
 		put("/skydns/test/zone/"+f+"-gone/1", `{"host":"10.41.0.2"}`)
 	}
-	addr := serveZone(t, "http://"+slow.Addr, cli)
+	addr := serveZone(t, "http://"+link.Addr, cli)
 	waitFor(t, 10*time.Second, addr, "kill-gone.zone.test.", dns.TypeA, answersWith("10.41.0.2"))
 
 	fp := &faultPoller{addr: addr, names: stable}
@@ -238,7 +149,7 @@ func TestFaultsAnswerFromMemoryAndConverge(t *testing.T) {
 	// 1. A slow link: 300ms each way on every chunk.
 	fp.start()
 	start := time.Now()
-	slow.delay.Store(int64(300 * time.Millisecond))
+	link.SetDelay(300 * time.Millisecond)
 	time.Sleep(time.Second)
 	changeDuring("slow")
 	took := converge("slow") // over the slow link itself
@@ -247,13 +158,13 @@ func TestFaultsAnswerFromMemoryAndConverge(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second)
 	during := time.Since(start)
-	slow.delay.Store(0)
+	link.SetDelay(0)
 	report("slow link", during, took)
 
 	// 2. A partition: every connection to etcd dropped and refused.
 	fp.start()
 	start = time.Now()
-	cut.Cut()
+	link.Cut()
 	changeDuring("partition")
 	time.Sleep(3 * time.Second)
 	for name, ip := range stable { // and over TCP from a fresh connection, explicitly
@@ -262,7 +173,7 @@ func TestFaultsAnswerFromMemoryAndConverge(t *testing.T) {
 		}
 	}
 	during = time.Since(start)
-	cut.Restore()
+	link.Restore()
 	report("partition", during, converge("partition"))
 
 	// 3. etcd killed (SIGKILL) and restarted on the same port and data. Changes cannot be
@@ -272,11 +183,11 @@ func TestFaultsAnswerFromMemoryAndConverge(t *testing.T) {
 	start = time.Now()
 	etcd.Kill()
 	time.Sleep(3 * time.Second)
-	cut.Cut()
+	link.Cut()
 	etcd.Restart()
 	changeDuring("kill")
 	during = time.Since(start)
-	cut.Restore()
+	link.Restore()
 	report("etcd killed", during, converge("kill"))
 
 	// Everything from before is still there.

@@ -1,11 +1,12 @@
 // Package tcpproxy is a loopback TCP proxy that tests put between a client and a server to
-// cut the link (a partition) and restore it, without stopping either side.
+// cut the link (a partition) and restore it, or to slow it down, without stopping either side.
 package tcpproxy
 
 import (
-	"io"
 	"net"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Proxy forwards every connection on Addr to a target while the link is up.
@@ -14,6 +15,8 @@ type Proxy struct {
 
 	target string
 	ln     net.Listener
+
+	delay atomic.Int64 // nanoseconds each chunk is held, in each direction
 
 	mu    sync.Mutex
 	down  bool
@@ -42,6 +45,10 @@ func (p *Proxy) Cut() {
 		c.Close()
 	}
 }
+
+// SetDelay holds every chunk read from either side for d before it is passed on: a slow link,
+// with open connections kept. Zero makes it fast again.
+func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Restore lets connections through again.
 func (p *Proxy) Restore() {
@@ -91,8 +98,20 @@ func (p *Proxy) forward(client net.Conn) {
 	done := make(chan struct{}, 2)
 	// A cut, or either side closing, ends the copy in one direction; then both are closed.
 	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
-		done <- struct{}{}
+		defer func() { done <- struct{}{} }()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				time.Sleep(time.Duration(p.delay.Load()))
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil { // io.EOF, or the connection was closed
+				return
+			}
+		}
 	}
 	go pipe(server, client)
 	go pipe(client, server)
