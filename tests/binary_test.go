@@ -101,7 +101,20 @@ func runCorefile(t *testing.T, name string, env ...string) *coreDNSProcess {
 // to free loopback ports as runCorefile does.
 func startCorefile(t *testing.T, name, src string, env ...string) *coreDNSProcess {
 	t.Helper()
-	p := &coreDNSProcess{
+	p := newCoreDNSProcess(t)
+	corefile := sidecarPlugins.ReplaceAllStringFunc(src, func(line string) string {
+		m := sidecarPlugins.FindStringSubmatch(line)
+		addr := map[string]string{"health": p.Health, "ready": p.Ready, "prometheus": p.Metrics}[m[2]]
+		return m[1] + m[2] + " " + addr
+	})
+	_, port, _ := strings.Cut(p.DNS, ":")
+	p.start(t, name, corefile, []string{"-dns.port", port}, env)
+	return p
+}
+
+// newCoreDNSProcess picks the loopback ports for a coredns to start.
+func newCoreDNSProcess(t *testing.T) *coreDNSProcess {
+	return &coreDNSProcess{
 		DNS:     fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		Health:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		Ready:   fmt.Sprintf("127.0.0.1:%d", freePort(t)),
@@ -109,17 +122,18 @@ func startCorefile(t *testing.T, name, src string, env ...string) *coreDNSProces
 		log:     new(processLog),
 		done:    make(chan error, 1),
 	}
-	corefile := sidecarPlugins.ReplaceAllStringFunc(src, func(line string) string {
-		m := sidecarPlugins.FindStringSubmatch(line)
-		addr := map[string]string{"health": p.Health, "ready": p.Ready, "prometheus": p.Metrics}[m[2]]
-		return m[1] + m[2] + " " + addr
-	})
+}
+
+// start writes corefile to a file called name and runs the binary with it, args and env added
+// to this environment. The process is stopped when the test ends; its log is shown when the
+// test failed.
+func (p *coreDNSProcess) start(t *testing.T, name, corefile string, args, env []string) {
+	t.Helper()
 	conf := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, port, _ := strings.Cut(p.DNS, ":")
-	p.cmd = exec.Command(corednsBinary(t), "-conf", conf, "-dns.port", port)
+	p.cmd = exec.Command(corednsBinary(t), append([]string{"-conf", conf}, args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
@@ -128,11 +142,11 @@ func startCorefile(t *testing.T, name, src string, env ...string) *coreDNSProces
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() {
 		p.stop(t)
-		if t.Failed() {
-			t.Logf("coredns %s output:\n%s", name, p.log.String())
+		// GATEWAYDNS_E2E_LOGS=1 shows the log of a test that passed too.
+		if t.Failed() || os.Getenv("GATEWAYDNS_E2E_LOGS") != "" {
+			t.Logf("coredns %s, Corefile:\n%s\noutput:\n%s", name, corefile, p.log.String())
 		}
 	})
-	return p
 }
 
 // waitReady polls the ready plugin until it says OK.

@@ -759,14 +759,7 @@ func runDeployedCorefile(t *testing.T, name string, objs []*unstructured.Unstruc
 	t.Helper()
 	cm := findObj(t, objs, "ConfigMap", "coredns")
 	corefile, _, _ := unstructured.NestedString(cm.Object, "data", "Corefile")
-	p := &coreDNSProcess{
-		DNS:     fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		Health:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		Ready:   fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		Metrics: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		log:     new(processLog),
-		done:    make(chan error, 1),
-	}
+	p := newCoreDNSProcess(t)
 	_, port, _ := net.SplitHostPort(p.DNS)
 	corefile = serverKey53.ReplaceAllString(corefile, "$1:"+port+" {")
 	corefile = healthLine.ReplaceAllString(corefile, "${1}health "+p.Health+" {")
@@ -777,27 +770,12 @@ func runDeployedCorefile(t *testing.T, name string, objs []*unstructured.Unstruc
 		corefile = gatewaydnsLn.ReplaceAllString(corefile, "$0\n${1}    kubeconfig "+kubeconfig)
 	}
 	corefile = strings.ReplaceAll(corefile, etcdCertsPath, certs+"/")
-	conf := filepath.Join(t.TempDir(), name+".Corefile")
-	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	vars := containerEnv(t, objs)
 	maps.Copy(vars, env)
-	p.cmd = exec.Command(corednsBinary(t), "-conf", conf)
-	p.cmd.Env = os.Environ()
+	var environ []string
 	for k, v := range vars {
-		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+		environ = append(environ, k+"="+v)
 	}
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		p.stop(t)
-		if t.Failed() {
-			t.Logf("coredns %s, Corefile:\n%s\noutput:\n%s", name, corefile, p.log.String())
-		}
-	})
+	p.start(t, name+".Corefile", corefile, nil, environ)
 	return p
 }

@@ -11,9 +11,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,43 +25,6 @@ import (
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
-
-// runCorefileText is runCorefile for a Corefile given as text (written into t.TempDir()).
-func runCorefileText(t *testing.T, name, src string, env ...string) *coreDNSProcess {
-	t.Helper()
-	p := &coreDNSProcess{
-		DNS:     fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		Health:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		Ready:   fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		Metrics: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		log:     new(processLog),
-		done:    make(chan error, 1),
-	}
-	corefile := sidecarPlugins.ReplaceAllStringFunc(src, func(line string) string {
-		m := sidecarPlugins.FindStringSubmatch(line)
-		addr := map[string]string{"health": p.Health, "ready": p.Ready, "prometheus": p.Metrics}[m[2]]
-		return m[1] + m[2] + " " + addr
-	})
-	conf := filepath.Join(t.TempDir(), name+".Corefile")
-	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := strings.Cut(p.DNS, ":")
-	p.cmd = exec.Command(corednsBinary(t), "-conf", conf, "-dns.port", port)
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		p.stop(t)
-		if t.Failed() || os.Getenv("GATEWAYDNS_E2E_LOGS") != "" {
-			t.Logf("coredns %s output:\n%s", name, p.log.String())
-		}
-	})
-	return p
-}
 
 // writerCorefile is a workload cluster's publish-only stanza for the zone openmcp.cluster, with
 // the extra option lines given (policy, conflict, lease, credentials, namespaces...).
@@ -83,7 +43,7 @@ func writerCorefile(etcdURL, owner, kubeconfig, domainFilter string, extra ...st
 // runWriter starts a publish-only writer and waits until it is ready.
 func runWriter(t *testing.T, name, etcdURL, owner, kubeconfig, domainFilter string, extra ...string) *coreDNSProcess {
 	t.Helper()
-	return runCorefileText(t, name, writerCorefile(etcdURL, owner, kubeconfig, domainFilter, extra...))
+	return startCorefile(t, name+".Corefile", writerCorefile(etcdURL, owner, kubeconfig, domainFilter, extra...))
 }
 
 // runCentral starts the central server (corefile.d/central.Corefile) on etcdURL and waits
@@ -508,7 +468,7 @@ func TestWriterEtcdAuthConfinesCredentials(t *testing.T) {
 	k8s.Gateway("infra", "open", gatewayv1.HTTPProtocolType, 80, "", "203.0.113.10")
 	k8s.HTTPRoute("shop", "app", "infra", "open", "app.eu1.openmcp.cluster")
 
-	central := runCorefileText(t, "central-auth", fmt.Sprintf("openmcp.cluster {\n    errors\n    ready\n    prometheus :9153\n    gatewaydns {\n        endpoint %s\n        credentials dns dns-secret\n    }\n}\n", etcd.ClientURL))
+	central := startCorefile(t, "central-auth.Corefile", fmt.Sprintf("openmcp.cluster {\n    errors\n    ready\n    prometheus :9153\n    gatewaydns {\n        endpoint %s\n        credentials dns dns-secret\n    }\n}\n", etcd.ClientURL))
 	central.waitReady(t, 30*time.Second)
 	// domain-filter is the whole zone: only etcd stands between the writer and other clusters' names.
 	w := runWriter(t, "eu1-auth", etcd.ClientURL, "eu1", kube.KubeconfigFile, "openmcp.cluster", "credentials eu1 eu1-secret")
