@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -195,5 +197,54 @@ func TestFaultsAnswerFromMemoryAndConverge(t *testing.T) {
 		if r := ask(t, "udp", addr, name, dns.TypeA); !answersWith(ip)(r) {
 			t.Errorf("after the faults: %s answered %v", name, r)
 		}
+	}
+}
+
+// TestWriterKeepsItsNamesWhileKubeAPIServerRestarts stops a workload cluster's kube-apiserver
+// under a running writer for longer than its informers take to notice, then starts it again.
+// While it is down the writer's names keep answering and no key of the cluster is deleted or
+// rewritten (an unreachable API is no reason to unpublish); once it is back, a route deleted, a
+// route added and a Gateway address changed are all published, without a restart of the writer.
+func TestWriterKeepsItsNamesWhileKubeAPIServerRestarts(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	cli := etcd.Client(t)
+	// Without a grace period for watches, kube-apiserver's graceful stop waits for every open
+	// watch to time out (a minute); with one it closes them, as production setups configure it.
+	kube := testenv.StartKubeAPIServer(t, testenv.WithAPIServerFlag("shutdown-watch-termination-grace-period", "2s"))
+	k8s := gatewayfixture.New(t, kube.Config)
+	k8s.Namespace("infra")
+	k8s.Gateway("infra", "public", gatewayv1.HTTPProtocolType, 80, "", "203.0.113.10")
+	k8s.HTTPRoute("infra", "stay", "infra", "public", "stay.eu1.openmcp.cluster")
+	k8s.HTTPRoute("infra", "gone", "infra", "public", "gone.eu1.openmcp.cluster")
+
+	central := runCentral(t, etcd.ClientURL)
+	writer := runWriter(t, "writer", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
+	writer.waitReady(t, 60*time.Second)
+	for _, name := range []string{"stay.eu1.openmcp.cluster.", "gone.eu1.openmcp.cluster."} {
+		waitFor(t, 15*time.Second, central.DNS, name, dns.TypeA, answersWith("203.0.113.10"))
+	}
+	const prefix = "/skydns/cluster/openmcp/eu1/"
+	before := keysUnder(t, cli, prefix)
+
+	stay := pollDNS(central.DNS, "stay.eu1.openmcp.cluster.", "203.0.113.10")
+	gone := pollDNS(central.DNS, "gone.eu1.openmcp.cluster.", "203.0.113.10")
+	kube.StopAPIServer(t)
+	// The informers' watches break at once; their relists fail for as long as it is down.
+	time.Sleep(5 * time.Second)
+	if during := keysUnder(t, cli, prefix); fmt.Sprint(during) != fmt.Sprint(before) {
+		t.Errorf("the cluster's keys changed while its kube-apiserver was down:\nbefore %v\nduring %v", before, during)
+	}
+	kube.StartAPIServer(t)
+	stay.finish(t, "stay.eu1 while the kube-apiserver was down and came back")
+	gone.finish(t, "gone.eu1 while the kube-apiserver was down and came back")
+
+	k8s.DeleteHTTPRoute("infra", "gone")
+	k8s.HTTPRoute("infra", "new", "infra", "public", "new.eu1.openmcp.cluster")
+	k8s.SetGatewayAddresses("infra", "public", "203.0.113.20")
+	waitFor(t, 30*time.Second, central.DNS, "new.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.20"))
+	waitFor(t, 10*time.Second, central.DNS, "stay.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.20"))
+	waitFor(t, 10*time.Second, central.DNS, "gone.eu1.openmcp.cluster.", dns.TypeA, func(r *dns.Msg) bool { return r.Rcode == dns.RcodeNameError })
+	if !writer.alive() {
+		t.Fatal("the writer exited")
 	}
 }

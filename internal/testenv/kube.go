@@ -160,7 +160,13 @@ func StartKubeAPIServer(t testing.TB, opts ...KubeOption) *Kube {
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
-	env.ControlPlane.APIServer = &envtest.APIServer{Path: apiserverBin, Out: apiLog, Err: apiLog}
+	// A fixed certificate directory, so that StartAPIServer after StopAPIServer serves with the
+	// certificates that clients already trust.
+	certDir := filepath.Join(dir, "apiserver")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	env.ControlPlane.APIServer = &envtest.APIServer{Path: apiserverBin, Out: apiLog, Err: apiLog, CertDir: certDir}
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdBin, Out: etcdLog, Err: etcdLog}
 	env.ControlPlane.Etcd.Configure().
 		Set("log-level", "warn").
@@ -201,6 +207,26 @@ func (k *Kube) Stop() {
 	if err := k.Env.Stop(); err != nil {
 		k.t.Errorf("testenv: stopping kube-apiserver: %v", err)
 	}
+}
+
+// StopAPIServer stops kube-apiserver alone, as a crash or a control-plane upgrade would: its
+// etcd keeps the objects, and StartAPIServer brings it back.
+func (k *Kube) StopAPIServer(t testing.TB) {
+	t.Helper()
+	if err := k.Env.ControlPlane.APIServer.Stop(); err != nil {
+		t.Fatalf("testenv: stopping kube-apiserver: %v", err)
+	}
+}
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the same address and with
+// the same certificates, so that clients reconnect with the configuration they have.
+func (k *Kube) StartAPIServer(t testing.TB) {
+	t.Helper()
+	start := time.Now()
+	if err := k.Env.ControlPlane.APIServer.Start(); err != nil {
+		t.Fatalf("testenv: restarting kube-apiserver: %v\nkube-apiserver log:\n%s", err, logTail(k.LogFile, 40))
+	}
+	t.Logf("testenv: kube-apiserver at %s back in %v", k.Config.Host, time.Since(start).Round(time.Millisecond))
 }
 
 func (k *Kube) findCRD(t testing.TB, kind string) *apiextensionsv1.CustomResourceDefinition {
