@@ -63,7 +63,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.latFraction, "latency-load", 0.5, "phase Q: latency runs send this fraction of the slowest backend's throughput")
 	fs.BoolVar(&o.pin, "pin", true, "pin servers and etcd to CPU 0 and dnsperf to CPU 1 (taskset), on a machine with 2 or more CPUs")
 	fs.BoolVar(&o.externalDNS, "external-dns", true, "phase P: build (once, into bin/) and measure external-dns v0.21.0")
-	fs.BoolVar(&o.profile, "profile", false, "Q: a CPU profile of each backend during its first throughput run; S: a heap profile of each server (pprof plugin), into .cache/bench/run/")
+	fs.BoolVar(&o.profile, "profile", false, "Q and S: a CPU profile of each server during its first throughput run; S: a heap profile of each server after its last (pprof plugin), into .cache/bench/run/")
 	fs.StringVar(&o.out, "out", "bench/results", "directory of the report and chart")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -105,19 +105,9 @@ func (h *harness) phaseQ() error {
 		for r := range h.opt.rounds {
 			for i := range bs {
 				b := bs[(i+r)%len(bs)]
-				var profiled chan error
-				if h.opt.profile && r == 0 {
-					profiled = make(chan error, 1)
-					go func() { profiled <- h.cpuProfile(b.srv, m, h.opt.duration) }()
-				}
-				res, err := runDnsperf(h.perf(), b.srv.DNS, inputs[m.name], perfLog)
+				res, err := h.measure(b.srv, inputs[m.name], perfLog, r == 0, strings.ToLower(m.name))
 				if err != nil {
-					return b.srv.failure(err)
-				}
-				if profiled != nil {
-					if err := <-profiled; err != nil {
-						return err
-					}
+					return err
 				}
 				row := q.row(m.name, b.name)
 				row.qpsRounds = append(row.qpsRounds, res.QPS)
@@ -168,11 +158,26 @@ func (h *harness) phaseQ() error {
 	return nil
 }
 
-// cpuProfile fetches a CPU profile of the server over most of a run of length d.
-func (h *harness) cpuProfile(srv *coreDNS, m mix, d time.Duration) error {
-	time.Sleep(500 * time.Millisecond)
-	return h.fetchProfile(srv, fmt.Sprintf("profile?seconds=%d", max(int(d.Seconds())-1, 1)),
-		fmt.Sprintf("cpu-%s-%s", srv.name, strings.ToLower(m.name)), d+30*time.Second)
+// measure is a throughput run of dnsperf against srv. With -profile and profile, a CPU profile
+// of srv over most of the run is saved too, as cpu-<server>-<label>.pprof.
+func (h *harness) measure(srv *coreDNS, input, perfLog string, profile bool, label string) (dnsperf.Result, error) {
+	var profiled chan error
+	if h.opt.profile && profile {
+		profiled = make(chan error, 1)
+		go func() {
+			time.Sleep(500 * time.Millisecond)
+			profiled <- h.fetchProfile(srv, fmt.Sprintf("profile?seconds=%d", max(int(h.opt.duration.Seconds())-1, 1)),
+				fmt.Sprintf("cpu-%s-%s", srv.name, label), h.opt.duration+30*time.Second)
+		}()
+	}
+	res, err := runDnsperf(h.perf(), srv.DNS, input, perfLog)
+	if err != nil {
+		return res, srv.failure(err)
+	}
+	if profiled != nil {
+		return res, <-profiled
+	}
+	return res, nil
 }
 
 // fetchProfile saves the server's /debug/pprof/<what> into the run directory as <name>.pprof.

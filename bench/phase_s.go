@@ -85,9 +85,9 @@ func (h *harness) phaseS() error {
 		for i := range servers {
 			k := (i + r) % len(servers)
 			sc := servers[k]
-			res, err := runDnsperf(h.perf(), sc.srv.DNS, sc.input, perfLog)
+			res, err := h.measure(sc.srv, sc.input, perfLog, r == 0, "full")
 			if err != nil {
-				return sc.srv.failure(err)
+				return err
 			}
 			sc.qps = append(sc.qps, res.QPS)
 			s.rows[k].lat.mean += res.Avg.Seconds() / float64(h.opt.rounds)
