@@ -145,7 +145,7 @@ func run(opt options) int {
 	}
 	h.tb = newRunTB(h.runDir)
 	h.res = &results{date: time.Now().Format("2006-01-02"), started: time.Now(),
-		command: "go run ./bench " + strings.Join(os.Args[1:], " ")}
+		command: strings.TrimSpace("go run ./bench " + strings.Join(os.Args[1:], " "))}
 
 	// Every process goes, whatever happens: at the end, on a failure, on Ctrl-C.
 	var once sync.Once
