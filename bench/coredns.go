@@ -83,8 +83,8 @@ func (c *coreDNS) waitReady(timeout time.Duration) (time.Duration, error) {
 				return time.Since(c.started), nil
 			}
 		}
-		if !c.running() {
-			return 0, c.failure(fmt.Errorf("%w while starting (%v)", errExited, c.err))
+		if !c.Running() {
+			return 0, c.failure(fmt.Errorf("%w while starting (%v)", errExited, c.Err()))
 		}
 		if time.Now().After(deadline) {
 			return 0, c.failure(fmt.Errorf("not ready after %v", timeout))

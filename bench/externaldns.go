@@ -87,7 +87,7 @@ func (h *harness) externalDNSPropagation(ctx context.Context, k *kubeEnv, bin, n
 		return nil, 0, xdns.failure(fmt.Errorf("the first name is not published: %w", err))
 	}
 	lat, failed, err := h.gatewayChanges(ctx, k, ns, "gw-x", stock.DNS, name, h.opt.xdnsChanges, 90*time.Second, 19)
-	if err == nil && !xdns.running() {
+	if err == nil && !xdns.Running() {
 		err = xdns.failure(errExited)
 	}
 	return lat, failed, err

@@ -74,7 +74,7 @@ func (h *harness) phaseQ() error {
 		if err := checkBackend(b, d); err != nil {
 			return srv.failure(err)
 		}
-		logf("Q: %s on %s, ready in %v (log %s)", b.name, srv.DNS, took.Round(time.Millisecond), srv.log)
+		logf("Q: %s on %s, ready in %v (log %s)", b.name, srv.DNS, took.Round(time.Millisecond), srv.Log)
 	}
 
 	q := &qResults{records: len(d.records), perf: h.perf(), rounds: h.opt.rounds, latRate: map[string]int{}, latFraction: h.opt.latFraction}
@@ -167,7 +167,7 @@ func (h *harness) measure(srv *coreDNS, input, perfLog string, profile bool, lab
 		go func() {
 			time.Sleep(500 * time.Millisecond)
 			profiled <- h.fetchProfile(srv, fmt.Sprintf("profile?seconds=%d", max(int(h.opt.duration.Seconds())-1, 1)),
-				fmt.Sprintf("cpu-%s-%s", srv.name, label), h.opt.duration+30*time.Second)
+				fmt.Sprintf("cpu-%s-%s", srv.Name, label), h.opt.duration+30*time.Second)
 		}()
 	}
 	res, err := runDnsperf(h.perf(), srv.DNS, input, perfLog)
@@ -184,19 +184,19 @@ func (h *harness) measure(srv *coreDNS, input, perfLog string, profile bool, lab
 func (h *harness) fetchProfile(srv *coreDNS, what, name string, timeout time.Duration) error {
 	resp, err := (&http.Client{Timeout: timeout}).Get(fmt.Sprintf("http://%s/debug/pprof/%s", srv.pprofAddr, what))
 	if err != nil {
-		return fmt.Errorf("%s: profile: %w", srv.name, err)
+		return fmt.Errorf("%s: profile: %w", srv.Name, err)
 	}
 	defer resp.Body.Close()
 	file := filepath.Join(h.runDir, strings.NewReplacer("/", "-", "+", "-", " ", "-").Replace(name)+".pprof")
 	f, err := os.Create(file)
 	if err != nil {
-		return fmt.Errorf("%s: profile: %w", srv.name, err)
+		return fmt.Errorf("%s: profile: %w", srv.Name, err)
 	}
 	defer f.Close()
 	if _, err := io.Copy(f, resp.Body); err != nil {
-		return fmt.Errorf("%s: profile: %w", srv.name, err)
+		return fmt.Errorf("%s: profile: %w", srv.Name, err)
 	}
-	logf("profile of %s: go tool pprof -top %s", srv.name, file)
+	logf("profile of %s: go tool pprof -top %s", srv.Name, file)
 	return nil
 }
 

@@ -101,7 +101,7 @@ func (h *harness) phaseS() error {
 			return err
 		}
 		if h.opt.profile {
-			if err := h.fetchProfile(sc.srv, "heap?gc=1", "heap-"+sc.srv.name, 30*time.Second); err != nil {
+			if err := h.fetchProfile(sc.srv, "heap?gc=1", "heap-"+sc.srv.Name, 30*time.Second); err != nil {
 				return err
 			}
 		}

@@ -74,7 +74,7 @@ func (h *harness) phaseW() error {
 			w.published = time.Since(writer.started)
 			break
 		}
-		if !writer.running() {
+		if !writer.Running() {
 			return writer.failure(errExited)
 		}
 		if time.Now().After(deadline) {

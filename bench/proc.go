@@ -6,25 +6,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/gatewaydns/gatewaydns/internal/child"
 )
 
-// proc is a child process with its output in a log file. It gets SIGKILL when the harness
-// dies (Pdeathsig, from a goroutine locked to its thread for the child's whole life), and
-// every proc still running is stopped by stopAll.
+// proc is a child process of the harness. Every proc still running is stopped by stopAll.
 type proc struct {
-	name    string
-	log     string
-	cmd     *exec.Cmd
+	*child.Process
 	started time.Time
-	exited  chan struct{}
-	err     error // cmd.Wait's result, once exited is closed
 }
 
 var (
@@ -32,74 +26,35 @@ var (
 	procs   []*proc
 )
 
-// cpuList, when not empty, is the taskset CPU list a process is pinned to.
+// startProc runs bin with args, and env added to the harness's environment; cpuList, when not
+// empty, is the taskset CPU list the process is pinned to.
 func startProc(name, logFile, cpuList string, env []string, bin string, args ...string) (*proc, error) {
-	lf, err := os.Create(logFile)
-	if err != nil {
-		return nil, fmt.Errorf("%s: creating its log: %w", name, err)
-	}
 	if cpuList != "" {
 		args = append([]string{"-c", cpuList, bin}, args...)
 		bin = "taskset"
 	}
-	fmt.Fprintf(lf, "==== bench: %s %s\n", bin, strings.Join(args, " "))
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = lf, lf
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p := &proc{name: name, log: logFile, cmd: cmd, exited: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		p.started = time.Now()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		p.err = cmd.Wait()
-		lf.Close()
-		close(p.exited)
-	}()
-	if err := <-started; err != nil {
-		lf.Close()
-		return nil, fmt.Errorf("%s: starting %s: %w", name, bin, err)
+	started := time.Now()
+	cp, err := child.Start(name, logFile, cmd)
+	if err != nil {
+		return nil, err
 	}
+	p := &proc{Process: cp, started: started}
 	procsMu.Lock()
 	procs = append(procs, p)
 	procsMu.Unlock()
 	return p, nil
 }
 
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
-func (p *proc) running() bool {
-	select {
-	case <-p.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (p *proc) pid() int { return p.Cmd.Process.Pid }
 
 // stop sends SIGTERM and waits for the exit, SIGKILL after 10s.
-func (p *proc) stop() {
-	if !p.running() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
+func (p *proc) stop() { p.Stop(10 * time.Second) }
 
 // failure names the process that failed, and its log with its last lines.
 func (p *proc) failure(err error) error {
-	return fmt.Errorf("%s failed: %w\n  its log: %s\n%s", p.name, err, p.log, tail(p.log, 15))
+	return fmt.Errorf("%s failed: %w\n  its log: %s\n%s", p.Name, err, p.Log, tail(p.Log, 15))
 }
 
 // stopAll stops every process startProc started that still runs, last first.

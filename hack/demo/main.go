@@ -30,7 +30,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,6 +50,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/gatewaydns/gatewaydns/internal/child"
 	"github.com/gatewaydns/gatewaydns/internal/pki"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -551,17 +551,11 @@ type server struct {
 	d        *demo
 	began    time.Time
 	progress *os.File
-	procs    []*child // started by us, in order
+	procs    []*child.Process // started by us, in order
 	envs     []*envtest.Environment
 }
 
 // child is a process the server started.
-type child struct {
-	name, log string
-	cmd       *exec.Cmd
-	exited    chan struct{}
-}
-
 func (d *demo) serve() int {
 	s := &server{d: d, began: time.Now()}
 	var err error
@@ -723,37 +717,15 @@ func (s *server) start() error {
 	return os.WriteFile(d.path("landscape.json"), data, 0o644)
 }
 
-// spawn starts a process and records its PID. On Linux it dies with this process (Pdeathsig,
-// set from a goroutine locked to its thread for the child's whole life).
-func (s *server) spawn(name, logFile, bin string, args ...string) (*child, error) {
-	lf, err := os.Create(logFile)
+// spawn starts a process that dies with this one (see package child) and records its PID.
+func (s *server) spawn(name, logFile, bin string, args ...string) (*child.Process, error) {
+	c, err := child.Start(name, logFile, exec.Command(bin, args...))
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	c := &child{name: name, log: logFile, cmd: cmd, exited: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		err := cmd.Wait()
-		lf.Close()
-		fmt.Printf("%s exited: %v\n", name, err)
-		close(c.exited)
-	}()
-	if err := <-started; err != nil {
-		lf.Close()
-		return nil, err
-	}
+	go func() { fmt.Printf("%s exited: %v\n", name, c.Err()) }()
 	s.procs = append(s.procs, c)
-	if err := appendPID(s.d.path("pids"), cmd.Process.Pid, name, logFile); err != nil {
+	if err := appendPID(s.d.path("pids"), c.Cmd.Process.Pid, name, logFile); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -769,7 +741,7 @@ func (s *server) waitEtcd(url string, certs *pki.Files, timeout time.Duration) e
 	deadline := time.Now().Add(timeout)
 	for {
 		select {
-		case <-c.exited:
+		case <-c.Exited():
 			return errors.New("exited while starting")
 		default:
 		}
@@ -904,7 +876,7 @@ func (s *server) startCoreDNS(name, source string, port int, env map[string]stri
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		select {
-		case <-c.exited:
+		case <-c.Exited():
 			return "", componentError(component, logFile, errors.New("exited while starting"))
 		default:
 		}
@@ -926,10 +898,10 @@ func (s *server) startCoreDNS(name, source string, port int, env map[string]stri
 func (s *server) shutdown() {
 	for i := len(s.procs) - 1; i >= 0; i-- {
 		c := s.procs[i]
-		if !strings.HasPrefix(c.name, "coredns-") {
+		if !strings.HasPrefix(c.Name, "coredns-") {
 			continue
 		}
-		stopChild(c)
+		c.Stop(15 * time.Second)
 	}
 	for i := len(s.envs) - 1; i >= 0; i-- {
 		if err := s.envs[i].Stop(); err != nil {
@@ -937,24 +909,9 @@ func (s *server) shutdown() {
 		}
 	}
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		stopChild(s.procs[i])
+		s.procs[i].Stop(15 * time.Second)
 	}
 	fmt.Println("stopped")
-}
-
-func stopChild(c *child) {
-	select {
-	case <-c.exited:
-		return
-	default:
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.exited:
-	case <-time.After(15 * time.Second):
-		_ = c.cmd.Process.Kill()
-		<-c.exited
-	}
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,91 @@
+// Package child runs the helper processes of make demo and make bench (etcd, CoreDNS) so that
+// they die with the process that started them, even when that one is killed, and stops them.
+package child
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Process is a started command, its output going to a log file.
+type Process struct {
+	Name string // what it is, for messages
+	Log  string // the file its output goes to
+	Cmd  *exec.Cmd
+
+	exited chan struct{}
+	err    error
+}
+
+// Start runs cmd with its output in a new file logFile. The child gets SIGKILL when this process
+// dies (Pdeathsig): Linux ties that to the thread that forked the child, not to the process, so
+// the goroutine that starts it keeps its thread locked for the child's whole life, waiting for it.
+func Start(name, logFile string, cmd *exec.Cmd) (*Process, error) {
+	lf, err := os.Create(logFile)
+	if err != nil {
+		return nil, fmt.Errorf("%s: creating its log: %w", name, err)
+	}
+	fmt.Fprintf(lf, "==== %s\n", strings.Join(cmd.Args, " "))
+	cmd.Stdout, cmd.Stderr = lf, lf
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	p := &Process{Name: name, Log: logFile, Cmd: cmd, exited: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.err = cmd.Wait()
+		lf.Close()
+		close(p.exited)
+	}()
+	if err := <-started; err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("%s: starting %s: %w", name, cmd.Path, err)
+	}
+	return p, nil
+}
+
+// Exited is closed when the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Err is how the process ended (exec.Cmd.Wait's error) once Exited is closed.
+func (p *Process) Err() error {
+	<-p.exited
+	return p.err
+}
+
+// Running tells whether the process has not exited yet.
+func (p *Process) Running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop sends SIGTERM and waits for the exit; after grace it sends SIGKILL.
+func (p *Process) Stop(grace time.Duration) {
+	if !p.Running() {
+		return
+	}
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+		_ = p.Cmd.Process.Kill()
+		<-p.exited
+	}
+}
