@@ -161,6 +161,8 @@ func shortNum(v float64) string {
 	switch {
 	case math.IsNaN(v):
 		return "-"
+	case v == 0:
+		return "0"
 	case v >= 10000:
 		return fmt.Sprintf("%.0fk", v/1000)
 	case v >= 1000:

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/xml"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -159,6 +160,19 @@ func TestParseFlags(t *testing.T) {
 		}
 		if err == nil && !slices.Equal(o.scale, tt.scale) {
 			t.Errorf("parseFlags(%v): scale %v, want %v", tt.args, o.scale, tt.scale)
+		}
+	}
+}
+
+func TestShortNumKeepsTwoOrThreeDigits(t *testing.T) {
+	for _, tt := range []struct {
+		v    float64
+		want string
+	}{
+		{0, "0"}, {0.565, "0.56"}, {1.4, "1.4"}, {12.4, "12"}, {7837, "7.8k"}, {78351, "78k"}, {math.NaN(), "-"},
+	} {
+		if got := shortNum(tt.v); got != tt.want {
+			t.Errorf("shortNum(%v) = %q, want %q", tt.v, got, tt.want)
 		}
 	}
 }
