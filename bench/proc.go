@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gatewaydns/gatewaydns/internal/child"
@@ -50,7 +51,7 @@ func startProc(name, logFile, cpuList string, env []string, bin string, args ...
 func (p *proc) pid() int { return p.Cmd.Process.Pid }
 
 // stop sends SIGTERM and waits for the exit, SIGKILL after 10s.
-func (p *proc) stop() { p.Stop(10 * time.Second) }
+func (p *proc) stop() { p.Stop(syscall.SIGTERM, 10*time.Second) }
 
 // failure names the process that failed, and its log with its last lines.
 func (p *proc) failure(err error) error {

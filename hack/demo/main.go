@@ -901,7 +901,7 @@ func (s *server) shutdown() {
 		if !strings.HasPrefix(c.Name, "coredns-") {
 			continue
 		}
-		c.Stop(15 * time.Second)
+		c.Stop(syscall.SIGTERM, 15*time.Second)
 	}
 	for i := len(s.envs) - 1; i >= 0; i-- {
 		if err := s.envs[i].Stop(); err != nil {
@@ -909,7 +909,7 @@ func (s *server) shutdown() {
 		}
 	}
 	for i := len(s.procs) - 1; i >= 0; i-- {
-		s.procs[i].Stop(15 * time.Second)
+		s.procs[i].Stop(syscall.SIGTERM, 15*time.Second)
 	}
 	fmt.Println("stopped")
 }

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -22,20 +21,19 @@ type Process struct {
 	err    error
 }
 
-// Start runs cmd with its output in a new file logFile. The child gets SIGKILL when this process
-// dies (Pdeathsig): Linux ties that to the thread that forked the child, not to the process, so
-// the goroutine that starts it keeps its thread locked for the child's whole life, waiting for it.
+// Start runs cmd with its output appended to logFile, after a line with the time and the command
+// line (a restarted process adds to the same log). On Linux the child gets SIGKILL when this
+// process dies (Pdeathsig), even on a panic or a test timeout where no cleanup runs: Linux ties
+// that to the thread that forked the child, not to the process, so the goroutine that starts it
+// keeps its thread locked for the child's whole life, waiting for it.
 func Start(name, logFile string, cmd *exec.Cmd) (*Process, error) {
-	lf, err := os.Create(logFile)
+	lf, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("%s: creating its log: %w", name, err)
+		return nil, fmt.Errorf("%s: opening its log: %w", name, err)
 	}
-	fmt.Fprintf(lf, "==== %s\n", strings.Join(cmd.Args, " "))
+	fmt.Fprintf(lf, "==== %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(cmd.Args, " "))
 	cmd.Stdout, cmd.Stderr = lf, lf
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	dieWithParent(cmd)
 	p := &Process{Name: name, Log: logFile, Cmd: cmd, exited: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
@@ -76,12 +74,13 @@ func (p *Process) Running() bool {
 	}
 }
 
-// Stop sends SIGTERM and waits for the exit; after grace it sends SIGKILL.
-func (p *Process) Stop(grace time.Duration) {
+// Stop sends sig (SIGTERM for a graceful stop, SIGKILL for a crash) and waits for the exit;
+// after grace it sends SIGKILL.
+func (p *Process) Stop(sig os.Signal, grace time.Duration) {
 	if !p.Running() {
 		return
 	}
-	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.Cmd.Process.Signal(sig)
 	select {
 	case <-p.exited:
 	case <-time.After(grace):

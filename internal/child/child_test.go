@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -18,7 +19,7 @@ func TestStopEndsAProcessThatIgnoresNothing(t *testing.T) {
 	if !p.Running() {
 		t.Fatal("not running right after Start")
 	}
-	p.Stop(5 * time.Second)
+	p.Stop(syscall.SIGTERM, 5*time.Second)
 	if p.Running() {
 		t.Fatal("still running after Stop")
 	}
@@ -29,8 +30,8 @@ func TestStopEndsAProcessThatIgnoresNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(string(data), "==== sleep 60\n") {
-		t.Errorf("the log does not start with the command line: %q", data)
+	if first, _, _ := strings.Cut(string(data), "\n"); !strings.HasPrefix(first, "==== ") || !strings.HasSuffix(first, " sleep 60") {
+		t.Errorf("the log does not start with the time and the command line: %q", data)
 	}
 }
 
@@ -41,7 +42,7 @@ func TestStopKillsAProcessThatIgnoresSIGTERM(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // for the trap to be set
 	start := time.Now()
-	p.Stop(300 * time.Millisecond)
+	p.Stop(syscall.SIGTERM, 300*time.Millisecond)
 	if p.Running() {
 		t.Fatal("still running after Stop")
 	}

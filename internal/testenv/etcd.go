@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +21,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/gatewaydns/gatewaydns/internal/child"
 )
 
 // Etcd is a single-member etcd server started by StartEtcd. Its ports and
@@ -50,45 +51,8 @@ type Etcd struct {
 
 	opMu sync.Mutex // serializes start and stop
 	mu   sync.Mutex // guards the fields below
-	proc *process
+	proc *child.Process
 	auth *EtcdAuth
-}
-
-// startProcess starts cmd and closes out once it exited.
-//
-// On Linux the child gets SIGKILL when the thread that started it ends
-// (Pdeathsig), so that it dies with the test binary. Go can end a thread
-// while the program runs (when a goroutine locked to it exits), so the start
-// and the wait happen on a goroutine locked to its thread for the child's
-// whole life.
-func startProcess(cmd *exec.Cmd, out io.Closer) (*process, error) {
-	cmd.SysProcAttr = sysProcAttr()
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			out.Close()
-			started <- err
-			return
-		}
-		started <- nil
-		p.err = cmd.Wait()
-		out.Close()
-		close(p.exited)
-	}()
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// process is one run of a binary.
-type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once cmd.Wait returned
-	err    error         // cmd.Wait's result; read it after exited is closed
 }
 
 // EtcdOption configures StartEtcd.
@@ -212,15 +176,7 @@ func (e *Etcd) start() error {
 	if e.Running() {
 		return errors.New("etcd is already running")
 	}
-	lf, err := os.OpenFile(e.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	args := e.args()
-	fmt.Fprintf(lf, "==== testenv %s: %s %s\n", time.Now().Format(time.RFC3339Nano), e.Bin, strings.Join(args, " "))
-	cmd := exec.Command(e.Bin, args...)
-	cmd.Stdout, cmd.Stderr = lf, lf
-	p, err := startProcess(cmd, lf)
+	p, err := child.Start("etcd", e.LogFile, exec.Command(e.Bin, e.args()...))
 	if err != nil {
 		return err
 	}
@@ -235,7 +191,7 @@ func (e *Etcd) start() error {
 	return nil
 }
 
-func (e *Etcd) waitHealthy(p *process, timeout time.Duration) error {
+func (e *Etcd) waitHealthy(p *child.Process, timeout time.Duration) error {
 	tr := &http.Transport{}
 	if e.TLS != nil {
 		cfg, err := e.TLS.ClientConfig()
@@ -250,8 +206,8 @@ func (e *Etcd) waitHealthy(p *process, timeout time.Duration) error {
 	last := errors.New("no answer yet")
 	for {
 		select {
-		case <-p.exited:
-			return fmt.Errorf("etcd exited before becoming healthy (%v); log %s:\n%s", p.err, e.LogFile, logTail(e.LogFile, 30))
+		case <-p.Exited():
+			return fmt.Errorf("etcd exited before becoming healthy (%v); log %s:\n%s", p.Err(), e.LogFile, logTail(e.LogFile, 30))
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -300,13 +256,7 @@ func (e *Etcd) stopLocked(sig syscall.Signal) {
 	if p == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(sig)
-	select {
-	case <-p.exited:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
+	p.Stop(sig, 15*time.Second)
 	e.mu.Lock()
 	e.proc = nil
 	e.mu.Unlock()
