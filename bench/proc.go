@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gatewaydns/gatewaydns/internal/child"
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
 // proc is a child process of the harness. Every proc still running is stopped by stopAll.
@@ -55,7 +56,7 @@ func (p *proc) stop() { p.Stop(syscall.SIGTERM, 10*time.Second) }
 
 // failure names the process that failed, and its log with its last lines.
 func (p *proc) failure(err error) error {
-	return fmt.Errorf("%s failed: %w\n  its log: %s\n%s", p.Name, err, p.Log, tail(p.Log, 15))
+	return fmt.Errorf("%s failed: %w\n  its log: %s\n%s", p.Name, err, p.Log, indent(testenv.LogTail(p.Log, 15)))
 }
 
 // stopAll stops every process startProc started that still runs, last first.
@@ -119,20 +120,7 @@ func pinPID(pid int, cpuList string) error {
 	return nil
 }
 
-// tail returns the last n lines of the file at path, indented.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("    (cannot read %s: %v)", path, err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	for i, l := range lines {
-		lines[i] = "    " + l
-	}
-	return strings.Join(lines, "\n")
-}
+// indent sets every line of s off by four spaces.
+func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }
 
 var errExited = errors.New("exited")

@@ -17,7 +17,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -229,7 +228,7 @@ func (d *demo) follow(exited <-chan struct{}, interrupted <-chan os.Signal) (sta
 			if lines, _ := readNewLines(d.path("progress.log"), offset); len(lines) > 0 {
 				continue
 			}
-			return fmt.Sprintf("The background process exited unexpectedly; its log: %s\n%s", d.rel(d.path("demo.log")), tail(d.path("demo.log"), 20)), false
+			return fmt.Sprintf("The background process exited unexpectedly; its log: %s\n%s", d.rel(d.path("demo.log")), testenv.LogTail(d.path("demo.log"), 20)), false
 		case <-interrupted:
 			return "Interrupted.", false
 		case <-time.After(100 * time.Millisecond):
@@ -602,7 +601,7 @@ func (s *server) say(format string, args ...any) {
 func componentError(component, logFile string, err error) error {
 	msg := fmt.Sprintf("%s failed: %v", component, err)
 	if logFile != "" {
-		msg += fmt.Sprintf("\n  its log: %s\n%s", logFile, indent(tail(logFile, 15)))
+		msg += fmt.Sprintf("\n  its log: %s\n%s", logFile, indent(testenv.LogTail(logFile, 15)))
 	}
 	return errors.New(msg)
 }
@@ -1178,24 +1177,6 @@ func copyFile(src, dst string, mode os.FileMode) error {
 		return err
 	}
 	return out.Close()
-}
-
-func tail(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", path, err)
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 func indent(s string) string {

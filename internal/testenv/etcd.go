@@ -122,7 +122,7 @@ func StartEtcd(t testing.TB, opts ...EtcdOption) *Etcd {
 		if err = e.start(); err == nil {
 			return e
 		}
-		if !strings.Contains(logTail(e.LogFile, 20), "address already in use") {
+		if !strings.Contains(LogTail(e.LogFile, 20), "address already in use") {
 			break
 		}
 		os.RemoveAll(e.DataDir)
@@ -207,7 +207,7 @@ func (e *Etcd) waitHealthy(p *child.Process, timeout time.Duration) error {
 	for {
 		select {
 		case <-p.Exited():
-			return fmt.Errorf("etcd exited before becoming healthy (%v); log %s:\n%s", p.Err(), e.LogFile, logTail(e.LogFile, 30))
+			return fmt.Errorf("etcd exited before becoming healthy (%v); log %s:\n%s", p.Err(), e.LogFile, LogTail(e.LogFile, 30))
 		default:
 		}
 		if time.Now().After(deadline) {

@@ -182,7 +182,7 @@ func StartKubeAPIServer(t testing.TB, opts ...KubeOption) *Kube {
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
-		t.Fatalf("testenv: starting kube-apiserver: %v\nkube-apiserver log:\n%s", err, logTail(k.LogFile, 40))
+		t.Fatalf("testenv: starting kube-apiserver: %v\nkube-apiserver log:\n%s", err, LogTail(k.LogFile, 40))
 	}
 	t.Cleanup(k.Stop)
 	t.Logf("testenv: kube-apiserver at %s ready in %v (%s CRDs: %v)", cfg.Host, time.Since(start).Round(time.Millisecond), o.channel, crdKinds(install))
@@ -224,7 +224,7 @@ func (k *Kube) StartAPIServer(t testing.TB) {
 	t.Helper()
 	start := time.Now()
 	if err := k.Env.ControlPlane.APIServer.Start(); err != nil {
-		t.Fatalf("testenv: restarting kube-apiserver: %v\nkube-apiserver log:\n%s", err, logTail(k.LogFile, 40))
+		t.Fatalf("testenv: restarting kube-apiserver: %v\nkube-apiserver log:\n%s", err, LogTail(k.LogFile, 40))
 	}
 	t.Logf("testenv: kube-apiserver at %s back in %v", k.Config.Host, time.Since(start).Round(time.Millisecond))
 }

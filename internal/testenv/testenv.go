@@ -143,8 +143,8 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// logTail returns the last n lines of the file at path.
-func logTail(path string, n int) string {
+// LogTail returns the last n lines of the file at path, for a failure message.
+func LogTail(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(cannot read %s: %v)", path, err)
@@ -163,7 +163,7 @@ func logTail(path string, n int) string {
 func logOnFailure(t testing.TB, what, path string) {
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("testenv: %s log (last %d lines of %s):\n%s", what, tailLines, path, logTail(path, tailLines))
+			t.Logf("testenv: %s log (last %d lines of %s):\n%s", what, tailLines, path, LogTail(path, tailLines))
 		}
 	})
 }
