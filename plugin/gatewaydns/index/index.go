@@ -329,13 +329,14 @@ func (ix *Index) Addresses(name string, qtype uint16) (addrs []Address, ok bool,
 	if set == nil {
 		return nil, true, ErrNotFound
 	}
-	if set.addrs == nil {
+	a := set.addresses()
+	if !a.plain {
 		return nil, false, nil
 	}
 	if qtype == dns.TypeAAAA {
-		return set.addrs.v6, true, nil
+		return a.v6, true, nil
 	}
-	return set.addrs.v4, true, nil
+	return a.v4, true, nil
 }
 
 // labels appends to dst the path elements of a lower-cased query name's key, and reports the
@@ -410,15 +411,20 @@ func (ix *Index) finish(set *answerSet, qtype uint16) []msg.Service {
 		}
 	}
 	if set.hostless && qtype != dns.TypeTXT {
-		kept := make([]msg.Service, 0, len(sx))
-		for _, s := range sx {
-			if s.Host != "" {
-				kept = append(kept, s)
-			}
-		}
-		sx = kept
+		sx = withHost(sx)
 	}
 	return sx
+}
+
+// withHost is sx without the records that have only text.
+func withHost(sx []msg.Service) []msg.Service {
+	kept := make([]msg.Service, 0, len(sx))
+	for _, s := range sx {
+		if s.Host != "" {
+			kept = append(kept, s)
+		}
+	}
+	return kept
 }
 
 // leaseTTL is the stock plugin's TTL of a leased key: the smaller of the record's ttl and the

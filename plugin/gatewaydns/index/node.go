@@ -41,9 +41,9 @@ type node struct {
 // answerSet is the records of one read, sorted by key as etcd returns them.
 type answerSet struct {
 	services []msg.Service
-	leased   []leasedRecord // by position, ascending
-	hostless bool           // some record has only text: leave it out unless TXT is asked
-	addrs    *addresses     // nil unless every record is an address (or text), none leased
+	leased   []leasedRecord            // by position, ascending
+	hostless bool                      // some record has only text: leave it out unless TXT is asked
+	addrs    atomic.Pointer[addresses] // worked out on the first A or AAAA question
 }
 
 // Address is one record of an A or AAAA answer.
@@ -52,28 +52,39 @@ type Address struct {
 	TTL uint32
 }
 
-// addresses is what plugin.A and plugin.AAAA make of an answer set without CNAMEs and leases:
-// the addresses of each family, in key order, the first of each host only, of the records that
-// msg.Group keeps.
-type addresses struct{ v4, v6 []Address }
+// addresses is what plugin.A and plugin.AAAA make of an answer set without CNAMEs and leases
+// (plain): the addresses of each family, in key order, the first of each host only, of the
+// records that msg.Group keeps.
+type addresses struct {
+	plain  bool
+	v4, v6 []Address
+}
+
+// addresses works out the set's addresses once; readers that race to do it store the same.
+func (s *answerSet) addresses() *addresses {
+	if a := s.addrs.Load(); a != nil {
+		return a
+	}
+	a := newAddresses(s)
+	s.addrs.Store(a)
+	return a
+}
 
 func newAddresses(s *answerSet) *addresses {
 	if len(s.leased) > 0 {
-		return nil
+		return &addresses{}
 	}
-	sx := make([]msg.Service, 0, len(s.services))
-	for _, svc := range s.services {
-		if svc.Host != "" { // as finish leaves them out
-			sx = append(sx, svc)
-		}
+	sx := s.services
+	if s.hostless {
+		sx = withHost(sx) // as finish leaves them out of an A or AAAA answer
 	}
-	a := &addresses{}
+	a := &addresses{plain: true}
 	seen := make(map[string]bool, len(sx))
 	for _, svc := range msg.Group(sx) {
 		what, ip := svc.HostType()
 		switch {
 		case what == dns.TypeCNAME:
-			return nil
+			return &addresses{}
 		case seen[svc.Host]:
 		case what == dns.TypeA:
 			a.v4 = append(a.v4, Address{IP: ip, TTL: svc.TTL})
@@ -268,7 +279,6 @@ func (n *node) answerSet() *answerSet {
 	for _, e := range entries {
 		s.add(e)
 	}
-	s.addrs = newAddresses(s)
 	n.below.Store(s)
 	return s
 }
