@@ -1,5 +1,6 @@
-// Package child runs the helper processes of make demo and make bench (etcd, CoreDNS) so that
-// they die with the process that started them, even when that one is killed, and stops them.
+// Package child runs helper processes (etcd, CoreDNS, dnsperf) for the tests, make demo and
+// make bench so that they die with the process that started them, even when that one is killed,
+// and stops them.
 package child
 
 import (
@@ -33,7 +34,7 @@ func Start(name, logFile string, cmd *exec.Cmd) (*Process, error) {
 	}
 	fmt.Fprintf(lf, "==== %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(cmd.Args, " "))
 	cmd.Stdout, cmd.Stderr = lf, lf
-	dieWithParent(cmd)
+	DieWithParent(cmd)
 	p := &Process{Name: name, Log: logFile, Cmd: cmd, exited: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {

@@ -4,6 +4,6 @@ package child
 
 import "os/exec"
 
-// dieWithParent does nothing where there is no Pdeathsig: Stop, or the harness's cleanup, ends
+// DieWithParent does nothing where there is no Pdeathsig: Stop, or the caller's cleanup, ends
 // the child.
-func dieWithParent(*exec.Cmd) {}
+func DieWithParent(*exec.Cmd) {}

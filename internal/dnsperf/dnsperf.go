@@ -14,8 +14,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/gatewaydns/gatewaydns/internal/child"
 )
 
 // Options are dnsperf's client settings; every server of a comparison gets the same.
@@ -154,7 +155,7 @@ func Run(ctx context.Context, path string, o Options) (Result, error) {
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Stderr = log
 	// dnsperf dies with the process that started it, should that one be killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	child.DieWithParent(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return Result{}, fmt.Errorf("dnsperf: %w", err)
