@@ -14,7 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/writer"
 )
 
 // runRolesScript runs deploy/etcd/roles.sh with bin/etcdctl as root against e.
@@ -149,7 +149,7 @@ func TestEtcdRoles(t *testing.T) {
 
 	// The writer's actual election, with the cluster's credentials: it takes leadership and its
 	// fenced transaction commits; us1's credentials cannot campaign for eu1.
-	term, err := store.NewElection(eu1, "", "prod.platform.eu1", "test", 5*time.Second).Campaign(ctx)
+	term, err := writer.NewElection(eu1, "", "prod.platform.eu1", "test", 5*time.Second).Campaign(ctx)
 	if err != nil {
 		t.Fatalf("eu1 campaigns for prod.platform.eu1: %v", err)
 	}
@@ -162,7 +162,7 @@ func TestEtcdRoles(t *testing.T) {
 	}
 	cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
 	defer ccancel()
-	if _, err := store.NewElection(us1, "", "prod.platform.eu1", "test", 5*time.Second).Campaign(cctx); !isPermissionDenied(err) {
+	if _, err := writer.NewElection(us1, "", "prod.platform.eu1", "test", 5*time.Second).Campaign(cctx); !isPermissionDenied(err) {
 		t.Errorf("us1 campaigns for eu1's owner: %v, want permission denied", err)
 	}
 }

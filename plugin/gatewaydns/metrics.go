@@ -45,7 +45,7 @@ var (
 	}, []string{"zones"})
 )
 
-// watchMetrics is the store.Observer of one stanza.
+// watchMetrics is the mirror.Observer of one stanza.
 type watchMetrics struct {
 	zones string
 	count func() int
@@ -120,7 +120,7 @@ var (
 	}, []string{"owner", "kind", "cause"})
 )
 
-// publishMetrics is the kubesource.Observer and store.WriterObserver of one owner.
+// publishMetrics is the kubesource.Observer and writer.Observer of one owner.
 type publishMetrics struct {
 	owner   string
 	desired *source.Desired

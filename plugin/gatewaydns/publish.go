@@ -17,7 +17,7 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/writer"
 )
 
 // publishConfig is the publish role of a stanza: which objects to read and how to write them.
@@ -48,7 +48,7 @@ var sourceKinds = map[string]string{
 type publisher struct {
 	cfg    *config
 	kube   *kubesource.Watcher
-	writer *store.Writer
+	writer *writer.Writer
 	done   chan struct{}
 }
 
@@ -75,7 +75,7 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 	if len(zones) == 0 {
 		zones = cfg.zones
 	}
-	p.writer, err = store.NewWriter(client, store.WriterConfig{
+	p.writer, err = writer.New(client, writer.Config{
 		Prefix:    cfg.prefix,
 		Owner:     pc.owner,
 		Identity:  identity,

@@ -21,6 +21,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
@@ -283,7 +284,7 @@ func (s *stanza) start() error {
 	s.mu.Unlock()
 	var watchers sync.WaitGroup
 	for _, prefix := range s.prefixes {
-		w := &store.Watcher{Client: client, Prefix: prefix, Sink: s.index, Observer: s.metrics, Log: log}
+		w := &mirror.Watcher{Client: client, Prefix: prefix, Sink: s.index, Observer: s.metrics, Log: log}
 		watchers.Go(func() { w.Run(ctx) })
 	}
 	go func() {

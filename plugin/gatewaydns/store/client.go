@@ -1,6 +1,6 @@
-// Package store is gatewaydns's side of etcd: the client configuration, and on the serve path
-// the watcher that keeps an in-memory index equal to the records under one prefix. It knows
-// nothing of Kubernetes and is never called from a DNS query.
+// Package store is how gatewaydns reaches etcd: the client configuration both roles share.
+// The serve path's watcher is package mirror, the publish path's writer package writer. It
+// knows nothing of Kubernetes and is never called from a DNS query.
 package store
 
 import (

@@ -1,4 +1,7 @@
-package store
+// Package writer is the publish path's side of etcd: one owner's records kept equal to what its
+// sources want, by the elected replica of that owner, in fenced and batched transactions. It
+// knows nothing of Kubernetes.
+package writer
 
 import (
 	"context"
@@ -13,6 +16,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/backoff"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
@@ -38,9 +42,9 @@ type Desired interface {
 	Synced() bool
 }
 
-// WriterObserver is told what the writer does, for metrics and Events. Calls come from the writer's
+// Observer is told what the writer does, for metrics and Events. Calls come from the writer's
 // goroutines, one at a time per writer; they must not block.
-type WriterObserver interface {
+type Observer interface {
 	// Leading is called when this replica starts (true) and stops (false) leading its owner.
 	Leading(leading bool)
 	// Committed is one transaction applied: its puts and deletes of own keys.
@@ -60,19 +64,19 @@ type WriterObserver interface {
 	Propagated(name string, delay time.Duration)
 }
 
-// NopWriterObserver ignores everything; embed it to implement part of WriterObserver.
-type NopWriterObserver struct{}
+// NopObserver ignores everything; embed it to implement part of Observer.
+type NopObserver struct{}
 
-func (NopWriterObserver) Leading(bool)                     {}
-func (NopWriterObserver) Committed(int, int)               {}
-func (NopWriterObserver) Conflict(plan.Conflict)           {}
-func (NopWriterObserver) Skipped(plan.Skip)                {}
-func (NopWriterObserver) Failed(string, error)             {}
-func (NopWriterObserver) Synced(time.Time)                 {}
-func (NopWriterObserver) Propagated(string, time.Duration) {}
+func (NopObserver) Leading(bool)                     {}
+func (NopObserver) Committed(int, int)               {}
+func (NopObserver) Conflict(plan.Conflict)           {}
+func (NopObserver) Skipped(plan.Skip)                {}
+func (NopObserver) Failed(string, error)             {}
+func (NopObserver) Synced(time.Time)                 {}
+func (NopObserver) Propagated(string, time.Duration) {}
 
-// WriterConfig is what a writer does. Owner and Desired are required.
-type WriterConfig struct {
+// Config is what a writer does. Owner and Desired are required.
+type Config struct {
 	// Prefix is the records' path (record.DefaultPrefix when empty).
 	Prefix string
 	// LeaderPrefix is where the replicas of an owner elect their leader (DefaultLeaderPrefix
@@ -105,8 +109,8 @@ type WriterConfig struct {
 	Timeout time.Duration
 	// Desired is what to publish.
 	Desired Desired
-	// Observer is told what happens (NopWriterObserver when nil).
-	Observer WriterObserver
+	// Observer is told what happens (NopObserver when nil).
+	Observer Observer
 }
 
 // Result is what one Reconcile or Resync did.
@@ -132,8 +136,8 @@ func (r *Result) fail(name string, err error) {
 // owner, only the elected one writes; its every transaction is fenced on its election key.
 type Writer struct {
 	client *clientv3.Client
-	cfg    WriterConfig
-	obs    WriterObserver
+	cfg    Config
+	obs    Observer
 	el     *Election
 
 	opMu sync.Mutex // one reconcile at a time
@@ -152,8 +156,8 @@ type Writer struct {
 
 type lostWatch struct{ cancel context.CancelFunc }
 
-// NewWriter checks cfg and fills in the defaults. Nothing runs until Run.
-func NewWriter(client *clientv3.Client, cfg WriterConfig) (*Writer, error) {
+// New checks cfg and fills in the defaults. Nothing runs until Run.
+func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 	if cfg.Owner == "" {
 		return nil, errors.New("writer: an owner id is required")
 	}
@@ -181,7 +185,7 @@ func NewWriter(client *clientv3.Client, cfg WriterConfig) (*Writer, error) {
 	}
 	obs := cfg.Observer
 	if obs == nil {
-		obs = NopWriterObserver{}
+		obs = NopObserver{}
 	}
 	return &Writer{
 		client:  client,
@@ -264,9 +268,9 @@ func (w *Writer) watchKey(ctx context.Context, term *Term) {
 // Run campaigns for the owner's leadership and, while it leads, reconciles: a full resync at
 // the start of each term and every ResyncInterval, and the enqueued names as they come. It
 // returns when ctx ends, after resigning, so a standby replica takes over at once. Run's own
-// failures are retried; they reach the WriterObserver, never the caller.
+// failures are retried; they reach the Observer, never the caller.
 func (w *Writer) Run(ctx context.Context) error {
-	backoff := newBackoff()
+	delay := newRetryDelay()
 	for ctx.Err() == nil {
 		term, err := w.el.Campaign(ctx)
 		if err != nil {
@@ -274,17 +278,17 @@ func (w *Writer) Run(ctx context.Context) error {
 				break
 			}
 			w.obs.Failed(w.el.Prefix(), err)
-			backoff.sleep(ctx)
+			delay.Sleep(ctx)
 			continue
 		}
-		backoff.reset()
+		delay.Reset()
 		err = w.lead(ctx, term)
 		rctx, cancel := context.WithTimeout(context.Background(), w.cfg.Timeout)
 		_ = term.Resign(rctx)
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			w.obs.Failed(w.el.Prefix(), err)
-			backoff.sleep(ctx)
+			delay.Sleep(ctx)
 		}
 	}
 	return nil
@@ -318,7 +322,7 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 	clear(w.pending)
 	w.mu.Unlock()
 
-	backoff := newBackoff()
+	delay := newRetryDelay()
 	resync := time.NewTimer(0)
 	defer resync.Stop()
 	var retry <-chan time.Time
@@ -338,10 +342,10 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 				return err
 			}
 			if err != nil && ctx.Err() == nil {
-				resync.Reset(backoff.next())
+				resync.Reset(delay.Next())
 				continue
 			}
-			backoff.reset()
+			delay.Reset()
 			resync.Reset(w.cfg.ResyncInterval)
 		case <-retry:
 			retry = nil
@@ -358,10 +362,10 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 			if err != nil && ctx.Err() == nil {
 				// etcd unreachable or the like: try these names again later.
 				w.requeue(names, since)
-				retry = time.After(backoff.next())
+				retry = time.After(delay.Next())
 				continue
 			}
-			backoff.reset()
+			delay.Reset()
 		}
 	}
 }
@@ -804,23 +808,6 @@ func perKey(err error) bool {
 	return false
 }
 
-type retryDelay struct{ d time.Duration }
-
-func newBackoff() *retryDelay { return &retryDelay{d: 250 * time.Millisecond} }
-
-func (b *retryDelay) reset() { b.d = 250 * time.Millisecond }
-
-func (b *retryDelay) next() time.Duration {
-	d := b.d
-	b.d = min(2*b.d, 30*time.Second)
-	return d
-}
-
-func (b *retryDelay) sleep(ctx context.Context) {
-	t := time.NewTimer(b.next())
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
+// newRetryDelay is the writer's wait after a failed campaign, term or write: short at first,
+// so that a passing fault costs little, and at most 30s, so that a long outage is not hammered.
+func newRetryDelay() *backoff.Backoff { return backoff.New(250*time.Millisecond, 30*time.Second) }

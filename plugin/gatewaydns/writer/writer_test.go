@@ -1,7 +1,7 @@
-package store_test
+package writer_test
 
 // Tests of the writer against a real etcd (internal/testenv). Helpers are prefixed "wt" so
-// that they do not collide with other tests of package store_test.
+// that they do not collide with other tests of package writer_test.
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/writer"
 )
 
 const wtZone = "openmcp.cluster"
@@ -163,7 +163,7 @@ func (o *wtObserver) hasSkip(name string, r plan.Reason) bool {
 }
 
 // wtStart runs a writer until the returned stop is called (or the test ends).
-func wtStart(t *testing.T, cli *clientv3.Client, cfg store.WriterConfig) (*store.Writer, func()) {
+func wtStart(t *testing.T, cli *clientv3.Client, cfg writer.Config) (*writer.Writer, func()) {
 	t.Helper()
 	if cfg.ElectionTTL == 0 {
 		cfg.ElectionTTL = 5 * time.Second
@@ -171,7 +171,7 @@ func wtStart(t *testing.T, cli *clientv3.Client, cfg store.WriterConfig) (*store
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	w, err := store.NewWriter(cli, cfg)
+	w, err := writer.New(cli, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestWriterCreatesUpdatesDeletes(t *testing.T) {
 	app, web := wtName("app"), wtName("*.apps")
 	d := wtWant(wtEP(app, "10.0.0.1", "10.0.0.2"), wtEP(web, "lb.example.net"))
 	obs := &wtObserver{}
-	w, _ := wtStart(t, cli, store.WriterConfig{Owner: "c1", Desired: d, Observer: obs})
+	w, _ := wtStart(t, cli, writer.Config{Owner: "c1", Desired: d, Observer: obs})
 
 	wtEventually(t, 10*time.Second, "first sync", func() bool { return obs.syncCount() > 0 })
 	if got, want := wtHosts(t, cli, app), []string{"c1=10.0.0.1", "c1=10.0.0.2"}; !slices.Equal(got, want) {
@@ -300,7 +300,7 @@ func TestWriterRestartRewritesNothing(t *testing.T) {
 	cli := e.Client(t)
 	eps := []record.Endpoint{wtEP(wtName("a"), "10.0.0.1", "10.0.0.2"), wtEP(wtName("*.b"), "10.0.0.3"), wtEP(wtName("c"), "lb.example.net")}
 	obs1 := &wtObserver{}
-	_, stop1 := wtStart(t, cli, store.WriterConfig{Owner: "c1", Desired: wtWant(eps...), Observer: obs1})
+	_, stop1 := wtStart(t, cli, writer.Config{Owner: "c1", Desired: wtWant(eps...), Observer: obs1})
 	wtEventually(t, 10*time.Second, "first writer synced", func() bool { return obs1.syncCount() > 0 })
 	before := wtKeys(t, cli)
 	if len(before) != 4 {
@@ -309,7 +309,7 @@ func TestWriterRestartRewritesNothing(t *testing.T) {
 	stop1()
 
 	obs2 := &wtObserver{}
-	_, _ = wtStart(t, cli, store.WriterConfig{Owner: "c1", Desired: wtWant(eps...), Observer: obs2})
+	_, _ = wtStart(t, cli, writer.Config{Owner: "c1", Desired: wtWant(eps...), Observer: obs2})
 	wtEventually(t, 10*time.Second, "second writer synced", func() bool { return obs2.syncCount() > 0 })
 	after := wtKeys(t, cli)
 	if len(after) != len(before) {
@@ -330,7 +330,7 @@ func TestWriterResyncRepairsHandDeletedKey(t *testing.T) {
 	cli := e.Client(t)
 	app := wtName("app")
 	obs := &wtObserver{}
-	wtStart(t, cli, store.WriterConfig{Owner: "c1", Desired: wtWant(wtEP(app, "10.0.0.1")), Observer: obs,
+	wtStart(t, cli, writer.Config{Owner: "c1", Desired: wtWant(wtEP(app, "10.0.0.1")), Observer: obs,
 		ResyncInterval: 300 * time.Millisecond})
 	wtEventually(t, 10*time.Second, "published", wtHostsAre(t, cli, app, "c1=10.0.0.1"))
 	if _, err := cli.Delete(wtCtx(t), record.Key("skydns", app, "c1", "10.0.0.1")); err != nil {
@@ -351,8 +351,8 @@ func TestWriterSharedOwnersAndForeignKeys(t *testing.T) {
 	d1 := wtWant(wtEP(app, "10.0.0.1"))
 	d2 := wtWant(wtEP(app, "10.0.0.2"))
 	obs1, obs2 := &wtObserver{}, &wtObserver{}
-	w1, _ := wtStart(t, cli, store.WriterConfig{Owner: "c1", Desired: d1, Observer: obs1})
-	wtStart(t, cli, store.WriterConfig{Owner: "c2", Desired: d2, Observer: obs2})
+	w1, _ := wtStart(t, cli, writer.Config{Owner: "c1", Desired: d1, Observer: obs1})
+	wtStart(t, cli, writer.Config{Owner: "c2", Desired: d2, Observer: obs2})
 	wtEventually(t, 10*time.Second, "union of both owners and the foreign keys",
 		wtHostsAre(t, cli, app, "c1=10.0.0.1", "c2=10.0.0.2", "=10.9.0.1", "c3=10.9.0.2"))
 
@@ -375,11 +375,11 @@ func TestWriterExclusiveOldestClaimWins(t *testing.T) {
 	app := wtName("app")
 	d1 := wtWant(wtEP(app, "10.0.0.1"))
 	obs1 := &wtObserver{}
-	w1, _ := wtStart(t, cli, store.WriterConfig{Owner: "c1", Desired: d1, Observer: obs1, Conflicts: plan.Exclusive})
+	w1, _ := wtStart(t, cli, writer.Config{Owner: "c1", Desired: d1, Observer: obs1, Conflicts: plan.Exclusive})
 	wtEventually(t, 10*time.Second, "c1 published", wtHostsAre(t, cli, app, "c1=10.0.0.1"))
 
 	obs2 := &wtObserver{}
-	wtStart(t, cli, store.WriterConfig{Owner: "c2", Desired: wtWant(wtEP(app, "10.0.0.2")), Observer: obs2,
+	wtStart(t, cli, writer.Config{Owner: "c2", Desired: wtWant(wtEP(app, "10.0.0.2")), Observer: obs2,
 		Conflicts: plan.Exclusive})
 	wtEventually(t, 10*time.Second, "c2 reports the conflict", func() bool {
 		return obs2.get(func(o *wtObserver) bool { return len(o.conflicts) > 0 })
@@ -410,7 +410,7 @@ func TestWriterPolicies(t *testing.T) {
 		app := wtName("upsert")
 		d := wtWant(wtEP(app, "10.0.0.1"))
 		obs := &wtObserver{}
-		w, stop := wtStart(t, cli, store.WriterConfig{Owner: "up", Desired: d, Observer: obs, Policy: plan.UpsertOnly})
+		w, stop := wtStart(t, cli, writer.Config{Owner: "up", Desired: d, Observer: obs, Policy: plan.UpsertOnly})
 		defer stop()
 		wtEventually(t, 10*time.Second, "published", wtHostsAre(t, cli, app, "up=10.0.0.1"))
 		d.remove(app)
@@ -431,7 +431,7 @@ func TestWriterPolicies(t *testing.T) {
 		app := wtName("create")
 		d := wtWant(wtEP(app, "10.0.0.1"))
 		obs := &wtObserver{}
-		w, stop := wtStart(t, cli, store.WriterConfig{Owner: "co", Desired: d, Observer: obs, Policy: plan.CreateOnly})
+		w, stop := wtStart(t, cli, writer.Config{Owner: "co", Desired: d, Observer: obs, Policy: plan.CreateOnly})
 		defer stop()
 		wtEventually(t, 10*time.Second, "published", wtHostsAre(t, cli, app, "co=10.0.0.1"))
 		before := wtKeys(t, cli)[record.Key("skydns", app, "co", "10.0.0.1")].ModRevision
@@ -455,7 +455,7 @@ func TestWriterPolicies(t *testing.T) {
 		app := wtName("unsynced")
 		d := wtWant(wtEP(app, "10.0.0.1"))
 		obs := &wtObserver{}
-		w, stop := wtStart(t, cli, store.WriterConfig{Owner: "ns", Desired: d, Observer: obs})
+		w, stop := wtStart(t, cli, writer.Config{Owner: "ns", Desired: d, Observer: obs})
 		defer stop()
 		wtEventually(t, 10*time.Second, "published", wtHostsAre(t, cli, app, "ns=10.0.0.1"))
 		d.setSynced(false)
@@ -477,8 +477,8 @@ func TestWriterReplicasElectOneLeader(t *testing.T) {
 	da, db := wtWant(wtEP(app, "10.0.0.1")), wtWant(wtEP(app, "10.0.0.1"))
 	oa, ob := &wtObserver{}, &wtObserver{}
 	// Each replica has its own client, as two CoreDNS pods would.
-	wa, stopA := wtStart(t, e.Client(t), store.WriterConfig{Owner: "c1", Desired: da, Observer: oa, Identity: "a"})
-	wb, stopB := wtStart(t, e.Client(t), store.WriterConfig{Owner: "c1", Desired: db, Observer: ob, Identity: "b"})
+	wa, stopA := wtStart(t, e.Client(t), writer.Config{Owner: "c1", Desired: da, Observer: oa, Identity: "a"})
+	wb, stopB := wtStart(t, e.Client(t), writer.Config{Owner: "c1", Desired: db, Observer: ob, Identity: "b"})
 	cli := e.Client(t)
 	wtEventually(t, 10*time.Second, "one leader", func() bool { return wa.IsLeader() != wb.IsLeader() })
 	wtEventually(t, 10*time.Second, "published", wtHostsAre(t, cli, app, "c1=10.0.0.1"))
@@ -490,7 +490,7 @@ func TestWriterReplicasElectOneLeader(t *testing.T) {
 	if wb.IsLeader() {
 		leader, follower, fo, stopLeader, fd = wb, wa, oa, stopB, da
 	}
-	if _, err := follower.Reconcile(wtCtx(t), []string{app}); !errors.Is(err, store.ErrNotLeader) {
+	if _, err := follower.Reconcile(wtCtx(t), []string{app}); !errors.Is(err, writer.ErrNotLeader) {
 		t.Fatalf("follower Reconcile: %v, want ErrNotLeader", err)
 	}
 	if fo.get(func(o *wtObserver) bool { return o.commits != 0 || o.leading }) {
@@ -518,16 +518,16 @@ func TestWriterDeposedLeaderStepsDown(t *testing.T) {
 	// later; the writer watches its election key and steps down at once. (That a late write
 	// from a deposed leader is refused by etcd is TestFencedWriteOfDeposedTerm.)
 	da, db := wtWant(wtEP(app, "10.0.0.1")), wtWant(wtEP(app, "10.0.0.1"))
-	wa, _ := wtStart(t, e.Client(t), store.WriterConfig{Owner: "c1", Desired: da, ElectionTTL: 60 * time.Second})
+	wa, _ := wtStart(t, e.Client(t), writer.Config{Owner: "c1", Desired: da, ElectionTTL: 60 * time.Second})
 	wtEventually(t, 10*time.Second, "a leads", wa.IsLeader)
 	wtEventually(t, 10*time.Second, "published", wtHostsAre(t, cli, app, "c1=10.0.0.1"))
-	wb, _ := wtStart(t, e.Client(t), store.WriterConfig{Owner: "c1", Desired: db, ElectionTTL: 60 * time.Second})
+	wb, _ := wtStart(t, e.Client(t), writer.Config{Owner: "c1", Desired: db, ElectionTTL: 60 * time.Second})
 
 	// Kill a's session: revoke the lease behind its election key, as its expiry would.
 	var resp *clientv3.GetResponse
 	wtEventually(t, 5*time.Second, "b campaigns", func() bool {
 		var err error
-		resp, err = cli.Get(wtCtx(t), store.DefaultLeaderPrefix+"/c1/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		resp, err = cli.Get(wtCtx(t), writer.DefaultLeaderPrefix+"/c1/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 		return err == nil && len(resp.Kvs) == 2
 	})
 	if _, err := cli.Revoke(wtCtx(t), clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
@@ -536,7 +536,7 @@ func TestWriterDeposedLeaderStepsDown(t *testing.T) {
 	wtEventually(t, 2*time.Second, "a steps down well before its session's keep-alive", func() bool { return !wa.IsLeader() })
 	wtEventually(t, 5*time.Second, "b takes over", wb.IsLeader)
 	da.set(wtEP(app, "10.6.6.6"))
-	if _, err := wa.Reconcile(wtCtx(t), []string{app}); !errors.Is(err, store.ErrNotLeader) {
+	if _, err := wa.Reconcile(wtCtx(t), []string{app}); !errors.Is(err, writer.ErrNotLeader) {
 		t.Fatalf("deposed replica's Reconcile: %v, want ErrNotLeader", err)
 	}
 	if got := wtHosts(t, cli, app); !slices.Equal(got, []string{"c1=10.0.0.1"}) {
@@ -550,14 +550,14 @@ func TestWriterAuthConfinedToClusterPrefix(t *testing.T) {
 	auth := e.EnableAuth(t, "eu1", "secret", own)
 	root := e.Client(t)
 	// The writer's role also needs its election: readwrite on <leader prefix>/<owner>/.
-	lp := store.DefaultLeaderPrefix + "/eu1/"
+	lp := writer.DefaultLeaderPrefix + "/eu1/"
 	if _, err := root.RoleGrantPermission(wtCtx(t), auth.Role, lp, clientv3.GetPrefixRangeEnd(lp), clientv3.PermissionType(clientv3.PermReadWrite)); err != nil {
 		t.Fatal(err)
 	}
 	app, web, foreign := wtName("app"), wtName("web"), "app.us1."+wtZone
 	d := wtWant(wtEP(app, "10.0.0.1"), wtEP(web, "10.0.0.2"), wtEP(foreign, "10.0.0.3"))
 	obs := &wtObserver{}
-	w, _ := wtStart(t, e.ClientAs(t, auth.User, auth.Password), store.WriterConfig{Owner: "eu1", Desired: d, Observer: obs,
+	w, _ := wtStart(t, e.ClientAs(t, auth.User, auth.Password), writer.Config{Owner: "eu1", Desired: d, Observer: obs,
 		Zones: []string{"eu1." + wtZone}})
 	wtEventually(t, 10*time.Second, "own names published", func() bool {
 		return slices.Equal(wtHosts(t, root, app), []string{"eu1=10.0.0.1"}) && slices.Equal(wtHosts(t, root, web), []string{"eu1=10.0.0.2"})
@@ -605,7 +605,7 @@ func TestWriterLeaseMode(t *testing.T) {
 	app := wtName("app")
 	obs := &wtObserver{}
 	const ttl = 2 * time.Second
-	_, stop := wtStart(t, cli, store.WriterConfig{Owner: "c1", Desired: wtWant(wtEP(app, "10.0.0.1")), Observer: obs, Lease: ttl})
+	_, stop := wtStart(t, cli, writer.Config{Owner: "c1", Desired: wtWant(wtEP(app, "10.0.0.1")), Observer: obs, Lease: ttl})
 	wtEventually(t, 10*time.Second, "published", wtHostsAre(t, cli, app, "c1=10.0.0.1"))
 	k := record.Key("skydns", app, "c1", "10.0.0.1")
 	kv := wtKeys(t, cli)[k]
@@ -651,7 +651,7 @@ func TestWriterAdoptsExternalDNSKeysWithoutGap(t *testing.T) {
 	defer cancel()
 	wch := cli.Watch(wctx, base, clientv3.WithPrefix(), clientv3.WithRev(start.Header.Revision+1))
 	obs := &wtObserver{}
-	wtStart(t, cli, store.WriterConfig{Owner: "c1", Desired: wtWant(wtEP(app, "10.0.0.1", "10.0.0.2")), Observer: obs})
+	wtStart(t, cli, writer.Config{Owner: "c1", Desired: wtWant(wtEP(app, "10.0.0.1", "10.0.0.2")), Observer: obs})
 	want := map[string]bool{record.Key("skydns", app, "c1", "10.0.0.1"): true, record.Key("skydns", app, "c1", "10.0.0.2"): true}
 
 	keys := map[string]bool{base + "3e6bee2e": true, base + "a1b2c3d4": true}
@@ -702,7 +702,7 @@ func TestWriterBatchesWithinTxnLimit(t *testing.T) {
 	}
 	d.set(wtEP(big, bigTargets...))
 	obs := &wtObserver{}
-	w, _ := wtStart(t, cli, store.WriterConfig{Owner: "c1", Desired: d, Observer: obs, BatchSize: 8})
+	w, _ := wtStart(t, cli, writer.Config{Owner: "c1", Desired: d, Observer: obs, BatchSize: 8})
 	wtEventually(t, 10*time.Second, "synced", func() bool { return obs.syncCount() > 0 })
 	if n := len(wtKeys(t, cli)); n != 50 {
 		t.Fatalf("%d keys, want 50", n)

@@ -1,4 +1,7 @@
-package store
+// Package mirror is the serve path's side of etcd: it keeps an in-memory index equal to the
+// records under a prefix, by one paged Get and a Watch from its revision. It knows nothing of
+// Kubernetes and is never called from a DNS query.
+package mirror
 
 import (
 	"context"
@@ -12,6 +15,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/backoff"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
@@ -35,8 +39,6 @@ type Observer interface {
 const (
 	pageSize        = 5000 // keys per read of a full load, to bound memory and message size
 	requestTimeout  = 30 * time.Second
-	minBackoff      = 100 * time.Millisecond
-	maxBackoff      = 5 * time.Second
 	leaseRefresh    = 5 * time.Second
 	leaseRPCTimeout = 5 * time.Second
 )
@@ -71,23 +73,23 @@ func (w *Watcher) Run(ctx context.Context) {
 
 	var rev int64 // last revision the Sink reflects; 0: it needs a full load
 	reason := "start"
-	backoff := minBackoff
+	delay := backoff.New(100*time.Millisecond, 5*time.Second)
 	for ctx.Err() == nil {
 		if rev == 0 {
 			loaded, err := w.load(ctx, reason)
 			if err != nil {
 				if ctx.Err() == nil {
 					w.Observer.Failed("get", err)
-					w.Log.Warningf("Loading %s from etcd failed, retrying in %s: %v", w.Prefix, backoff, err)
+					w.Log.Warningf("Loading %s from etcd failed, retrying: %v", w.Prefix, err)
 				}
-				backoff = sleep(ctx, backoff)
+				delay.Sleep(ctx)
 				continue
 			}
 			rev = loaded
 		}
 		next, err := w.watch(ctx, rev)
 		if next > rev {
-			backoff = minBackoff // progress was made: the link works again
+			delay.Reset() // progress was made: the link works again
 		}
 		rev = next
 		switch {
@@ -98,8 +100,8 @@ func (w *Watcher) Run(ctx context.Context) {
 			rev, reason = 0, "compacted"
 		default:
 			w.Observer.Failed("watch", err)
-			w.Log.Warningf("Watching %s failed at revision %d, resuming in %s: %v", w.Prefix, rev, backoff, err)
-			backoff = sleep(ctx, backoff)
+			w.Log.Warningf("Watching %s failed at revision %d, resuming: %v", w.Prefix, rev, err)
+			delay.Sleep(ctx)
 		}
 	}
 }
@@ -255,15 +257,4 @@ func (w *Watcher) refreshLease(ctx context.Context, id int64, known map[int64]st
 
 func toKV(kv *mvccpb.KeyValue) record.KV {
 	return record.KV{Key: string(kv.Key), Value: kv.Value, Lease: kv.Lease, Revision: kv.ModRevision}
-}
-
-// sleep waits d or until ctx is done, and returns the next, doubled, back-off.
-func sleep(ctx context.Context, d time.Duration) time.Duration {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	return min(2*d, maxBackoff)
 }

@@ -1,4 +1,4 @@
-package store
+package writer
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func TestFencedWriteOfDeposedTerm(t *testing.T) {
 	da := &fenceTestDesired{ep: record.Endpoint{Name: name, Targets: []string{"10.0.0.1"}}}
 	db := &fenceTestDesired{ep: record.Endpoint{Name: name, Targets: []string{"10.0.0.1"}}}
 	run := func(d Desired) *Writer {
-		w, err := NewWriter(e.Client(t), WriterConfig{Owner: "c1", Desired: d, ElectionTTL: 60 * time.Second, Timeout: 5 * time.Second})
+		w, err := New(e.Client(t), Config{Owner: "c1", Desired: d, ElectionTTL: 60 * time.Second, Timeout: 5 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
