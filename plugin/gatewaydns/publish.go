@@ -129,6 +129,8 @@ func (d desired) Names() []string {
 
 func (d desired) Synced() bool { return d.kube.Synced() }
 
+func (d desired) SyncedC() <-chan struct{} { return d.kube.SyncedC() }
+
 // writerEvents reports what the writer could not do on the objects behind the name, as
 // Warning Events, besides counting it.
 type writerEvents struct {
