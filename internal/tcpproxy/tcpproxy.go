@@ -17,6 +17,7 @@ type Proxy struct {
 	ln     net.Listener
 
 	delay atomic.Int64 // nanoseconds each chunk is held, in each direction
+	hole  atomic.Bool  // accept and read, never pass anything on: a hung host
 
 	mu    sync.Mutex
 	down  bool
@@ -50,11 +51,23 @@ func (p *Proxy) Cut() {
 // with open connections kept. Zero makes it fast again.
 func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
-// Restore lets connections through again.
+// BlackHole keeps accepting connections and reading from both sides but passes nothing on,
+// as a host that hangs (SIGSTOP, a dead link with no RST) looks to its peers: connections stay
+// open and every request waits for an answer that never comes, until Restore.
+func (p *Proxy) BlackHole() { p.hole.Store(true) }
+
+// Restore lets connections through again. After BlackHole it closes the connections that
+// were open meanwhile: bytes were lost on them, so their peers must reconnect, as after a
+// real hang.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.down = false
-	p.mu.Unlock()
+	if p.hole.Swap(false) {
+		for c := range p.conns {
+			c.Close()
+		}
+	}
 }
 
 // Close stops the proxy and waits for its goroutines.
@@ -102,7 +115,7 @@ func (p *Proxy) forward(client net.Conn) {
 		buf := make([]byte, 32<<10)
 		for {
 			n, err := src.Read(buf)
-			if n > 0 {
+			if n > 0 && !p.hole.Load() {
 				time.Sleep(time.Duration(p.delay.Load()))
 				if _, werr := dst.Write(buf[:n]); werr != nil {
 					return

@@ -79,3 +79,49 @@ func TestCutDelayAndRestore(t *testing.T) {
 		t.Fatalf("after Restore: %v", err)
 	}
 }
+
+func TestBlackHoleAcceptsButNeverAnswers(t *testing.T) {
+	p, err := Start(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	open, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := roundTrip(open); err != nil {
+		t.Fatalf("through the proxy: %v", err)
+	}
+
+	p.BlackHole()
+	_ = open.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := open.Write([]byte{'x'}); err != nil {
+		t.Fatalf("writing to a black-holed connection: %v", err)
+	}
+	if _, err := io.ReadFull(open, make([]byte, 1)); err == nil {
+		t.Fatal("an open connection got an answer through a black hole")
+	}
+	fresh, err := net.DialTimeout("tcp", p.Addr, time.Second)
+	if err != nil {
+		t.Fatalf("a black hole refused a connection, want it accepted: %v", err)
+	}
+	_ = fresh.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	_, _ = fresh.Write([]byte{'x'})
+	if _, err := io.ReadFull(fresh, make([]byte, 1)); err == nil {
+		t.Fatal("a new connection got an answer through a black hole")
+	}
+
+	p.Restore()
+	_ = fresh.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.ReadFull(fresh, make([]byte, 1)); err == nil {
+		t.Fatal("a connection that lost bytes in the black hole was kept open after Restore")
+	}
+	again, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := roundTrip(again); err != nil {
+		t.Fatalf("after Restore: %v", err)
+	}
+}
