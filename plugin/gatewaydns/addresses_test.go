@@ -55,7 +55,7 @@ func TestAddressRecordsAreWhatPluginAAnswers(t *testing.T) {
 			req := new(dns.Msg)
 			req.SetQuestion(name, qtype)
 			state := request.Request{W: nil, Req: req}
-			got, ok, gotErr := addressRecords(g.backend.Index, state, qtype)
+			got, ok, gotErr := addressRecords(g.current().Index, state, qtype)
 			if !ok {
 				continue
 			}
@@ -64,8 +64,8 @@ func TestAddressRecordsAreWhatPluginAAnswers(t *testing.T) {
 			if qtype == dns.TypeAAAA {
 				lookup = plugin.AAAA
 			}
-			want, _, wantErr := lookup(ctx, g.backend, "zone.test.", state, nil, plugin.Options{})
-			if (gotErr == nil) != (wantErr == nil) || (gotErr != nil && g.backend.IsNameError(gotErr) != g.backend.IsNameError(wantErr)) {
+			want, _, wantErr := lookup(ctx, g.current(), "zone.test.", state, nil, plugin.Options{})
+			if (gotErr == nil) != (wantErr == nil) || (gotErr != nil && g.current().IsNameError(gotErr) != g.current().IsNameError(wantErr)) {
 				t.Errorf("%s %s: error %v, plugin.A's %v", name, dns.TypeToString[qtype], gotErr, wantErr)
 				continue
 			}

@@ -14,14 +14,14 @@ import (
 // record per record an A or TXT question for the name reads: its key, data, owner, the objects
 // behind it, the etcd revision that last changed it and when this server learned it. This is
 // `dig CH TXT name` for "where does this answer come from?".
-func (g *GatewayDNS) explain(ctx context.Context, zone string, state request.Request) (int, error) {
-	origins, err := g.backend.Explain(ctx, state)
+func (g *GatewayDNS) explain(ctx context.Context, b *backend, zone string, state request.Request) (int, error) {
+	origins, err := b.Explain(ctx, state)
 	if err != nil {
 		rcode := dns.RcodeServerFailure
-		if g.backend.IsNameError(err) {
+		if b.IsNameError(err) {
 			rcode, err = dns.RcodeNameError, nil
 		}
-		return plugin.BackendError(ctx, g.backend, zone, rcode, state, err, plugin.Options{})
+		return plugin.BackendError(ctx, b, zone, rcode, state, err, plugin.Options{})
 	}
 	m := new(dns.Msg)
 	m.SetReply(state.Req)

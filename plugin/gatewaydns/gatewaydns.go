@@ -30,8 +30,7 @@ type GatewayDNS struct {
 	NoApexFallback bool
 	Explain        bool // answer CHAOS TXT questions with where each record came from
 
-	backend *backend    // nil when the stanza only publishes
-	ready   func() bool // every role of the stanza is ready
+	stanza *stanza // the roles behind the handler
 }
 
 // backend is the index with upstream lookups added: the plugin.ServiceBackend that CoreDNS's
@@ -52,29 +51,37 @@ func (g *GatewayDNS) Name() string { return pluginName }
 
 // Ready implements ready.Readiness: ready once the first full load from etcd is in memory and,
 // when the stanza publishes, the Kubernetes caches have synced.
-func (g *GatewayDNS) Ready() bool { return g.ready() }
+func (g *GatewayDNS) Ready() bool { return g.stanza.ready() }
+
+// current is the backend to answer from now, nil when the stanza only publishes.
+func (g *GatewayDNS) current() *backend {
+	if g.stanza.own == nil {
+		return nil
+	}
+	return g.stanza.serving.Load()
+}
 
 // ServeDNS implements plugin.Handler.
 func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
 	zone := matchZone(g.Zones, state.Name())
-	if zone == "" || g.backend == nil {
+	b := g.current()
+	if zone == "" || b == nil {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
-	if !g.backend.Loaded() {
+	if !b.Loaded() {
 		return dns.RcodeServerFailure, errNotLoaded
 	}
 
 	if state.QClass() != dns.ClassINET {
 		if g.Explain && state.QClass() == dns.ClassCHAOS && state.QType() == dns.TypeTXT {
-			return g.explain(ctx, zone, state)
+			return g.explain(ctx, b, zone, state)
 		}
 		return dns.RcodeRefused, nil
 	}
 
 	opt := plugin.Options{NoApexFallback: g.NoApexFallback}
-	b := g.backend
-	records, extra, truncated, err := g.lookup(ctx, zone, state, opt)
+	records, extra, truncated, err := g.lookup(ctx, b, zone, state, opt)
 	if err != nil && b.IsNameError(err) {
 		if g.Fall.Through(state.Name()) {
 			return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
@@ -99,8 +106,7 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 }
 
 // lookup finds the records that answer the question, as the stock etcd plugin finds them.
-func (g *GatewayDNS) lookup(ctx context.Context, zone string, state request.Request, opt plugin.Options) (records, extra []dns.RR, truncated bool, err error) {
-	b := g.backend
+func (g *GatewayDNS) lookup(ctx context.Context, b *backend, zone string, state request.Request, opt plugin.Options) (records, extra []dns.RR, truncated bool, err error) {
 	switch qtype := state.QType(); qtype {
 	case dns.TypeA, dns.TypeAAAA:
 		if state.Name() != zone {
@@ -116,7 +122,7 @@ func (g *GatewayDNS) lookup(ctx context.Context, zone string, state request.Requ
 	case dns.TypeTXT:
 		records, truncated, err = plugin.TXT(ctx, b, zone, state, nil, opt)
 	case dns.TypeCNAME:
-		records, err = g.cname(ctx, zone, state, opt)
+		records, err = cname(ctx, b, zone, state, opt)
 	case dns.TypePTR:
 		records, err = plugin.PTR(ctx, b, zone, state, opt)
 	case dns.TypeMX:
@@ -185,12 +191,12 @@ func matchZone(zones []string, name string) string {
 // plugin. Records one level down (".../app/3e6bee2e", the layout external-dns and gatewaydns
 // write) give the CNAMEs that an A question for the name returns, where the stock plugin says
 // NXDOMAIN although it answers the A question with that very CNAME.
-func (g *GatewayDNS) cname(ctx context.Context, zone string, state request.Request, opt plugin.Options) ([]dns.RR, error) {
-	records, err := plugin.CNAME(ctx, g.backend, zone, state, opt)
-	if err == nil || !g.backend.IsNameError(err) {
+func cname(ctx context.Context, b *backend, zone string, state request.Request, opt plugin.Options) ([]dns.RR, error) {
+	records, err := plugin.CNAME(ctx, b, zone, state, opt)
+	if err == nil || !b.IsNameError(err) {
 		return records, err
 	}
-	services, err := g.backend.Services(ctx, state, false, opt)
+	services, err := b.Services(ctx, state, false, opt)
 	if err != nil {
 		return nil, err
 	}

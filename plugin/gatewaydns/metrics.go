@@ -1,6 +1,7 @@
 package gatewaydns
 
 import (
+	"sync"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
@@ -124,6 +125,31 @@ var (
 type publishMetrics struct {
 	owner   string
 	desired *source.Desired
+
+	mu     sync.Mutex
+	warned map[string]string // what was last logged of a failure that is not a name's, by subject
+}
+
+// warnOnce logs a failure of subject (the election, a zone's scan) when it differs from the
+// last one logged for it: a writer retries every few seconds, its log must not.
+func (m *publishMetrics) warnOnce(subject, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.warned[subject] == reason {
+		return
+	}
+	if m.warned == nil {
+		m.warned = map[string]string{}
+	}
+	m.warned[subject] = reason
+	log.Warningf("Writer for owner %q: %s: %s", m.owner, subject, reason)
+}
+
+// recovered forgets the failures logged: the next one is news again.
+func (m *publishMetrics) recovered() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.warned)
 }
 
 func (m *publishMetrics) KindServed(kind, _ string, served bool) {
@@ -160,6 +186,7 @@ func (m *publishMetrics) Skipped(s plan.Skip) {
 func (m *publishMetrics) Failed(string, error) { writerFailures.WithLabelValues(m.owner).Inc() }
 
 func (m *publishMetrics) Synced(at time.Time) {
+	m.recovered()
 	writerLastSync.WithLabelValues(m.owner).Set(float64(at.UnixNano()) / 1e9)
 	records := 0
 	for _, ep := range m.desired.Endpoints() {
@@ -170,4 +197,66 @@ func (m *publishMetrics) Synced(at time.Time) {
 
 func (m *publishMetrics) Propagated(_ string, d time.Duration) {
 	writerPropagation.WithLabelValues(m.owner).Observe(d.Seconds())
+}
+
+// etcdReachable is the serve role's view of etcd, set on every change: 0 from the start until
+// the first full load, and while etcd is refused or does not answer.
+var etcdReachable = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	Namespace: plugin.Namespace, Subsystem: pluginName, Name: "etcd_reachable",
+	Help: "1 while etcd answers the watch of the zones, 0 before the first load and while it is unreachable.",
+}, []string{"zones"})
+
+func (m watchMetrics) Reachable(ok bool) {
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	etcdReachable.WithLabelValues(m.zones).Set(v)
+}
+
+// writerEtcdReachable is the publish role's view of etcd.
+var writerEtcdReachable = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_etcd_reachable",
+	Help: "1 while etcd answers the owner's writer, 0 before it first did and while it is unreachable.",
+}, []string{"owner"})
+
+func (m *publishMetrics) Reachable(ok bool) {
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	writerEtcdReachable.WithLabelValues(m.owner).Set(v)
+}
+
+// metricsAtZero creates the serve role's series of zones, so that a rate or an increase over
+// them sees the first event, and an alert on them can tell "none yet" from "not exported".
+// A series that already exists (a reload sharing the feed) keeps its value.
+func metricsAtZero(zones string) {
+	for _, op := range []string{"get", "watch", "lease"} {
+		etcdErrors.WithLabelValues(zones, op)
+	}
+	for _, reason := range []string{"start", "compacted", "inconsistent"} {
+		resyncs.WithLabelValues(zones, reason)
+	}
+	for _, typ := range []string{"put", "delete"} {
+		watchEvents.WithLabelValues(zones, typ)
+	}
+	invalidRecords.WithLabelValues(zones)
+	indexRecords.WithLabelValues(zones)
+	lastUpdate.WithLabelValues(zones)
+	etcdReachable.WithLabelValues(zones)
+}
+
+// atZero creates the publish role's series of the owner at zero, as metricsAtZero does: a
+// standby replica exports writer_leader 0, so that "no replica leads" can be alerted on.
+func (m *publishMetrics) atZero() {
+	writerLeader.WithLabelValues(m.owner)
+	writerEtcdReachable.WithLabelValues(m.owner)
+	writerDesired.WithLabelValues(m.owner)
+	for _, op := range []string{"put", "delete"} {
+		writerWrites.WithLabelValues(m.owner, op)
+	}
+	writerConflicts.WithLabelValues(m.owner)
+	writerFailures.WithLabelValues(m.owner)
+	writerLastSync.WithLabelValues(m.owner)
 }

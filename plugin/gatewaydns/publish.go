@@ -17,6 +17,7 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/writer"
 )
 
@@ -49,6 +50,8 @@ type publisher struct {
 	cfg    *config
 	kube   *kubesource.Watcher
 	writer *writer.Writer
+	client *clientv3.Client
+	cancel context.CancelFunc
 	done   chan struct{}
 }
 
@@ -61,6 +64,7 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 	}
 	p := &publisher{cfg: cfg, done: make(chan struct{})}
 	obs := &publishMetrics{owner: pc.owner}
+	obs.atZero()
 	p.kube, err = kubesource.New(rc, kubesource.Options{
 		Config:   pc.source,
 		Kinds:    pc.kinds,
@@ -101,10 +105,15 @@ func (p *publisher) run(ctx context.Context) error {
 	}
 	go func() {
 		defer close(p.done)
-		if err := p.writer.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			log.Errorf("Writer for owner %q stopped: %v", p.cfg.publish.owner, err)
-		}
-		p.kube.Stop()
+		var writing sync.WaitGroup
+		writing.Go(func() {
+			if err := p.writer.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Errorf("Writer for owner %q stopped: %v", p.cfg.publish.owner, err)
+			}
+		})
+		<-ctx.Done()
+		p.kube.Stop() // at the same time as the writer's resign: a stop waits for the longer one only
+		writing.Wait()
 	}()
 	return nil
 }
@@ -151,7 +160,7 @@ func (w writerEvents) Failed(name string, err error) {
 func (w writerEvents) rejectName(name string, cause source.Cause, reason string) {
 	ep, ok := w.kube.Desired().Endpoint(name)
 	if !ok { // not a name: a zone the full sync could not read, or the election
-		log.Warningf("Writer for owner %q: %s: %s", w.owner, name, reason)
+		w.warnOnce(name, reason)
 		return
 	}
 	for _, ref := range ep.Sources {
@@ -159,44 +168,94 @@ func (w writerEvents) rejectName(name string, cause source.Cause, reason string)
 	}
 }
 
-// publishers keeps the lifecycle of the publish role next to the serve role's.
-type publishRole struct {
-	mu     sync.Mutex
-	p      *publisher
-	cancel context.CancelFunc
-}
+// publishers are the running publishers of the process, by configuration: a reload that
+// leaves a publishing stanza as it was keeps its publisher running, leadership, caches and
+// all, instead of handing the owner over to a new one through the election.
+var publishers = newRegistry[*publisher]()
 
-func (r *publishRole) start(cfg *config, client *clientv3.Client) error {
+// startPublisher connects to etcd and Kubernetes and starts publishing. It waits for neither.
+func startPublisher(cfg *config) (*publisher, error) {
+	client, err := store.NewClient(cfg.etcd)
+	if err != nil {
+		return nil, err
+	}
 	p, err := newPublisher(cfg, client)
 	if err != nil {
-		return err
+		_ = client.Close()
+		return nil, err
 	}
+	p.client = client
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := p.run(ctx); err != nil {
 		cancel()
+		_ = client.Close()
+		return nil, err
+	}
+	p.cancel = cancel
+	return p, nil
+}
+
+// stop ends the writer and the sources, each wait bounded: the writer resigns if etcd
+// answers in time, else its election key expires with its TTL.
+func (p *publisher) stop() error {
+	p.cancel()
+	if !waitClosed(p.done, stopWait) {
+		log.Errorf("Writer for owner %q did not stop within %s of its end; leaving it", p.cfg.publish.owner, stopWait)
+	}
+	return closeClient(p.client, "owner "+p.cfg.publish.owner)
+}
+
+// publishRole is a stanza's hold on its publisher.
+type publishRole struct {
+	mu  sync.Mutex
+	key string
+	p   *publisher
+	// readyUntil: a reload changed the stanza while another publisher of the owner was ready;
+	// this one counts as ready until its own sources have synced, or this time has passed.
+	readyUntil time.Time
+}
+
+// readyBridge bounds how long a new publisher counts as ready on its predecessor's behalf: a
+// configuration whose sources never sync must show as unready.
+const readyBridge = time.Minute
+
+func (r *publishRole) start(cfg *config) error {
+	owner := cfg.publish.owner
+	predecessorReady := publishers.any(func(o *publisher) bool { return o.cfg.publish.owner == owner && o.ready() })
+	key := cfg.publishKey()
+	p, err := publishers.acquire(key, func() (*publisher, error) { return startPublisher(cfg) })
+	if err != nil {
 		return err
 	}
 	r.mu.Lock()
-	r.p, r.cancel = p, cancel
+	r.key, r.p = key, p
+	if predecessorReady {
+		r.readyUntil = time.Now().Add(readyBridge)
+	}
 	r.mu.Unlock()
 	return nil
 }
 
 func (r *publishRole) stop() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cancel == nil {
+	key, p := r.key, r.p
+	r.p = nil
+	r.mu.Unlock()
+	if p == nil {
 		return
 	}
-	r.cancel()
-	<-r.p.done
-	r.p, r.cancel = nil, nil
+	if err := publishers.release(key, p); err != nil {
+		log.Error(err)
+	}
 }
 
+// ready: the sources have synced, or, while they sync after a reload that changed the
+// stanza, those of its predecessor had: the cluster's names were being published, and a
+// reload must not make a replica unready.
 func (r *publishRole) ready() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.p != nil && r.p.ready()
+	return r.p != nil && (r.p.ready() || time.Now().Before(r.readyUntil))
 }
 
 // parsePublishOption reads one option of the publish role; ok is false for an option that is

@@ -1,14 +1,15 @@
 package gatewaydns
 
 import (
-	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coredns/caddy"
@@ -17,11 +18,8 @@ import (
 	"github.com/coredns/coredns/plugin/etcd/msg"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	mwtls "github.com/coredns/coredns/plugin/pkg/tls"
-	"github.com/coredns/coredns/plugin/pkg/upstream"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
@@ -34,6 +32,7 @@ func init() {
 	// CoreDNS refuses CHAOS questions unless a plugin asks for them: explain answers them.
 	// Stanzas without explain refuse them themselves, as before.
 	dnsserver.EnableChaos[pluginName] = struct{}{}
+	caddy.RegisterEventHook(pluginName, onInstanceStarted)
 }
 
 // config is one parsed stanza. Options and defaults are the stock etcd plugin's, so that
@@ -42,6 +41,8 @@ type config struct {
 	zones          []string
 	prefix         string
 	etcd           store.Config
+	etcdTLSFiles   []byte   // the content of the tls files, so that a rotated certificate is a new configuration
+	options        []string // the stanza's option lines as written, for publishKey
 	minLeaseTTL    uint32
 	maxLeaseTTL    uint32
 	noApexFallback bool
@@ -58,18 +59,11 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	g, st := newStanza(cfg)
-	// On a reload, the new instance starts serving once its startup functions return, and
-	// the old one stops then: wait for the first load, so that the swap does not answer
-	// SERVFAIL for every name until the new index is loaded.
-	restart := true
-	c.OnFirstStartup(func() error { restart = false; return nil })
 	c.OnStartup(func() error {
 		if err := st.start(); err != nil {
 			return err
 		}
-		if restart {
-			st.waitLoaded(reloadLoadWait)
-		}
+		starting.add(st)
 		return nil
 	})
 	c.OnShutdown(st.stop)
@@ -96,6 +90,7 @@ func parse(c *caddy.Controller) (*config, error) {
 	publishing := false
 	for c.NextBlock() {
 		opt, args := c.Val(), c.RemainingArgs()
+		cfg.options = append(cfg.options, fmt.Sprintf("%q", append([]string{opt}, args...)))
 		ok, err := parsePublishOption(opt, args, pc)
 		if err != nil {
 			return nil, c.Errf("%v", err)
@@ -157,6 +152,14 @@ func parseOption(c *caddy.Controller, opt string, args []string, cfg *config, ro
 			return c.Errf("tls: %v", err)
 		}
 		cfg.etcd.TLS = tc
+		cfg.etcdTLSFiles = nil
+		for _, f := range args {
+			b, err := os.ReadFile(filepath.Clean(f))
+			if err != nil {
+				return c.Errf("tls: %v", err)
+			}
+			cfg.etcdTLSFiles = append(cfg.etcdTLSFiles, b...)
+		}
 	case "fallthrough":
 		cfg.fall = append([]string{}, args...)
 	case "min-lease-ttl", "max-lease-ttl":
@@ -211,48 +214,6 @@ func parseTTL(s string) (uint32, error) {
 	return uint32(d.Seconds()), nil
 }
 
-// stanza runs the roles of one stanza: serve (an index kept current by a watcher) and publish
-// (sources feeding a writer). It starts with the CoreDNS instance and stops with it, so a
-// reload leaves nothing running.
-type stanza struct {
-	cfg      *config
-	index    *index.Index // nil when publish-only
-	prefixes []string     // the key prefixes of the zones, each watched on its own
-	metrics  watchMetrics
-	publish  publishRole
-
-	mu     sync.Mutex
-	client *clientv3.Client
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func newStanza(cfg *config) (*GatewayDNS, *stanza) {
-	st := &stanza{cfg: cfg}
-	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, Explain: cfg.explain, ready: st.ready}
-	if cfg.fall != nil {
-		g.Fall.SetZonesFromArgs(cfg.fall)
-	}
-	if cfg.publishOnly {
-		return g, st
-	}
-	zones := strings.Join(cfg.zones, " ")
-	st.prefixes = zonePrefixes(cfg.prefix, cfg.zones)
-	st.index = index.New(index.Options{
-		Prefix:      cfg.prefix,
-		Prefixes:    st.prefixes,
-		MinLeaseTTL: cfg.minLeaseTTL,
-		MaxLeaseTTL: cfg.maxLeaseTTL,
-		Invalid: func(key string, err error) {
-			invalidRecords.WithLabelValues(zones).Inc()
-			log.Warningf("Skipping a value that cannot be served: %v", err)
-		},
-	})
-	st.metrics = watchMetrics{zones: zones, count: st.index.Len}
-	g.backend = &backend{Index: st.index, upstream: upstream.New()}
-	return g, st
-}
-
 // zonePrefixes are the etcd key prefixes of the zones' records, e.g. "/skydns/cluster/openmcp/"
 // for openmcp.cluster: the server reads and watches only these, so an etcd role with read on
 // its zones is all it needs. A zone inside another is covered by the outer one's prefix.
@@ -272,70 +233,25 @@ func zonePrefixes(prefix string, zones []string) []string {
 	return out
 }
 
-func (s *stanza) start() error {
-	client, err := store.NewClient(s.cfg.etcd)
-	if err != nil {
-		return fmt.Errorf("%s: %w", pluginName, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	s.mu.Lock()
-	s.client, s.cancel, s.done = client, cancel, done
-	s.mu.Unlock()
-	var watchers sync.WaitGroup
-	for _, prefix := range s.prefixes {
-		w := &mirror.Watcher{Client: client, Prefix: prefix, Sink: s.index, Observer: s.metrics, Log: log}
-		watchers.Go(func() { w.Run(ctx) })
-	}
-	go func() {
-		watchers.Wait()
-		close(done)
-	}()
-	if s.cfg.publish != nil {
-		if err := s.publish.start(s.cfg, client); err != nil {
-			_ = s.stop()
-			return fmt.Errorf("%s: %w", pluginName, err)
-		}
-	}
-	return nil
+// feedKey is what two stanzas must have in common to share a feed across a reload: the same
+// records, read from the same etcd as the same user, answered with the same options.
+func (c *config) feedKey() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %q %q %q %q %d %d\n", c.zones, c.prefix, c.etcd.Endpoints, c.etcd.Username,
+		c.etcd.Password, c.minLeaseTTL, c.maxLeaseTTL)
+	h.Write(c.etcdTLSFiles)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (s *stanza) stop() error {
-	s.publish.stop()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cancel == nil {
-		return nil
+// publishKey is what two stanzas must have in common to share a publisher across a reload:
+// the same stanza, word for word, with the same certificates and kubeconfig behind it.
+func (c *config) publishKey() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q %q\n", c.zones, c.options)
+	h.Write(c.etcdTLSFiles)
+	if c.publish != nil && c.publish.kubeconfig != "" {
+		kubeconfig, _ := os.ReadFile(c.publish.kubeconfig) // unreadable: starting the publisher says so
+		h.Write(kubeconfig)
 	}
-	s.cancel()
-	<-s.done
-	err := s.client.Close()
-	s.cancel, s.client = nil, nil
-	if err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%s: closing etcd client: %w", pluginName, err)
-	}
-	return nil
-}
-
-// reloadLoadWait bounds how long a reload waits for the first load: with etcd unreachable,
-// the reload goes on and the new instance answers SERVFAIL until it loads, as at startup.
-const reloadLoadWait = 5 * time.Second
-
-// waitLoaded returns once the index holds the first full load, or after limit.
-func (s *stanza) waitLoaded(limit time.Duration) {
-	if s.index == nil {
-		return
-	}
-	deadline := time.Now().Add(limit)
-	for !s.index.Loaded() && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// ready: the index holds the first full load, and the sources have synced.
-func (s *stanza) ready() bool {
-	if s.index != nil && !s.index.Loaded() {
-		return false
-	}
-	return s.cfg.publish == nil || s.publish.ready()
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -1,0 +1,138 @@
+package gatewaydns
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
+)
+
+// feed is the serve role's state: an index and the etcd watchers that keep it current. It
+// outlives the CoreDNS instance that started it: a reload whose stanza serves the same zones
+// from the same etcd in the same way shares the running feed instead of reading everything
+// again, so a Corefile edit while etcd is unreachable loses no answer and needs no etcd at
+// all. A feed stops when the last stanza using it lets go.
+type feed struct {
+	key      string // what must be equal for two stanzas to share it: see config.feedKey
+	zones    string // the zones, as metrics label them
+	index    *index.Index
+	prefixes []string
+	etcd     store.Config
+	metrics  watchMetrics
+
+	loaded     chan struct{} // closed once the index holds a full load of every prefix
+	loadedOnce sync.Once
+
+	client *clientv3.Client
+	cancel context.CancelFunc
+	done   chan struct{} // closed when every watcher returned
+}
+
+// stopWait bounds each wait of a stop: for the watchers to return after their context ended,
+// and for the etcd client to close. They return at once unless something is broken; a stop
+// that hangs would hold up a reload or SIGTERM, which is worse than a goroutine left behind,
+// and the log says so.
+const stopWait = 2 * time.Second
+
+// start connects and starts one watcher per zone prefix. It does not wait for etcd.
+func (f *feed) start() error {
+	client, err := store.NewClient(f.etcd)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.client, f.cancel, f.done = client, cancel, make(chan struct{})
+	var watchers sync.WaitGroup
+	for _, prefix := range f.prefixes {
+		w := &mirror.Watcher{Client: client, Prefix: prefix, Sink: f.index, Observer: feedObserver{f.metrics, f}, Log: log}
+		watchers.Go(func() { w.Run(ctx) })
+	}
+	go func() {
+		watchers.Wait()
+		close(f.done)
+	}()
+	return nil
+}
+
+// newFeed prepares a feed; nothing runs until start.
+func newFeed(key, zones string, ix *index.Index, prefixes []string, etcd store.Config) *feed {
+	return &feed{
+		key:      key,
+		zones:    zones,
+		index:    ix,
+		prefixes: prefixes,
+		etcd:     etcd,
+		metrics:  watchMetrics{zones: zones, count: ix.Len},
+		loaded:   make(chan struct{}),
+	}
+}
+
+// feedObserver counts what the watchers do and tells the feed when its index has loaded.
+type feedObserver struct {
+	watchMetrics
+	f *feed
+}
+
+func (o feedObserver) Resynced(reason string, keys int, took time.Duration) {
+	o.watchMetrics.Resynced(reason, keys, took)
+	if o.f.index.Loaded() {
+		o.f.loadedOnce.Do(func() { close(o.f.loaded) })
+	}
+}
+
+// stop ends the watchers and closes the client, each wait bounded by stopWait.
+func (f *feed) stop() error {
+	if f.cancel == nil {
+		return nil
+	}
+	f.cancel()
+	if !waitClosed(f.done, stopWait) {
+		log.Errorf("Watchers of %s did not stop within %s of their end; leaving them", f.zones, stopWait)
+	}
+	return closeClient(f.client, f.zones)
+}
+
+// closeClient closes an etcd client within stopWait.
+func closeClient(c *clientv3.Client, what string) error {
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil && err != context.Canceled {
+			return fmt.Errorf("%s: closing the etcd client of %s: %w", pluginName, what, err)
+		}
+		return nil
+	case <-time.After(stopWait):
+		return fmt.Errorf("%s: the etcd client of %s did not close within %s", pluginName, what, stopWait)
+	}
+}
+
+// waitClosed reports whether c closed within d.
+func waitClosed(c <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// feeds are the running feeds of the process, by key.
+var feeds = newRegistry[*feed]()
+
+// bridgeFor returns a running, loaded feed of own's zones in another configuration (other
+// endpoints, credentials or options), held until released: a stanza answers from it until its
+// own feed has loaded, so that a reload that changes the stanza while etcd is unreachable
+// keeps answering from the last good records.
+func bridgeFor(own *feed) *feed {
+	f, _ := feeds.share(func(f *feed) bool { return f != own && f.zones == own.zones && f.index.Loaded() })
+	return f
+}

@@ -1,0 +1,157 @@
+package gatewaydns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coredns/coredns/plugin/pkg/upstream"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+)
+
+// stanza runs the roles of one stanza: serve (a feed: an index kept current by etcd
+// watchers) and publish (sources feeding a writer). It starts with its CoreDNS instance and
+// stops with it; only the feed may live on, shared with the stanza of the next instance.
+type stanza struct {
+	cfg      *config
+	index    *index.Index // the index of own, the feed this stanza starts when none is running
+	prefixes []string     // the key prefixes of the zones, each watched on its own
+	own      *feed        // nil when publish-only
+	publish  publishRole
+
+	// serving is what the handler answers from: the feed's index once it has loaded, until
+	// then a bridge's (see feedRegistry.bridge), if there is one.
+	serving atomic.Pointer[backend]
+
+	mu      sync.Mutex
+	feed    *feed // the feed in use, own or shared; nil before start and after stop
+	bridge  *feed
+	cancel  context.CancelFunc // ends the wait for the feed's first load
+	stopped chan struct{}      // closed when that wait returned
+}
+
+func newStanza(cfg *config) (*GatewayDNS, *stanza) {
+	st := &stanza{cfg: cfg}
+	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, Explain: cfg.explain, stanza: st}
+	if cfg.fall != nil {
+		g.Fall.SetZonesFromArgs(cfg.fall)
+	}
+	if cfg.publishOnly {
+		return g, st
+	}
+	zones := strings.Join(cfg.zones, " ")
+	st.prefixes = zonePrefixes(cfg.prefix, cfg.zones)
+	st.index = index.New(index.Options{
+		Prefix:      cfg.prefix,
+		Prefixes:    st.prefixes,
+		MinLeaseTTL: cfg.minLeaseTTL,
+		MaxLeaseTTL: cfg.maxLeaseTTL,
+		Invalid: func(key string, err error) {
+			invalidRecords.WithLabelValues(zones).Inc()
+			log.Warningf("Skipping a value that cannot be served: %v", err)
+		},
+	})
+	st.own = newFeed(cfg.feedKey(), zones, st.index, st.prefixes, cfg.etcd)
+	st.serving.Store(newBackend(st.index))
+	return g, st
+}
+
+func newBackend(ix *index.Index) *backend { return &backend{Index: ix, upstream: upstream.New()} }
+
+// start takes the running feed of the same configuration, or starts its own, and starts the
+// publish role. It waits for neither etcd nor Kubernetes.
+func (s *stanza) start() error {
+	if s.own != nil {
+		f, err := feeds.acquire(s.own.key, func() (*feed, error) { return s.own, s.own.start() })
+		if err != nil {
+			return fmt.Errorf("%s: %w", pluginName, err)
+		}
+		s.mu.Lock()
+		s.feed = f
+		s.mu.Unlock()
+		s.serving.Store(newBackend(f.index))
+		if !f.index.Loaded() {
+			s.bridgeUntilLoaded(f)
+		}
+		metricsAtZero(f.zones)
+	}
+	if s.cfg.publish != nil {
+		if err := s.publish.start(s.cfg); err != nil {
+			_ = s.stop()
+			return fmt.Errorf("%s: %w", pluginName, err)
+		}
+	}
+	return nil
+}
+
+// bridgeUntilLoaded answers from a loaded feed of the same zones, if one runs, until f has
+// loaded.
+func (s *stanza) bridgeUntilLoaded(f *feed) {
+	b := bridgeFor(f)
+	if b == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	s.mu.Lock()
+	s.bridge, s.cancel, s.stopped = b, cancel, stopped
+	s.mu.Unlock()
+	s.serving.Store(newBackend(b.index))
+	log.Infof("Answering %s from the previous configuration's records until the new one has loaded them", f.zones)
+	go func() {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.loaded:
+		}
+		s.serving.Store(newBackend(f.index))
+		s.mu.Lock()
+		b, s.bridge = s.bridge, nil
+		s.mu.Unlock()
+		if b != nil {
+			if err := feeds.release(b.key, b); err != nil {
+				log.Error(err)
+			}
+		}
+	}()
+}
+
+// stop stops the publish role and lets go of the feed and the bridge. Every wait in it is
+// bounded, so a reload or SIGTERM finishes in seconds whatever state etcd and the Kubernetes
+// API are in.
+func (s *stanza) stop() error {
+	var errs []error
+	var wg sync.WaitGroup
+	wg.Go(func() { s.publish.stop() })
+	s.mu.Lock()
+	f, b, cancel, stopped := s.feed, s.bridge, s.cancel, s.stopped
+	s.feed, s.bridge, s.cancel, s.stopped = nil, nil, nil, nil
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-stopped // returns at once: it only waits on the index and the context
+	}
+	for _, held := range []*feed{b, f} {
+		if held != nil {
+			if err := feeds.release(held.key, held); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ready: the index answered from holds a full load, and the sources have synced. etcd
+// being unreachable later never makes a stanza unready: it answers from memory meanwhile.
+func (s *stanza) ready() bool {
+	if s.own != nil && !s.serving.Load().Loaded() {
+		return false
+	}
+	return s.cfg.publish == nil || s.publish.ready()
+}
