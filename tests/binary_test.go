@@ -60,6 +60,7 @@ func corednsBinary(t *testing.T) string {
 // coreDNSProcess is the binary running one Corefile of corefile.d on loopback ports.
 type coreDNSProcess struct {
 	DNS, Health, Ready, Metrics string // host:port
+	conf                        string // the Corefile's path, for a test that reloads it
 	cmd                         *exec.Cmd
 	log                         *processLog
 	done                        chan error
@@ -102,14 +103,25 @@ func runCorefile(t *testing.T, name string, env ...string) *coreDNSProcess {
 func startCorefile(t *testing.T, name, src string, env ...string) *coreDNSProcess {
 	t.Helper()
 	p := newCoreDNSProcess(t)
-	corefile := sidecarPlugins.ReplaceAllStringFunc(src, func(line string) string {
+	startProcess(t, p, name, src, env...)
+	return p
+}
+
+// startProcess starts p, made by newCoreDNSProcess, as startCorefile does.
+func startProcess(t *testing.T, p *coreDNSProcess, name, src string, env ...string) {
+	t.Helper()
+	_, port, _ := strings.Cut(p.DNS, ":")
+	p.start(t, name, p.localize(src), []string{"-dns.port", port}, env)
+}
+
+// localize moves the listeners of the health, ready and prometheus plugins in src to p's
+// loopback ports.
+func (p *coreDNSProcess) localize(src string) string {
+	return sidecarPlugins.ReplaceAllStringFunc(src, func(line string) string {
 		m := sidecarPlugins.FindStringSubmatch(line)
 		addr := map[string]string{"health": p.Health, "ready": p.Ready, "prometheus": p.Metrics}[m[2]]
 		return m[1] + m[2] + " " + addr
 	})
-	_, port, _ := strings.Cut(p.DNS, ":")
-	p.start(t, name, corefile, []string{"-dns.port", port}, env)
-	return p
 }
 
 // newCoreDNSProcess picks the loopback ports for a coredns to start.
@@ -129,11 +141,11 @@ func newCoreDNSProcess(t *testing.T) *coreDNSProcess {
 // test failed.
 func (p *coreDNSProcess) start(t *testing.T, name, corefile string, args, env []string) {
 	t.Helper()
-	conf := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
+	p.conf = filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p.conf, []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p.cmd = exec.Command(corednsBinary(t), append([]string{"-conf", conf}, args...)...)
+	p.cmd = exec.Command(corednsBinary(t), append([]string{"-conf", p.conf}, args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
