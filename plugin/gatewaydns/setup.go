@@ -59,8 +59,10 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	g, st := newStanza(cfg)
+	reloading := true
+	c.OnFirstStartup(func() error { reloading = false; return nil })
 	c.OnStartup(func() error {
-		if err := st.start(); err != nil {
+		if err := st.start(reloading); err != nil {
 			return err
 		}
 		starting.add(st)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coredns/coredns/plugin/pkg/upstream"
 
@@ -62,9 +63,16 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 
 func newBackend(ix *index.Index) *backend { return &backend{Index: ix, upstream: upstream.New()} }
 
+// reloadLoadWait bounds how long a reload waits for the first load of a feed that nothing can
+// stand in for (a zone new to this process): the new instance starts answering when its
+// startup returns, and the load from a reachable etcd takes milliseconds. With etcd
+// unreachable, the reload goes on and the zone answers SERVFAIL until it loads, as at start.
+const reloadLoadWait = 2 * time.Second
+
 // start takes the running feed of the same configuration, or starts its own, and starts the
-// publish role. It waits for neither etcd nor Kubernetes.
-func (s *stanza) start() error {
+// publish role. At the process's start it waits for neither etcd nor Kubernetes (readiness
+// tells when they answered); on a reload, see reloadLoadWait.
+func (s *stanza) start(reloading bool) error {
 	if s.own != nil {
 		f, err := feeds.acquire(s.own.key, func() (*feed, error) { return s.own, s.own.start() })
 		if err != nil {
@@ -74,8 +82,9 @@ func (s *stanza) start() error {
 		s.feed = f
 		s.mu.Unlock()
 		s.serving.Store(newBackend(f.index))
-		if !f.index.Loaded() {
-			s.bridgeUntilLoaded(f)
+		// A feed just started (not shared) has loaded nothing yet.
+		if f == s.own && !s.bridgeUntilLoaded(f) && reloading {
+			waitClosed(f.loaded, reloadLoadWait)
 		}
 		metricsAtZero(f.zones)
 	}
@@ -89,11 +98,11 @@ func (s *stanza) start() error {
 }
 
 // bridgeUntilLoaded answers from a loaded feed of the same zones, if one runs, until f has
-// loaded.
-func (s *stanza) bridgeUntilLoaded(f *feed) {
+// loaded; it reports whether one did.
+func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 	b := bridgeFor(f)
 	if b == nil {
-		return
+		return false
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
@@ -119,6 +128,7 @@ func (s *stanza) bridgeUntilLoaded(f *feed) {
 			}
 		}
 	}()
+	return true
 }
 
 // stop stops the publish role and lets go of the feed and the bridge. Every wait in it is
