@@ -1,0 +1,162 @@
+package tests
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
+)
+
+// What an operator sees of an etcd outage, and of a quiet zone: the tests behind the alerts
+// of docs/operations.md, against the built binary.
+
+// problemLines are the log lines of level WARNING or ERROR in log, after skip bytes.
+func problemLines(log string, skip int) []string {
+	var out []string
+	for _, l := range strings.Split(log[min(skip, len(log)):], "\n") {
+		if strings.Contains(l, "[WARNING]") || strings.Contains(l, "[ERROR]") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestEtcdOutageIsVisibleAndLoggedOnce: within 30 s of etcd becoming unreachable, refused
+// and then black-holed, the serve role's and the writer's gauges say so, and the log says so
+// once per role, not once per retry; both clear when etcd answers again. Answers go on from
+// memory throughout, and /ready stays 200: an unreachable etcd never holds back cluster DNS.
+func TestEtcdOutageIsVisibleAndLoggedOnce(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	kube := testenv.StartKubeAPIServer(t)
+	k8s := gatewayfixture.New(t, kube.Config)
+	k8s.Namespace("infra")
+	k8s.Gateway("infra", "public", gatewayv1.HTTPProtocolType, 80, "", "203.0.113.20")
+	k8s.HTTPRoute("infra", "web", "infra", "public", "web.eu1.openmcp.cluster")
+
+	etcdP := proxied(t, strings.TrimPrefix(etcd.ClientURL, "http://"))
+	p := startCorefile(t, "outage.Corefile", bothRoles("http://"+etcdP.Addr, "outage", kube.KubeconfigFile))
+	p.waitReady(t, 30*time.Second)
+	waitFor(t, 15*time.Second, p.DNS, "web.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.20"))
+	writerReachable := `coredns_gatewaydns_writer_etcd_reachable{owner="outage"}`
+	p.waitMetric(t, 10*time.Second, reachableOf, isOne)
+	p.waitMetric(t, 10*time.Second, writerReachable, isOne)
+
+	for _, fault := range []struct {
+		name  string
+		apply func()
+	}{
+		{"refused", etcdP.Cut},
+		{"black-holed", etcdP.BlackHole},
+	} {
+		before := len(p.log.String())
+		answers := pollDNS(p.DNS, "web.eu1.openmcp.cluster.", "203.0.113.20")
+		ready := pollReady(p.Ready)
+		cut := time.Now()
+		fault.apply()
+		p.waitMetric(t, 30*time.Second, reachableOf, isZero)
+		serveSeen := time.Since(cut)
+		p.waitMetric(t, 30*time.Second, writerReachable, isZero)
+		writerSeen := time.Since(cut)
+		// Hold the outage for a while: retries go on, the log must not.
+		quiet := time.Now().Add(10 * time.Second)
+		for time.Now().Before(quiet) {
+			if v, _ := p.metric(reachableOf); v != 0 {
+				t.Fatalf("%s: etcd_reachable went back to %v while etcd is still %s", fault.name, v, fault.name)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		during := problemLines(p.log.String(), before)
+		etcdP.Restore()
+		back := time.Now()
+		p.waitMetric(t, 30*time.Second, reachableOf, isOne)
+		p.waitMetric(t, 30*time.Second, writerReachable, isOne)
+		t.Logf("etcd %s: serve role reported it after %s, writer after %s; back after %s; %d warnings or errors logged meanwhile:\n%s",
+			fault.name, serveSeen.Round(time.Millisecond), writerSeen.Round(time.Millisecond),
+			time.Since(back).Round(time.Millisecond), len(during), strings.Join(during, "\n"))
+		// One line for the serve role and one for the writer, at most one more per role for
+		// a request that was in flight when the link went.
+		if len(during) > 4 {
+			t.Errorf("etcd %s: %d warnings or errors logged in %s, want one per role", fault.name, len(during), time.Since(cut).Round(time.Second))
+		}
+		answers.finish(t, fmt.Sprintf("web.eu1 while etcd is %s", fault.name))
+		ready.finish(t)
+	}
+	// Still publishing after the outages.
+	k8s.HTTPRoute("infra", "after", "infra", "public", "after.eu1.openmcp.cluster")
+	waitFor(t, 15*time.Second, p.DNS, "after.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.20"))
+}
+
+// TestStalenessAlertOnlyFiresWhenStale: the documented alert "answers are stale"
+// (time() - coredns_gatewaydns_last_update_timestamp_seconds > 60) stays silent on a healthy
+// server whose zone does not change, and fires once the watch is cut off.
+func TestStalenessAlertOnlyFiresWhenStale(t *testing.T) {
+	const threshold = 60 * time.Second // as in docs/operations.md
+	etcd := testenv.StartEtcd(t)
+	cli := etcd.Client(t)
+	putEtcd(t, cli, "/skydns/cluster/openmcp/quiet/1", `{"host":"198.51.100.30"}`)
+	etcdP := proxied(t, strings.TrimPrefix(etcd.ClientURL, "http://"))
+	p := startCorefile(t, "quiet.Corefile", fmt.Sprintf("openmcp.cluster {\n    ready\n    prometheus :9153\n    gatewaydns {\n        endpoint http://%s\n    }\n}\n", etcdP.Addr))
+	p.waitReady(t, 30*time.Second)
+
+	const series = `coredns_gatewaydns_last_update_timestamp_seconds{zones="openmcp.cluster."}`
+	age := func() time.Duration {
+		v, ok := p.metric(series)
+		if !ok || v == 0 {
+			t.Fatalf("%s is not exported", series)
+		}
+		return time.Since(time.Unix(0, int64(v*1e9)))
+	}
+	// Quiet for longer than the time freshness may lag: nothing changes in the zone.
+	var oldest time.Duration
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		oldest = max(oldest, age())
+	}
+	t.Logf("quiet zone: the age of the answers was at most %s over 15s", oldest.Round(time.Millisecond))
+	if oldest > 5*time.Second {
+		t.Errorf("a healthy quiet server reported answers %s old: freshness must move without changes", oldest)
+	}
+
+	etcdP.BlackHole()
+	deadline := time.Now().Add(threshold + 30*time.Second)
+	for age() <= threshold {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch has been cut for %s and the age of the answers is still %s", threshold+30*time.Second, age())
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("cut off: the alert fires with an age of %s", age().Round(time.Second))
+}
+
+// TestRouteDeletedWhileTheWriterWasDownIsGoneAtOnce: a route deleted while its cluster's only
+// writer was stopped is gone from DNS within 5 s of the writer's start, not at the next
+// periodic resync.
+func TestRouteDeletedWhileTheWriterWasDownIsGoneAtOnce(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	kube := testenv.StartKubeAPIServer(t)
+	k8s := gatewayfixture.New(t, kube.Config)
+	k8s.Namespace("infra")
+	k8s.Gateway("infra", "public", gatewayv1.HTTPProtocolType, 80, "", "203.0.113.40")
+	k8s.HTTPRoute("infra", "stays", "infra", "public", "stays.eu1.openmcp.cluster")
+	k8s.HTTPRoute("infra", "goes", "infra", "public", "goes.eu1.openmcp.cluster")
+
+	central := runCentral(t, etcd.ClientURL)
+	w := runWriter(t, "writer", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
+	w.waitReady(t, 30*time.Second)
+	waitFor(t, 15*time.Second, central.DNS, "goes.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.40"))
+	if took := w.sigterm(t, 3*time.Second); took > 3*time.Second {
+		t.Fatalf("the writer took %s to stop", took)
+	}
+	k8s.DeleteHTTPRoute("infra", "goes")
+
+	started := time.Now()
+	runWriter(t, "writer-again", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
+	waitFor(t, 5*time.Second, central.DNS, "goes.eu1.openmcp.cluster.", dns.TypeA, isNXDOMAIN)
+	t.Logf("the deleted route was gone %s after the writer started", time.Since(started).Round(time.Millisecond))
+	waitFor(t, time.Second, central.DNS, "stays.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.40"))
+}
