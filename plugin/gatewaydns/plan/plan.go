@@ -279,6 +279,19 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 			p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonPolicy,
 				Detail: "create-only: the name already has records of this owner"})
 		}
+		// The records are left as they are, but not to expire: an own key on another lease
+		// (a predecessor's, now dead) is put again, same value, on the lease kept alive.
+		if in.Lease != 0 {
+			c := Change{Name: name}
+			for _, k := range sortedKeys(own) {
+				if kv := own[k]; kv.Lease != in.Lease {
+					c.Puts = append(c.Puts, Put{Key: k, Value: kv.Value, Lease: in.Lease})
+				}
+			}
+			if c.Ops() > 0 {
+				p.Changes = append(p.Changes, c)
+			}
+		}
 		return
 	}
 

@@ -168,6 +168,19 @@ func TestMake(t *testing.T) {
 			want: summary{skipped: []string{name + ": " + string(ReasonPolicy)}},
 		},
 		{
+			name: "create-only with a lease moves its keys to the lease, values untouched",
+			in:   Input{Synced: true, Policy: CreateOnly, Lease: 7, Names: []string{name}, Desired: []record.Endpoint{moved}, Current: []KV{own(web, "10.0.0.1", 5)}},
+			want: summary{
+				changes: []string{change(name, puts(key(me, name, "10.0.0.1")))},
+				skipped: []string{name + ": " + string(ReasonPolicy)},
+			},
+		},
+		{
+			name: "create-only with a lease leaves keys already on it alone",
+			in: Input{Synced: true, Policy: CreateOnly, Lease: 7, Names: []string{name}, Desired: []record.Endpoint{web},
+				Current: []KV{func() KV { kv := own(web, "10.0.0.1", 5); kv.Lease = 7; return kv }()}},
+		},
+		{
 			name: "create-only with nothing changed is silent",
 			in:   Input{Synced: true, Policy: CreateOnly, Names: []string{name}, Desired: []record.Endpoint{web}, Current: []KV{own(web, "10.0.0.1", 5)}},
 		},
