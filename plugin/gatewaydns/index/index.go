@@ -428,13 +428,16 @@ func withHost(sx []msg.Service) []msg.Service {
 }
 
 // leaseTTL is the stock plugin's TTL of a leased key: the smaller of the record's ttl and the
-// lease's remaining life clamped to [min-lease-ttl, max-lease-ttl].
+// lease's remaining life clamped to [min-lease-ttl, max-lease-ttl]; a lease past its known
+// expiry counts as min-lease-ttl.
 func (ix *Index) leaseTTL(lr leasedRecord, now time.Time) uint32 {
 	var leaseTTL uint32
 	if exp, ok := ix.leases[lr.lease]; ok {
-		if left := int64(exp.Sub(now) / time.Second); left > 0 {
-			leaseTTL = uint32(min(max(left, int64(ix.opts.MinLeaseTTL)), int64(ix.opts.MaxLeaseTTL))) // #nosec G115 -- clamped to uint32 bounds
-		}
+		// Past its known expiry the lease was not seen refreshed (etcd partitioned, or the
+		// writer gone): the key is about to be deleted, so it gets the shortest life allowed,
+		// never the record's full ttl.
+		left := max(int64(exp.Sub(now)/time.Second), 0)
+		leaseTTL = uint32(min(max(left, int64(ix.opts.MinLeaseTTL)), int64(ix.opts.MaxLeaseTTL))) // #nosec G115 -- clamped to uint32 bounds
 	}
 	switch {
 	case leaseTTL == 0 && lr.ttl == 0:

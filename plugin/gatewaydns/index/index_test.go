@@ -204,7 +204,10 @@ func TestLeaseTTL(t *testing.T) {
 		{name: "ttl shorter than remaining life wins", value: `{"host":"10.0.0.1","ttl":60}`, leaseFor: 100 * time.Second, want: 60},
 		{name: "remaining life is clamped up to min-lease-ttl", value: `{"host":"10.0.0.1"}`, leaseFor: 5 * time.Second, want: 30},
 		{name: "remaining life is clamped down to max-lease-ttl", value: `{"host":"10.0.0.1"}`, leaseFor: 100 * time.Hour, want: 86400},
-		{name: "an expired lease falls back to the record ttl", value: `{"host":"10.0.0.1","ttl":42}`, leaseFor: -time.Second, want: 42},
+		{name: "past its known expiry a lease gives at most min-lease-ttl", value: `{"host":"10.0.0.1","ttl":600}`, leaseFor: -time.Second, want: 30},
+		{name: "past its known expiry without a ttl is min-lease-ttl", value: `{"host":"10.0.0.1"}`, leaseFor: -time.Hour, want: 30},
+		{name: "past its known expiry a shorter record ttl still wins", value: `{"host":"10.0.0.1","ttl":12}`, leaseFor: -time.Second, want: 12},
+		{name: "expiring this second counts as past expiry", value: `{"host":"10.0.0.1","ttl":600}`, leaseFor: 500 * time.Millisecond, want: 30},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
