@@ -54,18 +54,74 @@ func NewElection(client *clientv3.Client, leaderPrefix, owner, identity string, 
 func (e *Election) Prefix() string { return e.prefix }
 
 // Campaign blocks until this replica leads, or ctx ends. Each call starts a new session (an etcd
-// lease kept alive in the background); the Term ends when that session is lost.
+// lease kept alive in the background); the Term ends when that session is lost or ctx ends.
+// Every request is bound to ctx: with etcd unreachable or black-holed Campaign returns as soon
+// as ctx ends. (concurrency.Election.Campaign is not used: on cancel it resigns with the
+// client's context, which hangs while etcd does not answer.)
 func (e *Election) Campaign(ctx context.Context) (*Term, error) {
-	s, err := concurrency.NewSession(e.client, concurrency.WithTTL(e.ttl))
+	s, err := concurrency.NewSession(e.client, concurrency.WithTTL(e.ttl), concurrency.WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("election %s: session: %w", e.prefix, err)
 	}
-	el := concurrency.NewElection(s, e.prefix)
-	if err := el.Campaign(ctx, e.identity); err != nil {
-		closeSession(s)
+	t := &Term{Key: fmt.Sprintf("%s/%x", e.prefix, s.Lease()), session: s, client: e.client}
+	if err := e.campaign(ctx, t); err != nil {
+		t.release()
 		return nil, fmt.Errorf("election %s: campaign: %w", e.prefix, err)
 	}
-	return &Term{Key: el.Key(), Rev: el.Rev(), session: s, election: el}, nil
+	return t, nil
+}
+
+// campaign puts the term's key (or finds it from an earlier call with the same lease) and
+// waits until every older key of the election is gone: the oldest key leads.
+func (e *Election) campaign(ctx context.Context, t *Term) error {
+	lease := t.session.Lease()
+	resp, err := e.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(t.Key), "=", 0)).
+		Then(clientv3.OpPut(t.Key, e.identity, clientv3.WithLease(lease))).
+		Else(clientv3.OpGet(t.Key)).Commit()
+	if err != nil {
+		return err
+	}
+	t.Rev = resp.Header.Revision
+	if !resp.Succeeded {
+		t.Rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+	}
+	for {
+		// The newest key older than ours: when it is gone, look again (it may have had
+		// older ones itself).
+		older, err := e.client.Get(ctx, e.prefix+"/", clientv3.WithPrefix(),
+			clientv3.WithMaxCreateRev(t.Rev-1), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
+			clientv3.WithLimit(1))
+		if err != nil {
+			return err
+		}
+		if len(older.Kvs) == 0 {
+			return nil
+		}
+		if err := waitDelete(ctx, e.client, string(older.Kvs[0].Key), older.Header.Revision); err != nil {
+			return err
+		}
+	}
+}
+
+// waitDelete returns when key is deleted after rev, or ctx ends.
+func waitDelete(ctx context.Context, client *clientv3.Client, key string, rev int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	for resp := range client.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut()) {
+		if err := resp.Err(); err != nil {
+			return err
+		}
+		for _, ev := range resp.Events {
+			if ev.Type == clientv3.EventTypeDelete {
+				return nil
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return errors.New("watch of the leader key closed")
 }
 
 // Term is one period of leadership.
@@ -74,8 +130,8 @@ type Term struct {
 	Key string
 	Rev int64
 
-	session  *concurrency.Session
-	election *concurrency.Election
+	session *concurrency.Session
+	client  *clientv3.Client
 }
 
 // Fence is the condition every write of this term carries: the election key this term created
@@ -85,22 +141,36 @@ func (t *Term) Fence() clientv3.Cmp {
 	return clientv3.Compare(clientv3.CreateRevision(t.Key), "=", t.Rev)
 }
 
-// Done is closed when the term's session is lost (its lease expired or was revoked, or the
-// client closed). The term may have ended earlier: a write failing with ErrNotLeader says so.
+// Done is closed when the term's session is lost (its lease expired or was revoked, the
+// campaign's context ended, or the client closed). The term may have ended earlier: a write
+// failing with ErrNotLeader says so.
 func (t *Term) Done() <-chan struct{} { return t.session.Done() }
 
 // Session is the term's etcd session.
 func (t *Term) Session() *concurrency.Session { return t.session }
 
 // Resign ends the term: it deletes the election key, so a successor takes over at once, and
-// revokes the session's lease.
+// revokes the session's lease. Both are best effort, bounded by ctx and by resignTimeout: with
+// etcd unreachable the key expires with the session's TTL.
 func (t *Term) Resign(ctx context.Context) error {
-	err := t.election.Resign(ctx)
-	closeSession(t.session)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), resignTimeout)
+	defer cancel()
+	_, err := t.client.Txn(ctx).If(t.Fence()).Then(clientv3.OpDelete(t.Key)).Commit()
+	t.revoke(ctx)
 	return err
 }
 
-func closeSession(s *concurrency.Session) {
-	// Close revokes the lease, bounded by the TTL; an unreachable etcd lets it expire instead.
-	_ = s.Close()
+// release revokes the session's lease (which deletes the key of an unfinished campaign),
+// bounded by resignTimeout.
+func (t *Term) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), resignTimeout)
+	defer cancel()
+	t.revoke(ctx)
+}
+
+func (t *Term) revoke(ctx context.Context) {
+	// Orphan stops the keep-alive; Close would revoke with the campaign's context, which has
+	// usually ended by now.
+	t.session.Orphan()
+	_, _ = t.client.Revoke(ctx, t.session.Lease())
 }

@@ -8,15 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/backoff"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
@@ -27,8 +24,17 @@ const DefaultBatchSize = 128
 // DefaultResyncInterval is how often a leader compares everything it wants with etcd.
 const DefaultResyncInterval = 5 * time.Minute
 
-// DefaultTimeout bounds one etcd request of the writer.
+// DefaultTimeout bounds one etcd request of the writer, all its attempts together.
 const DefaultTimeout = 10 * time.Second
+
+// DefaultAttemptTimeout bounds one attempt of an etcd request. A member that is frozen (a hung
+// host, SIGSTOP) never answers; a short attempt lets the client's round robin pick another
+// member for the next one instead of waiting out the whole Timeout.
+const DefaultAttemptTimeout = 2 * time.Second
+
+// resignTimeout bounds the best-effort resign at shutdown: with etcd unreachable the election
+// key expires with its session's TTL instead, and the process must not wait for that.
+const resignTimeout = time.Second
 
 // Desired is what the publish path wants. The writer asks it; it never pushes (it calls
 // Writer.Enqueue with the names that changed).
@@ -40,6 +46,9 @@ type Desired interface {
 	// Synced is false while a source has not synced (or lost the Kubernetes API): the writer
 	// then deletes nothing.
 	Synced() bool
+	// SyncedC is closed when every source has synced: the leader then runs a full resync, so
+	// that deletes held back before it happen at once, not at the next periodic resync.
+	SyncedC() <-chan struct{}
 }
 
 // Observer is told what the writer does, for metrics and Events. Calls come from the writer's
@@ -62,6 +71,12 @@ type Observer interface {
 	Synced(at time.Time)
 	// Propagated is the time from Enqueue of name to the commit of its change.
 	Propagated(name string, delay time.Duration)
+}
+
+// ReachabilityObserver is an optional part of Observer: told whether etcd answers the writer,
+// on transitions only (and once at the first answer or failure).
+type ReachabilityObserver interface {
+	EtcdReachable(reachable bool)
 }
 
 // NopObserver ignores everything; embed it to implement part of Observer.
@@ -105,8 +120,11 @@ type Config struct {
 	ElectionTTL time.Duration
 	// ResyncInterval is the period of the full resync (DefaultResyncInterval when 0).
 	ResyncInterval time.Duration
-	// Timeout bounds each etcd request (DefaultTimeout when 0).
+	// Timeout bounds each etcd request, its retries included (DefaultTimeout when 0).
 	Timeout time.Duration
+	// AttemptTimeout bounds one attempt of a request (DefaultAttemptTimeout when 0, at most
+	// Timeout).
+	AttemptTimeout time.Duration
 	// Desired is what to publish.
 	Desired Desired
 	// Observer is told what happens (NopObserver when nil).
@@ -123,6 +141,10 @@ type Result struct {
 	Skipped   []plan.Skip
 	// Failed are names not read or written, and why. A name here did not stop the others.
 	Failed map[string]error
+
+	// stale are names whose commit found their keys changed since they were read: they are
+	// read and planned again.
+	stale []string
 }
 
 func (r *Result) fail(name string, err error) {
@@ -141,6 +163,9 @@ type Writer struct {
 	el     *Election
 
 	opMu sync.Mutex // one reconcile at a time
+
+	reachMu   sync.Mutex
+	reachable int // 0 unknown, 1 yes, -1 no: the last state told to the Observer
 
 	mu      sync.Mutex
 	term    *Term
@@ -178,6 +203,15 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.AttemptTimeout <= 0 {
+		cfg.AttemptTimeout = DefaultAttemptTimeout
+	}
+	cfg.AttemptTimeout = min(cfg.AttemptTimeout, cfg.Timeout)
+	if cfg.Lease > 0 {
+		if err := CheckLease(cfg.Lease, cfg.ElectionTTL); err != nil {
+			return nil, fmt.Errorf("writer: %w", err)
+		}
 	}
 	if cfg.Identity == "" {
 		host, _ := os.Hostname()
@@ -249,151 +283,6 @@ func (w *Writer) depose(term *Term) {
 	}
 }
 
-// watchKey deposes term as soon as its election key is deleted (resigned by hand, its
-// session's lease revoked or expired), without waiting for the session's next keep-alive.
-func (w *Writer) watchKey(ctx context.Context, term *Term) {
-	for ev := range w.client.Watch(ctx, term.Key, clientv3.WithRev(term.Rev)) {
-		for _, e := range ev.Events {
-			if e.Type == clientv3.EventTypeDelete {
-				w.depose(term)
-				return
-			}
-		}
-		if ev.Err() != nil {
-			return // compacted or canceled: the session and the fence still guard the term
-		}
-	}
-}
-
-// Run campaigns for the owner's leadership and, while it leads, reconciles: a full resync at
-// the start of each term and every ResyncInterval, and the enqueued names as they come. It
-// returns when ctx ends, after resigning, so a standby replica takes over at once. Run's own
-// failures are retried; they reach the Observer, never the caller.
-func (w *Writer) Run(ctx context.Context) error {
-	delay := newRetryDelay()
-	for ctx.Err() == nil {
-		term, err := w.el.Campaign(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			w.obs.Failed(w.el.Prefix(), err)
-			delay.Sleep(ctx)
-			continue
-		}
-		delay.Reset()
-		err = w.lead(ctx, term)
-		rctx, cancel := context.WithTimeout(context.Background(), w.cfg.Timeout)
-		_ = term.Resign(rctx)
-		cancel()
-		if err != nil && ctx.Err() == nil {
-			w.obs.Failed(w.el.Prefix(), err)
-			delay.Sleep(ctx)
-		}
-	}
-	return nil
-}
-
-// lead does the work of one term; it returns when the term, the records' lease or ctx ends.
-func (w *Writer) lead(ctx context.Context, term *Term) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	var lease clientv3.LeaseID
-	var leaseLost <-chan struct{}
-	if w.cfg.Lease > 0 {
-		var err error
-		lease, leaseLost, err = w.grantLease(ctx)
-		if err != nil {
-			return err
-		}
-	}
-	deposed := w.setTerm(term, lease)
-	w.obs.Leading(true)
-	defer func() {
-		w.depose(term)
-		w.forgetLost()
-		w.obs.Leading(false)
-	}()
-	go w.watchKey(ctx, term)
-
-	// The full resync at the start covers everything enqueued so far.
-	w.mu.Lock()
-	clear(w.pending)
-	w.mu.Unlock()
-
-	delay := newRetryDelay()
-	resync := time.NewTimer(0)
-	defer resync.Stop()
-	var retry <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-term.Done():
-			return errors.New("election session lost")
-		case <-deposed:
-			return ErrNotLeader
-		case <-leaseLost:
-			return errors.New("records' lease lost")
-		case <-resync.C:
-			_, err := w.resync(ctx, term, lease)
-			if errors.Is(err, ErrNotLeader) {
-				return err
-			}
-			if err != nil && ctx.Err() == nil {
-				resync.Reset(delay.Next())
-				continue
-			}
-			delay.Reset()
-			resync.Reset(w.cfg.ResyncInterval)
-		case <-retry:
-			retry = nil
-			w.Enqueue()
-		case <-w.wake:
-			names, since := w.takePending()
-			if len(names) == 0 {
-				continue
-			}
-			_, err := w.reconcile(ctx, term, lease, names, since)
-			if errors.Is(err, ErrNotLeader) {
-				return err
-			}
-			if err != nil && ctx.Err() == nil {
-				// etcd unreachable or the like: try these names again later.
-				w.requeue(names, since)
-				retry = time.After(delay.Next())
-				continue
-			}
-			delay.Reset()
-		}
-	}
-}
-
-// grantLease grants the records' lease and keeps it alive until ctx ends; lost is closed when
-// the keep-alive stops. The lease is not revoked at the end: the records outlive the writer by
-// the lease's TTL, time for a successor to take them over.
-func (w *Writer) grantLease(ctx context.Context) (clientv3.LeaseID, <-chan struct{}, error) {
-	ttl := int64((w.cfg.Lease + time.Second - 1) / time.Second)
-	gctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
-	resp, err := w.client.Grant(gctx, max(ttl, 1))
-	cancel()
-	if err != nil {
-		return 0, nil, fmt.Errorf("granting the records' lease: %w", err)
-	}
-	ka, err := w.client.KeepAlive(ctx, resp.ID)
-	if err != nil {
-		return 0, nil, fmt.Errorf("keeping the records' lease alive: %w", err)
-	}
-	lost := make(chan struct{})
-	go func() {
-		defer close(lost)
-		for range ka {
-		}
-	}()
-	return resp.ID, lost, nil
-}
-
 func (w *Writer) takePending() ([]string, map[string]time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -418,396 +307,3 @@ func (w *Writer) requeue(names []string, since map[string]time.Time) {
 		}
 	}
 }
-
-// Reconcile makes the records of names what Desired wants now. It fails with ErrNotLeader when
-// this replica does not lead. Names that cannot be read or written are in Result.Failed and
-// do not stop the others; err is for what stopped the whole reconcile (deposed, etcd
-// unreachable).
-func (w *Writer) Reconcile(ctx context.Context, names []string) (Result, error) {
-	term, lease := w.current()
-	if term == nil {
-		return Result{}, ErrNotLeader
-	}
-	return w.reconcile(ctx, term, lease, names, nil)
-}
-
-// Resync reconciles every name Desired wants and every name this owner has keys for (found in
-// Zones): what a key deleted by hand, or any other drift, needs.
-func (w *Writer) Resync(ctx context.Context) (Result, error) {
-	term, lease := w.current()
-	if term == nil {
-		return Result{}, ErrNotLeader
-	}
-	return w.resync(ctx, term, lease)
-}
-
-func (w *Writer) resync(ctx context.Context, term *Term, lease clientv3.LeaseID) (Result, error) {
-	names := make(map[string]bool)
-	for _, n := range w.cfg.Desired.Names() {
-		names[record.NormalizeName(n)] = true
-	}
-	zones := w.cfg.Zones
-	if len(zones) == 0 {
-		zones = []string{""}
-	}
-	var scanFailed []error
-	for _, z := range zones {
-		p := record.NamePath(w.cfg.Prefix, z) + "/"
-		gctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
-		resp, err := w.client.Get(gctx, p, clientv3.WithPrefix())
-		cancel()
-		if err != nil {
-			if !perKey(err) {
-				return Result{}, fmt.Errorf("reading %s: %w", p, err)
-			}
-			label := z
-			if label == "" {
-				label = p
-			}
-			w.obs.Failed(label, err)
-			scanFailed = append(scanFailed, err)
-			continue
-		}
-		for _, kv := range resp.Kvs {
-			if record.OwnerOf(kv.Value) != w.cfg.Owner {
-				continue
-			}
-			if n, ok := record.RecordName(w.cfg.Prefix, string(kv.Key)); ok {
-				names[n] = true
-			}
-		}
-	}
-	list := make([]string, 0, len(names))
-	for n := range names {
-		list = append(list, n)
-	}
-	res, err := w.reconcile(ctx, term, lease, list, nil)
-	if err == nil && len(res.Failed) == 0 && len(scanFailed) == 0 {
-		w.obs.Synced(time.Now())
-	}
-	return res, err
-}
-
-func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.LeaseID, names []string, since map[string]time.Time) (Result, error) {
-	w.opMu.Lock()
-	defer w.opMu.Unlock()
-
-	var res Result
-	names = normalize(names)
-	if len(names) == 0 {
-		return res, nil
-	}
-	current, readable, rev, err := w.read(ctx, names, &res)
-	if err != nil {
-		return res, err
-	}
-	d := w.cfg.Desired
-	desired := make([]record.Endpoint, 0, len(readable))
-	for _, n := range readable {
-		if ep, ok := d.Endpoint(n); ok {
-			desired = append(desired, ep)
-		}
-	}
-	p := plan.Make(plan.Input{
-		Prefix:    w.cfg.Prefix,
-		Owner:     w.cfg.Owner,
-		Policy:    w.cfg.Policy,
-		Conflicts: w.cfg.Conflicts,
-		Lease:     int64(lease),
-		Allow:     w.cfg.Allow,
-		Synced:    d.Synced(),
-		Names:     readable,
-		Desired:   desired,
-		Current:   current,
-	})
-	res.Conflicts, res.Skipped = p.Conflicts, p.Skipped
-	for _, c := range p.Conflicts {
-		w.obs.Conflict(c)
-	}
-	w.trackLost(ctx, readable, p.Conflicts, rev)
-	for _, s := range p.Skipped {
-		w.obs.Skipped(s)
-	}
-	err = w.apply(ctx, term, p.Changes, &res)
-	if errors.Is(err, ErrNotLeader) {
-		w.depose(term)
-	}
-	if len(since) > 0 {
-		now := time.Now()
-		for _, n := range names {
-			if _, failed := res.Failed[n]; !failed && err == nil && !since[n].IsZero() {
-				w.obs.Propagated(n, now.Sub(since[n]))
-			}
-		}
-	}
-	return res, err
-}
-
-func normalize(names []string) []string {
-	seen := make(map[string]bool, len(names))
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		n = record.NormalizeName(n)
-		if n != "" && !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// read returns the keys one level below each name's key, of every owner, reading up to
-// BatchSize names per transaction, and the oldest revision read at. A name that cannot be read
-// (permission denied) is recorded in res and left out of readable.
-func (w *Writer) read(ctx context.Context, names []string, res *Result) (current []plan.KV, readable []string, rev int64, err error) {
-	var readBatch func(batch []string) error
-	readBatch = func(batch []string) error {
-		ops := make([]clientv3.Op, len(batch))
-		for i, n := range batch {
-			ops[i] = clientv3.OpGet(record.NamePath(w.cfg.Prefix, n)+"/", clientv3.WithPrefix())
-		}
-		tctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
-		resp, err := w.client.Txn(tctx).Then(ops...).Commit()
-		cancel()
-		if err != nil {
-			if !perKey(err) {
-				return err
-			}
-			if len(batch) == 1 {
-				res.fail(batch[0], fmt.Errorf("reading: %w", err))
-				w.obs.Failed(batch[0], fmt.Errorf("reading: %w", err))
-				return nil
-			}
-			h := len(batch) / 2
-			if err := readBatch(batch[:h]); err != nil {
-				return err
-			}
-			return readBatch(batch[h:])
-		}
-		if rev == 0 || resp.Header.Revision < rev {
-			rev = resp.Header.Revision
-		}
-		for i, n := range batch {
-			base := record.NamePath(w.cfg.Prefix, n) + "/"
-			for _, kv := range resp.Responses[i].GetResponseRange().Kvs {
-				k := string(kv.Key)
-				if strings.Contains(k[len(base):], "/") {
-					continue // a record of a name below n
-				}
-				current = append(current, plan.KV{Key: k, Value: kv.Value, CreateRevision: kv.CreateRevision,
-					ModRevision: kv.ModRevision, Lease: kv.Lease})
-			}
-			readable = append(readable, n)
-		}
-		return nil
-	}
-	for i := 0; i < len(names); i += w.cfg.BatchSize {
-		if err := readBatch(names[i:min(i+w.cfg.BatchSize, len(names))]); err != nil {
-			return nil, nil, 0, err
-		}
-	}
-	return current, readable, rev, nil
-}
-
-// trackLost watches the names just lost to an older claim, from the revision they were read
-// at, and stops watching the names of this reconcile that are no longer lost.
-func (w *Writer) trackLost(ctx context.Context, reconciled []string, conflicts []plan.Conflict, rev int64) {
-	lost := make(map[string]bool, len(conflicts))
-	for _, c := range conflicts {
-		lost[c.Name] = true
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, n := range reconciled {
-		lw, watched := w.lost[n]
-		switch {
-		case lost[n] && !watched:
-			wctx, cancel := context.WithCancel(ctx)
-			lw = &lostWatch{cancel: cancel}
-			w.lost[n] = lw
-			go w.watchLost(wctx, lw, n, rev+1)
-		case !lost[n] && watched:
-			lw.cancel()
-			delete(w.lost, n)
-		}
-	}
-}
-
-// watchLost enqueues name when a key of it is deleted after rev.
-func (w *Writer) watchLost(ctx context.Context, lw *lostWatch, name string, rev int64) {
-	base := record.NamePath(w.cfg.Prefix, name) + "/"
-	for resp := range w.client.Watch(ctx, base, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut()) {
-		if ctx.Err() != nil {
-			return
-		}
-		if len(resp.Events) > 0 || resp.Err() != nil {
-			// A compacted watch may have missed the delete: look again. The name's reconcile
-			// starts a new watch while it is still lost.
-			w.mu.Lock()
-			if w.lost[name] == lw {
-				delete(w.lost, name)
-			}
-			w.mu.Unlock()
-			lw.cancel()
-			w.Enqueue(name)
-			return
-		}
-	}
-}
-
-// forgetLost stops every lost name's watch at the end of a term.
-func (w *Writer) forgetLost() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for n, lw := range w.lost {
-		lw.cancel()
-		delete(w.lost, n)
-	}
-}
-
-// apply commits the changes in fenced transactions of at most BatchSize operations, every
-// name's change whole in one transaction (a change larger than a batch is split: its puts
-// first, then its deletes, so the name is never without records). A transaction that fails for
-// one of its keys (permission denied, too large) is split until the failing names are found;
-// they are recorded in res, the others committed.
-func (w *Writer) apply(ctx context.Context, term *Term, changes []plan.Change, res *Result) error {
-	var batch []plan.Change
-	ops := 0
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := w.commitSplitting(ctx, term, batch, res)
-		batch, ops = nil, 0
-		return err
-	}
-	for i, c := range changes {
-		if c.Ops() > w.cfg.BatchSize {
-			if err := flush(); err != nil {
-				return w.failRest(changes[i:], res, err)
-			}
-			if err := w.commitLarge(ctx, term, c, res); err != nil {
-				return w.failRest(changes[i+1:], res, err)
-			}
-			continue
-		}
-		if ops+c.Ops() > w.cfg.BatchSize {
-			if err := flush(); err != nil {
-				return w.failRest(changes[i:], res, err)
-			}
-		}
-		batch = append(batch, c)
-		ops += c.Ops()
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	return nil
-}
-
-func (w *Writer) failRest(rest []plan.Change, res *Result, err error) error {
-	for _, c := range rest {
-		res.fail(c.Name, err)
-	}
-	return err
-}
-
-// commitLarge writes one name's change that exceeds a batch: all puts, then the deletes.
-func (w *Writer) commitLarge(ctx context.Context, term *Term, c plan.Change, res *Result) error {
-	var parts []plan.Change
-	for i := 0; i < len(c.Puts); i += w.cfg.BatchSize {
-		parts = append(parts, plan.Change{Name: c.Name, Puts: c.Puts[i:min(i+w.cfg.BatchSize, len(c.Puts))]})
-	}
-	for i := 0; i < len(c.Deletes); i += w.cfg.BatchSize {
-		parts = append(parts, plan.Change{Name: c.Name, Deletes: c.Deletes[i:min(i+w.cfg.BatchSize, len(c.Deletes))]})
-	}
-	for _, p := range parts {
-		if err := w.commit(ctx, term, []plan.Change{p}, res); err != nil {
-			if perKey(err) {
-				res.fail(c.Name, err)
-				w.obs.Failed(c.Name, err)
-				return nil
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-func (w *Writer) commitSplitting(ctx context.Context, term *Term, batch []plan.Change, res *Result) error {
-	err := w.commit(ctx, term, batch, res)
-	if err == nil || !perKey(err) {
-		if err != nil {
-			for _, c := range batch {
-				res.fail(c.Name, err)
-			}
-		}
-		return err
-	}
-	if len(batch) == 1 {
-		res.fail(batch[0].Name, err)
-		w.obs.Failed(batch[0].Name, err)
-		return nil
-	}
-	h := len(batch) / 2
-	if err := w.commitSplitting(ctx, term, batch[:h], res); err != nil {
-		for _, c := range batch[h:] {
-			res.fail(c.Name, err)
-		}
-		return err
-	}
-	return w.commitSplitting(ctx, term, batch[h:], res)
-}
-
-// commit applies one batch in one transaction fenced on the term's election key.
-func (w *Writer) commit(ctx context.Context, term *Term, batch []plan.Change, res *Result) error {
-	var ops []clientv3.Op
-	puts, dels := 0, 0
-	for _, c := range batch {
-		for _, p := range c.Puts {
-			var opts []clientv3.OpOption
-			if p.Lease != 0 {
-				opts = append(opts, clientv3.WithLease(clientv3.LeaseID(p.Lease)))
-			}
-			ops = append(ops, clientv3.OpPut(p.Key, string(p.Value), opts...))
-			puts++
-		}
-		for _, d := range c.Deletes {
-			ops = append(ops, clientv3.OpDelete(d))
-			dels++
-		}
-	}
-	tctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
-	resp, err := w.client.Txn(tctx).If(term.Fence()).Then(ops...).Commit()
-	cancel()
-	if err != nil {
-		return err
-	}
-	if !resp.Succeeded {
-		return ErrNotLeader
-	}
-	res.Txns++
-	res.Puts += puts
-	res.Deletes += dels
-	res.Revision = resp.Header.Revision
-	w.obs.Committed(puts, dels)
-	return nil
-}
-
-// perKey tells the errors that come from a key of the request, not from etcd or the network:
-// splitting the request isolates them.
-func perKey(err error) bool {
-	for _, e := range []error{rpctypes.ErrPermissionDenied, rpctypes.ErrGRPCPermissionDenied,
-		rpctypes.ErrTooManyOps, rpctypes.ErrGRPCTooManyOps,
-		rpctypes.ErrRequestTooLarge, rpctypes.ErrGRPCRequestTooLarge} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
-
-// newRetryDelay is the writer's wait after a failed campaign, term or write: short at first,
-// so that a passing fault costs little, and at most 30s, so that a long outage is not hammered.
-func newRetryDelay() *backoff.Backoff { return backoff.New(250*time.Millisecond, 30*time.Second) }

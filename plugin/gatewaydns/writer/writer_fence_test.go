@@ -30,6 +30,11 @@ func (d *fenceTestDesired) Names() []string {
 	return []string{d.ep.Name}
 }
 func (d *fenceTestDesired) Synced() bool { return true }
+func (d *fenceTestDesired) SyncedC() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
 
 // TestFencedWriteOfDeposedTerm is the race a fence exists for: a leader is deposed (its session
 // lease expired, a standby took over) and, before it learns of it, sends a transaction made in

@@ -29,17 +29,32 @@ const wtZone = "openmcp.cluster"
 
 // wtDesired is a Desired that a test changes.
 type wtDesired struct {
-	mu     sync.Mutex
-	eps    map[string]record.Endpoint
-	synced bool
+	mu      sync.Mutex
+	eps     map[string]record.Endpoint
+	synced  bool
+	syncedC chan struct{} // closed at the first setSynced(true), as the Kubernetes caches do
 }
 
 func wtWant(eps ...record.Endpoint) *wtDesired {
-	d := &wtDesired{eps: make(map[string]record.Endpoint), synced: true}
+	d := &wtDesired{eps: make(map[string]record.Endpoint), synced: true, syncedC: make(chan struct{})}
+	close(d.syncedC)
 	for _, ep := range eps {
 		d.eps[ep.Name] = ep
 	}
 	return d
+}
+
+// wtWantUnsynced is a Desired whose sources have not synced yet.
+func wtWantUnsynced(eps ...record.Endpoint) *wtDesired {
+	d := wtWant(eps...)
+	d.synced, d.syncedC = false, make(chan struct{})
+	return d
+}
+
+func (d *wtDesired) SyncedC() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.syncedC
 }
 
 func (d *wtDesired) Endpoint(name string) (record.Endpoint, bool) {
@@ -75,8 +90,15 @@ func (d *wtDesired) remove(name string) {
 
 func (d *wtDesired) setSynced(s bool) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.synced = s
-	d.mu.Unlock()
+	select {
+	case <-d.syncedC:
+	default:
+		if s {
+			close(d.syncedC)
+		}
+	}
 }
 
 func wtEP(name string, targets ...string) record.Endpoint {
@@ -95,9 +117,22 @@ type wtObserver struct {
 	failed     map[string]error
 	synced     int
 	propagated map[string]time.Duration
+	leadCalls  []bool // every Leading call, in order
+	reachable  []bool // every EtcdReachable call, in order
 }
 
-func (o *wtObserver) Leading(l bool) { o.mu.Lock(); o.leading = l; o.mu.Unlock() }
+func (o *wtObserver) Leading(l bool) {
+	o.mu.Lock()
+	o.leading = l
+	o.leadCalls = append(o.leadCalls, l)
+	o.mu.Unlock()
+}
+
+func (o *wtObserver) EtcdReachable(r bool) {
+	o.mu.Lock()
+	o.reachable = append(o.reachable, r)
+	o.mu.Unlock()
+}
 func (o *wtObserver) Committed(p, d int) {
 	o.mu.Lock()
 	o.commits++
@@ -604,8 +639,8 @@ func TestWriterLeaseMode(t *testing.T) {
 	cli := e.Client(t)
 	app := wtName("app")
 	obs := &wtObserver{}
-	const ttl = 2 * time.Second
-	_, stop := wtStart(t, cli, writer.Config{Owner: "c1", Desired: wtWant(wtEP(app, "10.0.0.1")), Observer: obs, Lease: ttl})
+	const ttl = 6 * time.Second // the shortest lease CheckLease allows with a 1s election TTL
+	_, stop := wtStart(t, cli, writer.Config{Owner: "c1", Desired: wtWant(wtEP(app, "10.0.0.1")), Observer: obs, Lease: ttl, ElectionTTL: time.Second})
 	wtEventually(t, 10*time.Second, "published", wtHostsAre(t, cli, app, "c1=10.0.0.1"))
 	k := record.Key("skydns", app, "c1", "10.0.0.1")
 	kv := wtKeys(t, cli)[k]
@@ -614,10 +649,10 @@ func TestWriterLeaseMode(t *testing.T) {
 	}
 
 	// A running writer's records never expire, and keeping the lease alive rewrites nothing.
-	time.Sleep(3 * ttl)
+	time.Sleep(2 * ttl)
 	now := wtKeys(t, cli)[k]
 	if now == nil || now.ModRevision != kv.ModRevision {
-		t.Fatalf("running writer's key after %v: %v (was rev %d)", 3*ttl, now, kv.ModRevision)
+		t.Fatalf("running writer's key after %v: %v (was rev %d)", 2*ttl, now, kv.ModRevision)
 	}
 
 	stop()
@@ -711,7 +746,8 @@ func TestWriterBatchesWithinTxnLimit(t *testing.T) {
 		t.Fatalf("failures: %v", obs.failed)
 	}
 
-	// Change every target: 30 put+delete pairs, 4 names per transaction.
+	// Change every target: 30 put+delete pairs. etcd counts a transaction's compares too, one
+	// per key and the fence: 7 operations at most, 3 names per transaction.
 	for i, n := range names {
 		d.set(wtEP(n, fmt.Sprintf("10.2.0.%d", i)))
 	}
@@ -719,8 +755,8 @@ func TestWriterBatchesWithinTxnLimit(t *testing.T) {
 	if err != nil || len(res.Failed) != 0 {
 		t.Fatalf("Reconcile: %v %v", err, res.Failed)
 	}
-	if res.Puts != 30 || res.Deletes != 30 || res.Txns != 8 {
-		t.Fatalf("result %+v, want 30 puts and deletes in 8 transactions", res)
+	if res.Puts != 30 || res.Deletes != 30 || res.Txns != 10 {
+		t.Fatalf("result %+v, want 30 puts and deletes in 10 transactions", res)
 	}
 	for i, n := range names {
 		if got := wtHosts(t, cli, n); !slices.Equal(got, []string{fmt.Sprintf("c1=10.2.0.%d", i)}) {

@@ -1,0 +1,190 @@
+package writer
+
+import (
+	"context"
+	"errors"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
+)
+
+// errStale is a commit refused because a key it touches changed since the plan read it: the
+// names are read and planned again. (A refused fence is ErrNotLeader.)
+var errStale = errors.New("keys changed since they were read")
+
+// apply commits the changes in fenced transactions of at most BatchSize operations (one less:
+// etcd's --max-txn-ops also counts the compares, one per operation and the fence), every
+// name's change whole in one transaction (a change larger than a batch is split: its puts
+// first, then its deletes, so the name is never without records). A transaction that fails for
+// one of its keys (permission denied, too large) is split until the failing names are found;
+// they are recorded in res, the others committed.
+func (w *Writer) apply(ctx context.Context, term *Term, read map[string]int64, changes []plan.Change, res *Result) error {
+	limit := max(w.cfg.BatchSize-1, 1)
+	var batch []plan.Change
+	ops := 0
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := w.commitSplitting(ctx, term, read, batch, res)
+		batch, ops = nil, 0
+		return err
+	}
+	for i, c := range changes {
+		if c.Ops() > limit {
+			if err := flush(); err != nil {
+				return w.failRest(changes[i:], res, err)
+			}
+			if err := w.commitLarge(ctx, term, read, c, res); err != nil {
+				return w.failRest(changes[i+1:], res, err)
+			}
+			continue
+		}
+		if ops+c.Ops() > limit {
+			if err := flush(); err != nil {
+				return w.failRest(changes[i:], res, err)
+			}
+		}
+		batch = append(batch, c)
+		ops += c.Ops()
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (w *Writer) failRest(rest []plan.Change, res *Result, err error) error {
+	for _, c := range rest {
+		res.fail(c.Name, err)
+	}
+	return err
+}
+
+// commitLarge writes one name's change that exceeds a batch: all puts, then the deletes.
+func (w *Writer) commitLarge(ctx context.Context, term *Term, read map[string]int64, c plan.Change, res *Result) error {
+	limit := max(w.cfg.BatchSize-1, 1)
+	var parts []plan.Change
+	for i := 0; i < len(c.Puts); i += limit {
+		parts = append(parts, plan.Change{Name: c.Name, Puts: c.Puts[i:min(i+limit, len(c.Puts))]})
+	}
+	for i := 0; i < len(c.Deletes); i += limit {
+		parts = append(parts, plan.Change{Name: c.Name, Deletes: c.Deletes[i:min(i+limit, len(c.Deletes))]})
+	}
+	for _, p := range parts {
+		if err := w.commit(ctx, term, read, []plan.Change{p}, res); err != nil {
+			if errors.Is(err, errStale) {
+				res.stale = append(res.stale, c.Name)
+				return nil
+			}
+			if perKey(err) {
+				res.fail(c.Name, err)
+				w.obs.Failed(c.Name, err)
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *Writer) commitSplitting(ctx context.Context, term *Term, read map[string]int64, batch []plan.Change, res *Result) error {
+	err := w.commit(ctx, term, read, batch, res)
+	if errors.Is(err, errStale) {
+		for _, c := range batch {
+			res.stale = append(res.stale, c.Name)
+		}
+		return nil
+	}
+	if err == nil || !perKey(err) {
+		if err != nil {
+			for _, c := range batch {
+				res.fail(c.Name, err)
+			}
+		}
+		return err
+	}
+	if len(batch) == 1 {
+		res.fail(batch[0].Name, err)
+		w.obs.Failed(batch[0].Name, err)
+		return nil
+	}
+	h := len(batch) / 2
+	if err := w.commitSplitting(ctx, term, read, batch[:h], res); err != nil {
+		for _, c := range batch[h:] {
+			res.fail(c.Name, err)
+		}
+		return err
+	}
+	return w.commitSplitting(ctx, term, read, batch[h:], res)
+}
+
+// commit applies one batch in one transaction fenced on the term's election key and on what
+// the plan read: each key put or deleted still has the mod revision it was read with (create
+// revision 0: still absent). A transaction of an earlier attempt that reaches etcd late (sent
+// to a member that froze, applied when it resumes) thus never overwrites a newer one of the
+// same term. The Else branch reads the election key to tell the two refusals apart: fence held
+// -> errStale (replan), fence gone -> ErrNotLeader (depose).
+func (w *Writer) commit(ctx context.Context, term *Term, read map[string]int64, batch []plan.Change, res *Result) error {
+	var ops []clientv3.Op
+	cmps := []clientv3.Cmp{term.Fence()}
+	puts, dels := 0, 0
+	expect := func(k string) {
+		if rev, ok := read[k]; ok {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rev))
+		} else {
+			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
+		}
+	}
+	for _, c := range batch {
+		for _, p := range c.Puts {
+			var opts []clientv3.OpOption
+			if p.Lease != 0 {
+				opts = append(opts, clientv3.WithLease(clientv3.LeaseID(p.Lease)))
+			}
+			ops = append(ops, clientv3.OpPut(p.Key, string(p.Value), opts...))
+			expect(p.Key)
+			puts++
+		}
+		for _, d := range c.Deletes {
+			ops = append(ops, clientv3.OpDelete(d))
+			expect(d)
+			dels++
+		}
+	}
+	var resp *clientv3.TxnResponse
+	err := w.request(ctx, func(ctx context.Context) (err error) {
+		resp, err = w.client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(term.Key)).Commit()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) == 1 && kvs[0].CreateRevision == term.Rev {
+			return errStale
+		}
+		return ErrNotLeader
+	}
+	res.Txns++
+	res.Puts += puts
+	res.Deletes += dels
+	res.Revision = resp.Header.Revision
+	w.obs.Committed(puts, dels)
+	return nil
+}
+
+// perKey tells the errors that come from a key of the request, not from etcd or the network:
+// splitting the request isolates them.
+func perKey(err error) bool {
+	for _, e := range []error{rpctypes.ErrPermissionDenied, rpctypes.ErrGRPCPermissionDenied,
+		rpctypes.ErrTooManyOps, rpctypes.ErrGRPCTooManyOps,
+		rpctypes.ErrRequestTooLarge, rpctypes.ErrGRPCRequestTooLarge} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,255 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+)
+
+// maxReplans is how often a reconcile reads and plans again the names whose commit found
+// their keys changed since they were read, before it reports them failed (the next resync
+// tries again).
+const maxReplans = 3
+
+// Reconcile makes the records of names what Desired wants now. It fails with ErrNotLeader when
+// this replica does not lead. Names that cannot be read or written are in Result.Failed and
+// do not stop the others; err is for what stopped the whole reconcile (deposed, etcd
+// unreachable).
+func (w *Writer) Reconcile(ctx context.Context, names []string) (Result, error) {
+	term, lease := w.current()
+	if term == nil {
+		return Result{}, ErrNotLeader
+	}
+	return w.reconcile(ctx, term, lease, names, nil)
+}
+
+// Resync reconciles every name Desired wants and every name this owner has keys for (found in
+// Zones): what a key deleted by hand, or any other drift, needs.
+func (w *Writer) Resync(ctx context.Context) (Result, error) {
+	term, lease := w.current()
+	if term == nil {
+		return Result{}, ErrNotLeader
+	}
+	return w.resync(ctx, term, lease)
+}
+
+func (w *Writer) resync(ctx context.Context, term *Term, lease clientv3.LeaseID) (Result, error) {
+	names := make(map[string]bool)
+	for _, n := range w.cfg.Desired.Names() {
+		names[record.NormalizeName(n)] = true
+	}
+	own, scanFailed, err := w.scanOwn(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	for _, kv := range own {
+		if n, ok := record.RecordName(w.cfg.Prefix, string(kv.Key)); ok {
+			names[n] = true
+		}
+	}
+	list := make([]string, 0, len(names))
+	for n := range names {
+		list = append(list, n)
+	}
+	res, err := w.reconcile(ctx, term, lease, list, nil)
+	if err == nil && len(res.Failed) == 0 && scanFailed == 0 {
+		w.obs.Synced(time.Now())
+	}
+	return res, err
+}
+
+// scanOwn reads this owner's keys in Zones. A zone that cannot be read for a reason of its own
+// (permission denied) is reported to the Observer and counted in failed; err is for etcd
+// failing as a whole.
+func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, failed int, err error) {
+	zones := w.cfg.Zones
+	if len(zones) == 0 {
+		zones = []string{""}
+	}
+	for _, z := range zones {
+		p := record.NamePath(w.cfg.Prefix, z) + "/"
+		var resp *clientv3.GetResponse
+		err := w.request(ctx, func(ctx context.Context) (err error) {
+			resp, err = w.client.Get(ctx, p, clientv3.WithPrefix())
+			return err
+		})
+		if err != nil {
+			if !perKey(err) {
+				return nil, 0, fmt.Errorf("reading %s: %w", p, err)
+			}
+			label := z
+			if label == "" {
+				label = p
+			}
+			w.obs.Failed(label, err)
+			failed++
+			continue
+		}
+		for _, kv := range resp.Kvs {
+			if record.OwnerOf(kv.Value) == w.cfg.Owner {
+				own = append(own, kv)
+			}
+		}
+	}
+	return own, failed, nil
+}
+
+func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.LeaseID, names []string, since map[string]time.Time) (Result, error) {
+	w.opMu.Lock()
+	defer w.opMu.Unlock()
+
+	var res Result
+	names = normalize(names)
+	all := names
+	var err error
+	for round := 1; len(names) > 0; round++ {
+		res.stale = nil
+		err = w.reconcileOnce(ctx, term, lease, names, &res)
+		if err != nil || len(res.stale) == 0 {
+			break
+		}
+		if round == maxReplans {
+			for _, n := range res.stale {
+				res.fail(n, fmt.Errorf("%w (%d times)", errStale, round))
+			}
+			break
+		}
+		// Another write changed these names' keys since they were read (a late transaction of
+		// an earlier attempt, a hand edit): read them again and plan from what is there.
+		names = normalize(res.stale)
+	}
+	res.stale = nil
+	if len(since) > 0 {
+		now := time.Now()
+		for _, n := range all {
+			if _, failed := res.Failed[n]; !failed && err == nil && !since[n].IsZero() {
+				w.obs.Propagated(n, now.Sub(since[n]))
+			}
+		}
+	}
+	return res, err
+}
+
+// reconcileOnce reads, plans and commits names once.
+func (w *Writer) reconcileOnce(ctx context.Context, term *Term, lease clientv3.LeaseID, names []string, res *Result) error {
+	current, readable, rev, err := w.read(ctx, names, res)
+	if err != nil {
+		return err
+	}
+	d := w.cfg.Desired
+	desired := make([]record.Endpoint, 0, len(readable))
+	for _, n := range readable {
+		if ep, ok := d.Endpoint(n); ok {
+			desired = append(desired, ep)
+		}
+	}
+	p := plan.Make(plan.Input{
+		Prefix:    w.cfg.Prefix,
+		Owner:     w.cfg.Owner,
+		Policy:    w.cfg.Policy,
+		Conflicts: w.cfg.Conflicts,
+		Lease:     int64(lease),
+		Allow:     w.cfg.Allow,
+		Synced:    d.Synced(),
+		Names:     readable,
+		Desired:   desired,
+		Current:   current,
+	})
+	res.Conflicts = append(res.Conflicts, p.Conflicts...)
+	res.Skipped = append(res.Skipped, p.Skipped...)
+	for _, c := range p.Conflicts {
+		w.obs.Conflict(c)
+	}
+	w.trackLost(ctx, readable, p.Conflicts, rev)
+	for _, s := range p.Skipped {
+		w.obs.Skipped(s)
+	}
+	// What the plan read: a commit applies only if every key it touches is still so.
+	read := make(map[string]int64, len(current))
+	for _, kv := range current {
+		read[kv.Key] = kv.ModRevision
+	}
+	err = w.apply(ctx, term, read, p.Changes, res)
+	if errors.Is(err, ErrNotLeader) {
+		w.depose(term)
+	}
+	return err
+}
+
+func normalize(names []string) []string {
+	seen := make(map[string]bool, len(names))
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		n = record.NormalizeName(n)
+		if n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// read returns the keys one level below each name's key, of every owner, reading up to
+// BatchSize names per transaction, and the oldest revision read at. A name that cannot be read
+// (permission denied) is recorded in res and left out of readable.
+func (w *Writer) read(ctx context.Context, names []string, res *Result) (current []plan.KV, readable []string, rev int64, err error) {
+	var readBatch func(batch []string) error
+	readBatch = func(batch []string) error {
+		ops := make([]clientv3.Op, len(batch))
+		for i, n := range batch {
+			ops[i] = clientv3.OpGet(record.NamePath(w.cfg.Prefix, n)+"/", clientv3.WithPrefix())
+		}
+		var resp *clientv3.TxnResponse
+		err := w.request(ctx, func(ctx context.Context) (err error) {
+			resp, err = w.client.Txn(ctx).Then(ops...).Commit()
+			return err
+		})
+		if err != nil {
+			if !perKey(err) {
+				return err
+			}
+			if len(batch) == 1 {
+				res.fail(batch[0], fmt.Errorf("reading: %w", err))
+				w.obs.Failed(batch[0], fmt.Errorf("reading: %w", err))
+				return nil
+			}
+			h := len(batch) / 2
+			if err := readBatch(batch[:h]); err != nil {
+				return err
+			}
+			return readBatch(batch[h:])
+		}
+		if rev == 0 || resp.Header.Revision < rev {
+			rev = resp.Header.Revision
+		}
+		for i, n := range batch {
+			base := record.NamePath(w.cfg.Prefix, n) + "/"
+			for _, kv := range resp.Responses[i].GetResponseRange().Kvs {
+				k := string(kv.Key)
+				if strings.Contains(k[len(base):], "/") {
+					continue // a record of a name below n
+				}
+				current = append(current, plan.KV{Key: k, Value: kv.Value, CreateRevision: kv.CreateRevision,
+					ModRevision: kv.ModRevision, Lease: kv.Lease})
+			}
+			readable = append(readable, n)
+		}
+		return nil
+	}
+	for i := 0; i < len(names); i += w.cfg.BatchSize {
+		if err := readBatch(names[i:min(i+w.cfg.BatchSize, len(names))]); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	return current, readable, rev, nil
+}

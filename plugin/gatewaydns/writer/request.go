@@ -1,0 +1,78 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// request runs one etcd request: attempts of at most AttemptTimeout each, retried while
+// Timeout lasts. A member that does not answer (frozen, black-holed) costs one attempt: the
+// client's round robin sends the next attempt to another member. The outcome tells the
+// Observer whether etcd is reachable.
+//
+// A retried write may have been applied by an attempt that timed out; writes are safe to
+// retry because every commit compares the revisions it planned from.
+func (w *Writer) request(ctx context.Context, f func(ctx context.Context) error) error {
+	deadline := time.Now().Add(w.cfg.Timeout)
+	for {
+		actx, cancel := context.WithTimeout(ctx, min(w.cfg.AttemptTimeout, time.Until(deadline)))
+		err := f(actx)
+		cancel()
+		if ctx.Err() != nil {
+			return errors.Join(ctx.Err(), err)
+		}
+		w.reached(err)
+		if err == nil || !retriable(err) || time.Until(deadline) <= 0 {
+			return err
+		}
+		// A short pause: a refusing etcd answers at once, and must not be hammered.
+		t := time.NewTimer(min(100*time.Millisecond, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+// retriable tells the errors of a member or the network (another attempt may reach another
+// member) from the answers of etcd (a denied key, a too large request).
+func retriable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	switch status.Code(errors.Unwrap(err)) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
+
+// reached tells the Observer, if it listens, that etcd answered (err nil or an answer of
+// etcd's) or not, when that changed.
+func (w *Writer) reached(err error) {
+	ro, ok := w.obs.(ReachabilityObserver)
+	if !ok {
+		return
+	}
+	state := 1
+	if err != nil && !perKey(err) && !errors.Is(err, ErrNotLeader) && !errors.Is(err, errStale) {
+		state = -1
+	}
+	w.reachMu.Lock()
+	defer w.reachMu.Unlock()
+	if w.reachable == state {
+		return
+	}
+	w.reachable = state
+	ro.EtcdReachable(state == 1)
+}
