@@ -59,8 +59,9 @@ type Index struct {
 	mu      sync.RWMutex
 	tree    *node
 	count   int
-	leases  map[int64]time.Time // lease -> when it expires, as last read from etcd
-	invalid map[string]string   // key -> the value that was rejected, to report each once
+	leases  map[int64]time.Time     // lease -> when it expires, as last read from etcd
+	invalid map[string]invalidValue // key -> the value that was rejected, to report each once
+	digests map[string]*Digest      // loaded prefix -> what it holds, for the consistency check
 
 	loadedPrefixes map[string]bool
 	loaded         atomic.Bool // every prefix of Options.Prefixes has been loaded
@@ -89,7 +90,8 @@ func New(opts Options) *Index {
 		root:           root,
 		tree:           &node{},
 		leases:         map[int64]time.Time{},
-		invalid:        map[string]string{},
+		invalid:        map[string]invalidValue{},
+		digests:        map[string]*Digest{},
 		loadedPrefixes: map[string]bool{},
 	}
 }
@@ -118,10 +120,12 @@ func (ix *Index) Load(prefix string, kvs []record.KV) {
 	sub := &node{}
 	count := 0
 	var rejected []rejection
+	held := make([]keyRev, 0, len(kvs))
 	for _, kv := range kvs {
 		if !strings.HasPrefix(kv.Key, prefix) || !strings.HasPrefix(kv.Key, ix.root) {
 			continue
 		}
+		held = append(held, keyRev{kv.Key, kv.Revision})
 		e, err := ix.decode(kv)
 		if err != nil {
 			rejected = append(rejected, rejection{kv, err})
@@ -139,6 +143,7 @@ func (ix *Index) Load(prefix string, kvs []record.KV) {
 		}
 	}
 	ix.reportLocked(rejected)
+	ix.loadDigestsLocked(prefix, held)
 	ix.loadedPrefixes[prefix] = true
 	all := true
 	for _, p := range ix.opts.Prefixes {
@@ -165,6 +170,8 @@ func (ix *Index) Apply(changes []record.Change) {
 		}
 		entries[i] = e
 	}
+	// skipped holds the revision of keys put with an invalid value earlier in this batch.
+	skipped := map[string]int64{}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for i, c := range changes {
@@ -172,6 +179,16 @@ func (ix *Index) Apply(changes []record.Change) {
 			continue
 		}
 		elems := ix.elements(c.Key)
+		newRev := c.Revision
+		if c.Deleted {
+			newRev = 0
+		}
+		oldRev, ok := skipped[c.Key]
+		if !ok {
+			oldRev = ix.revisionLocked(c.Key, elems)
+		}
+		ix.applyDigestLocked(c.Key, oldRev, newRev)
+		delete(skipped, c.Key)
 		switch {
 		case entries[i] != nil:
 			if ix.tree.put(elems, entries[i]) {
@@ -184,12 +201,23 @@ func (ix *Index) Apply(changes []record.Change) {
 			if ix.tree.remove(elems) {
 				ix.count--
 			}
+			if !c.Deleted {
+				skipped[c.Key] = c.Revision // ix.invalid learns it only after the loop
+			}
 			if c.Deleted {
 				delete(ix.invalid, c.Key)
 			}
 		}
 	}
-	ix.reportLocked(rejected)
+	// Only values still in place at the end of the batch are skipped ones: a later put or
+	// delete of the same key in this batch replaced them.
+	kept := rejected[:0]
+	for _, r := range rejected {
+		if rev, ok := skipped[r.kv.Key]; ok && rev == r.kv.Revision {
+			kept = append(kept, r)
+		}
+	}
+	ix.reportLocked(kept)
 }
 
 // SetLeaseExpiry records when a lease runs out; the store refreshes it from etcd.
@@ -206,6 +234,13 @@ func (ix *Index) ForgetLease(lease int64) {
 	ix.mu.Unlock()
 }
 
+// invalidValue is a value the index skips: kept to report it once, and for its revision, which
+// the digest counts.
+type invalidValue struct {
+	value    string
+	revision int64
+}
+
 type rejection struct {
 	kv  record.KV
 	err error
@@ -215,10 +250,11 @@ type rejection struct {
 // a periodic relist or a retrying writer does not flood the log.
 func (ix *Index) reportLocked(rejected []rejection) {
 	for _, r := range rejected {
-		if prev, ok := ix.invalid[r.kv.Key]; ok && prev == string(r.kv.Value) {
+		prev, seen := ix.invalid[r.kv.Key]
+		ix.invalid[r.kv.Key] = invalidValue{value: string(r.kv.Value), revision: r.kv.Revision}
+		if seen && prev.value == string(r.kv.Value) {
 			continue
 		}
-		ix.invalid[r.kv.Key] = string(r.kv.Value)
 		if ix.opts.Invalid != nil {
 			ix.opts.Invalid(r.kv.Key, r.err)
 		}

@@ -1,0 +1,108 @@
+package index
+
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"strings"
+)
+
+// Digest sums up the keys under one prefix without copying them: their number, and the
+// wrapping sum of a hash of each key with its mod revision. It does not depend on order, so a
+// keys-only read of etcd at the revision the index has applied gives the same Digest when
+// the index is right, and a missed put, delete or update shows as a difference. Values the
+// index skips as invalid count too: etcd holds them.
+type Digest struct {
+	Keys int
+	Sum  uint64
+}
+
+var digestSeed = maphash.MakeSeed()
+
+// KeyDigest is one key's share of a Digest; add them with Digest.Add.
+func KeyDigest(key string, modRevision int64) uint64 {
+	var h maphash.Hash
+	h.SetSeed(digestSeed)
+	_, _ = h.WriteString(key)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(modRevision)) // #nosec G115 -- bits, not a number
+	_, _ = h.Write(b[:])
+	return h.Sum64()
+}
+
+// Add counts a key at its mod revision.
+func (d *Digest) Add(key string, modRevision int64) {
+	d.Keys++
+	d.Sum += KeyDigest(key, modRevision)
+}
+
+func (d *Digest) remove(key string, modRevision int64) {
+	d.Keys--
+	d.Sum -= KeyDigest(key, modRevision)
+}
+
+// Digest is the digest of what the index holds under prefix, as last loaded by Load(prefix)
+// and changed by Apply since; ok is false before the first Load of prefix. A watcher reads it
+// between its own Applies, so it goes with the revision that watcher has applied.
+func (ix *Index) Digest(prefix string) (d Digest, ok bool) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	p, ok := ix.digests[prefix]
+	if !ok {
+		return Digest{}, false
+	}
+	return *p, true
+}
+
+// loadDigestsLocked recomputes the digest of prefix, and of every loaded prefix below it
+// (their keys were just replaced too), from the kvs of a Load.
+func (ix *Index) loadDigestsLocked(prefix string, kvs []keyRev) {
+	for p := range ix.digests {
+		if p != prefix && strings.HasPrefix(p, prefix) {
+			ix.digests[p] = digestOf(p, kvs)
+		}
+	}
+	ix.digests[prefix] = digestOf(prefix, kvs)
+}
+
+type keyRev struct {
+	key string
+	rev int64
+}
+
+func digestOf(prefix string, kvs []keyRev) *Digest {
+	d := &Digest{}
+	for _, kv := range kvs {
+		if strings.HasPrefix(kv.key, prefix) {
+			d.Add(kv.key, kv.rev)
+		}
+	}
+	return d
+}
+
+// applyDigestLocked moves a key of every loaded prefix it falls under from its old revision
+// (0: it was absent) to its new one (0: deleted).
+func (ix *Index) applyDigestLocked(key string, oldRev, newRev int64) {
+	for p, d := range ix.digests {
+		if !strings.HasPrefix(key, p) {
+			continue
+		}
+		if oldRev != 0 {
+			d.remove(key, oldRev)
+		}
+		if newRev != 0 {
+			d.Add(key, newRev)
+		}
+	}
+}
+
+// revisionLocked is the mod revision the index holds for key, served or skipped as invalid;
+// 0 when it holds none.
+func (ix *Index) revisionLocked(key string, elems []string) int64 {
+	if n, depth := ix.tree.walk(elems); depth == len(elems) && n.value != nil {
+		return n.value.origin.revision
+	}
+	if inv, ok := ix.invalid[key]; ok {
+		return inv.revision
+	}
+	return 0
+}
