@@ -6,16 +6,15 @@ package mirror
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/backoff"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
@@ -27,6 +26,12 @@ type Sink interface {
 	ForgetLease(lease int64)
 }
 
+// Digester is a Sink that can sum up what it holds under a prefix (index.Index does); the
+// consistency check runs only for one.
+type Digester interface {
+	Digest(prefix string) (index.Digest, bool)
+}
+
 // Observer is told what the watcher does, for metrics. Methods are called from the watcher's
 // goroutines.
 type Observer interface {
@@ -36,16 +41,35 @@ type Observer interface {
 	Failed(op string, err error)
 }
 
+// ReachObserver is an Observer that is also told when etcd stops answering and when it
+// answers again (transitions only). Optional until every Observer has it.
+type ReachObserver interface {
+	Reachable(up bool)
+}
+
 const (
 	pageSize        = 5000 // keys per read of a full load, to bound memory and message size
-	requestTimeout  = 30 * time.Second
+	requestTimeout  = 10 * time.Second
 	leaseRefresh    = 5 * time.Second
 	leaseRPCTimeout = 5 * time.Second
+
+	defaultCheckEvery    = 5 * time.Minute
+	defaultProgressEvery = time.Second
+	defaultStallAfter    = 2 * time.Second
+	// outageAfter is how long etcd must have failed to answer before the watcher calls it
+	// unreachable: one failed session between two good ones is not an outage.
+	outageAfter = 4 * time.Second
+)
+
+var (
+	errInconsistent = errors.New("index differs from etcd")
+	errStalled      = errors.New("watch stream stalled: no event or progress notification")
 )
 
 // Watcher mirrors every key under a prefix into a Sink: one paged Get at a single revision,
-// then a Watch from the revision after it. A compacted revision triggers a fresh Get; any other
-// failure is retried with back-off while the Sink keeps what it has.
+// then a Watch from the revision after it. A compacted revision or a failed consistency check
+// triggers a fresh Get; any other failure resumes the watch from the last revision applied,
+// with back-off, while the Sink keeps what it has.
 type Watcher struct {
 	Client   *clientv3.Client
 	Prefix   string // e.g. "/skydns/"
@@ -53,23 +77,42 @@ type Watcher struct {
 	Observer Observer
 	Log      clog.P
 
+	// CheckEvery is how often the index is compared with etcd; 5 minutes when 0.
+	CheckEvery time.Duration
+	// ProgressEvery is how long a quiet watch waits before asking etcd for progress, and
+	// StallAfter how long it then waits for any answer before it abandons the stream; 1 s
+	// and 2 s when 0.
+	ProgressEvery, StallAfter time.Duration
+
 	// Leases seen in new keys, waiting to be read by trackLeases; wake tells it there are some.
 	// The watch loop never blocks on lease reads.
 	mu        sync.Mutex
 	newLeases []int64
 	wake      chan struct{}
+
+	snapshots    chan chan snapshot // the check asks the running session for one
+	inconsistent chan int64         // the load generation a check found wrong
+	generation   int64              // loads so far; owned by Run's goroutine
+	reach        reach
 }
 
-// Run blocks until ctx is done; it returns only then.
+// Run blocks until ctx is done; it returns only then, once its goroutines have ended.
 func (w *Watcher) Run(ctx context.Context) {
 	w.wake = make(chan struct{}, 1)
+	w.snapshots = make(chan chan snapshot)
+	w.inconsistent = make(chan int64, 1)
+	w.reach.since = time.Now()
 	var wg sync.WaitGroup
-	wg.Add(1)
+	defer wg.Wait()
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		w.trackLeases(ctx)
 	}()
-	defer wg.Wait()
+	go func() {
+		defer wg.Done()
+		w.checkLoop(ctx)
+	}()
 
 	var rev int64 // last revision the Sink reflects; 0: it needs a full load
 	reason := "start"
@@ -79,17 +122,18 @@ func (w *Watcher) Run(ctx context.Context) {
 			loaded, err := w.load(ctx, reason)
 			if err != nil {
 				if ctx.Err() == nil {
-					w.Observer.Failed("get", err)
-					w.Log.Warningf("Loading %s from etcd failed, retrying: %v", w.Prefix, err)
+					w.failed("get", err)
 				}
 				delay.Sleep(ctx)
 				continue
 			}
 			rev = loaded
+			w.generation++
+			delay.Reset()
 		}
-		next, err := w.watch(ctx, rev)
-		if next > rev {
-			delay.Reset() // progress was made: the link works again
+		next, heard, err := w.session(ctx, rev)
+		if heard {
+			delay.Reset() // the link worked: resume at once
 		}
 		rev = next
 		switch {
@@ -98,163 +142,12 @@ func (w *Watcher) Run(ctx context.Context) {
 		case errors.Is(err, rpctypes.ErrCompacted):
 			w.Log.Infof("Watch revision %d of %s was compacted; reloading", rev+1, w.Prefix)
 			rev, reason = 0, "compacted"
+		case errors.Is(err, errInconsistent):
+			rev, reason = 0, "inconsistent"
 		default:
-			w.Observer.Failed("watch", err)
-			w.Log.Warningf("Watching %s failed at revision %d, resuming: %v", w.Prefix, rev, err)
+			w.failed("watch", err)
+			w.Log.Debugf("Watching %s stopped at revision %d, resuming: %v", w.Prefix, rev, err)
 			delay.Sleep(ctx)
 		}
 	}
-}
-
-// load reads every key under the prefix at one revision, in pages, and hands them to the Sink.
-func (w *Watcher) load(ctx context.Context, reason string) (int64, error) {
-	start := time.Now()
-	var (
-		kvs  []record.KV
-		rev  int64
-		from = w.Prefix
-		end  = clientv3.GetPrefixRangeEnd(w.Prefix)
-	)
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(pageSize)}
-		if rev != 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		resp, err := w.Client.Get(rctx, from, opts...)
-		cancel()
-		if err != nil {
-			return 0, fmt.Errorf("reading %s: %w", w.Prefix, err)
-		}
-		if rev == 0 {
-			rev = resp.Header.Revision
-		}
-		for _, kv := range resp.Kvs {
-			kvs = append(kvs, toKV(kv))
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			break
-		}
-		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
-	}
-	w.Sink.Load(w.Prefix, kvs)
-	var leases []int64
-	for _, kv := range kvs {
-		if kv.Lease != 0 {
-			leases = append(leases, kv.Lease)
-		}
-	}
-	w.noteLeases(leases)
-	w.Observer.Heard()
-	w.Observer.Resynced(reason, len(kvs), time.Since(start))
-	w.Log.Infof("Loaded %d keys of %s at revision %d in %s", len(kvs), w.Prefix, rev, time.Since(start).Round(time.Millisecond))
-	return rev, nil
-}
-
-// watch applies every change after rev until the watch fails; it returns the last revision
-// applied and why it stopped.
-func (w *Watcher) watch(ctx context.Context, rev int64) (int64, error) {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	wch := w.Client.Watch(wctx, w.Prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithProgressNotify())
-	for resp := range wch {
-		if resp.CompactRevision != 0 {
-			return rev, rpctypes.ErrCompacted
-		}
-		if err := resp.Err(); err != nil {
-			return rev, err
-		}
-		w.Observer.Heard()
-		if len(resp.Events) == 0 {
-			continue
-		}
-		changes := make([]record.Change, len(resp.Events))
-		var puts, deletes int
-		var leases []int64
-		for i, ev := range resp.Events {
-			changes[i] = record.Change{KV: toKV(ev.Kv), Deleted: ev.Type == clientv3.EventTypeDelete}
-			if changes[i].Deleted {
-				deletes++
-			} else {
-				puts++
-				if ev.Kv.Lease != 0 {
-					leases = append(leases, ev.Kv.Lease)
-				}
-			}
-		}
-		w.Sink.Apply(changes)
-		w.Observer.Applied(puts, deletes)
-		w.noteLeases(leases)
-		rev = resp.Header.Revision
-	}
-	if ctx.Err() != nil {
-		return rev, ctx.Err()
-	}
-	return rev, errors.New("watch channel closed")
-}
-
-func (w *Watcher) noteLeases(leases []int64) {
-	if len(leases) == 0 {
-		return
-	}
-	w.mu.Lock()
-	w.newLeases = append(w.newLeases, leases...)
-	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
-// trackLeases keeps the Sink told of when each lease in use expires, so that a query can give
-// a leased key's remaining life without asking etcd. New leases are read at once, known ones
-// every leaseRefresh; a keep-alive in between only makes the answer shorter than it could be,
-// never longer than the lease.
-func (w *Watcher) trackLeases(ctx context.Context) {
-	known := map[int64]struct{}{}
-	tick := time.NewTicker(leaseRefresh)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.wake:
-			w.mu.Lock()
-			ids := w.newLeases
-			w.newLeases = nil
-			w.mu.Unlock()
-			for _, id := range ids {
-				if _, ok := known[id]; !ok {
-					known[id] = struct{}{}
-					w.refreshLease(ctx, id, known)
-				}
-			}
-		case <-tick.C:
-			for id := range known {
-				w.refreshLease(ctx, id, known)
-			}
-		}
-	}
-}
-
-func (w *Watcher) refreshLease(ctx context.Context, id int64, known map[int64]struct{}) {
-	rctx, cancel := context.WithTimeout(ctx, leaseRPCTimeout)
-	defer cancel()
-	asked := time.Now()
-	resp, err := w.Client.TimeToLive(rctx, clientv3.LeaseID(id))
-	switch {
-	case err != nil:
-		if ctx.Err() == nil {
-			w.Observer.Failed("lease", err)
-		}
-	case resp.TTL <= 0: // expired or revoked: its keys are being deleted
-		delete(known, id)
-		w.Sink.ForgetLease(id)
-	default:
-		w.Sink.SetLeaseExpiry(id, asked.Add(time.Duration(resp.TTL)*time.Second))
-	}
-}
-
-func toKV(kv *mvccpb.KeyValue) record.KV {
-	return record.KV{Key: string(kv.Key), Value: kv.Value, Lease: kv.Lease, Revision: kv.ModRevision}
 }

@@ -1,0 +1,118 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+)
+
+// sessions numbers watch sessions across watchers. clientv3 puts every watch whose context
+// carries the same gRPC metadata on one shared stream (streamKeyFromCtx), so a session marks
+// its context with its own number: it gets a stream of its own, which the balancer may open
+// on another member, and which is closed when the session's context is cancelled (clientv3
+// ends a stream when its last watch goes).
+var sessions atomic.Uint64
+
+const sessionKey = "gatewaydns-watch-session"
+
+// session watches from rev+1 and applies every change until the watch fails, stalls, is found
+// inconsistent, or ctx ends. It returns the revision the Sink reflects (the last applied
+// event's, or a later progress notification's), whether etcd said anything, and why it
+// stopped.
+func (w *Watcher) session(ctx context.Context, rev int64) (int64, bool, error) {
+	md := metadata.AppendToOutgoingContext(ctx, sessionKey, strconv.FormatUint(sessions.Add(1), 10))
+	sctx, cancel := context.WithCancel(clientv3.WithRequireLeader(md))
+	defer cancel()
+	wch := w.Client.Watch(sctx, w.Prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1),
+		clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
+
+	p := newProgress(w.progressEvery(), w.stallAfter(), time.Now())
+	tick := time.NewTicker(p.every / 4)
+	defer tick.Stop()
+	heard := false
+	for {
+		select {
+		case <-ctx.Done():
+			return rev, heard, ctx.Err()
+		case now := <-tick.C:
+			switch p.due(now) {
+			case stalled:
+				return rev, heard, errStalled
+			case ask:
+				// On the session's own stream (the context names it); bounded, since a
+				// stream stuck in flow control may not take the request.
+				rctx, rcancel := context.WithTimeout(sctx, p.stall)
+				if err := w.Client.RequestProgress(rctx); err != nil && ctx.Err() == nil {
+					w.Log.Debugf("Asking etcd for progress on %s: %v", w.Prefix, err)
+				}
+				rcancel()
+			}
+		case reply := <-w.snapshots:
+			reply <- w.snapshot(rev) // buffered: never blocks the session
+		case gen := <-w.inconsistent:
+			if gen == w.generation {
+				return rev, heard, errInconsistent
+			}
+		case resp, ok := <-wch:
+			if !ok {
+				return rev, heard, errors.New("watch channel closed")
+			}
+			if resp.CompactRevision != 0 {
+				return rev, heard, rpctypes.ErrCompacted
+			}
+			if err := resp.Err(); err != nil {
+				return rev, heard, err
+			}
+			heard = true
+			p.heard(time.Now())
+			w.answered()
+			w.Observer.Heard()
+			switch {
+			case len(resp.Events) > 0:
+				// The last event's revision, not the header's: while catching up, a batch's
+				// header carries the store's current revision, past events not yet sent. All
+				// events of one revision come in one response (no WithFragment).
+				rev = w.apply(resp.Events)
+			case resp.IsProgressNotify() && resp.Header.Revision > rev:
+				// Safe since etcd 3.5.8, which sends progress only to a synced watcher: every
+				// event up to the header's revision has been sent. The server here is 3.7.3.
+				rev = resp.Header.Revision
+			}
+		}
+	}
+}
+
+// apply hands one response's events to the Sink and returns the last one's revision (a
+// delete's Kv.ModRevision is the delete's revision).
+func (w *Watcher) apply(events []*clientv3.Event) int64 {
+	changes := make([]record.Change, len(events))
+	var puts, deletes int
+	var leases []int64
+	for i, ev := range events {
+		kv := ev.Kv
+		changes[i] = record.Change{
+			KV:      record.KV{Key: string(kv.Key), Value: kv.Value, Lease: kv.Lease, Revision: kv.ModRevision},
+			Deleted: ev.Type == clientv3.EventTypeDelete,
+		}
+		if changes[i].Deleted {
+			deletes++
+		} else {
+			puts++
+			if kv.Lease != 0 {
+				leases = append(leases, kv.Lease)
+			}
+		}
+	}
+	w.Sink.Apply(changes)
+	w.Observer.Applied(puts, deletes)
+	w.noteLeases(leases)
+	return events[len(events)-1].Kv.ModRevision
+}
