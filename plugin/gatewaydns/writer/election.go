@@ -29,6 +29,10 @@ type Election struct {
 	prefix   string // the election's key prefix, <leader prefix>/<owner>
 	identity string // the value a leader puts at its key: who it is, for people
 	ttl      int    // session TTL in seconds
+	// attempt bounds each request of a campaign but the wait for the leader to go: with etcd
+	// refusing or not answering, Campaign fails (and its caller says so and retries) instead
+	// of hanging in the client's retries.
+	attempt time.Duration
 }
 
 // NewElection prepares the election of owner's writers under leaderPrefix (DefaultLeaderPrefix
@@ -47,6 +51,7 @@ func NewElection(client *clientv3.Client, leaderPrefix, owner, identity string, 
 		prefix:   path.Join("/", leaderPrefix, owner),
 		identity: identity,
 		ttl:      max(secs, 1),
+		attempt:  DefaultAttemptTimeout,
 	}
 }
 
@@ -59,7 +64,14 @@ func (e *Election) Prefix() string { return e.prefix }
 // as ctx ends. (concurrency.Election.Campaign is not used: on cancel it resigns with the
 // client's context, which hangs while etcd does not answer.)
 func (e *Election) Campaign(ctx context.Context) (*Term, error) {
-	s, err := concurrency.NewSession(e.client, concurrency.WithTTL(e.ttl), concurrency.WithContext(ctx))
+	gctx, cancel := context.WithTimeout(ctx, e.attempt)
+	grant, err := e.client.Grant(gctx, int64(e.ttl))
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("election %s: session: %w", e.prefix, err)
+	}
+	s, err := concurrency.NewSession(e.client, concurrency.WithLease(grant.ID), concurrency.WithTTL(e.ttl),
+		concurrency.WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("election %s: session: %w", e.prefix, err)
 	}
@@ -75,7 +87,9 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 // waits until every older key of the election is gone: the oldest key leads.
 func (e *Election) campaign(ctx context.Context, t *Term) error {
 	lease := t.session.Lease()
-	resp, err := e.client.Txn(ctx).
+	tctx, cancel := context.WithTimeout(ctx, e.attempt)
+	defer cancel()
+	resp, err := e.client.Txn(tctx).
 		If(clientv3.Compare(clientv3.CreateRevision(t.Key), "=", 0)).
 		Then(clientv3.OpPut(t.Key, e.identity, clientv3.WithLease(lease))).
 		Else(clientv3.OpGet(t.Key)).Commit()
@@ -89,9 +103,11 @@ func (e *Election) campaign(ctx context.Context, t *Term) error {
 	for {
 		// The newest key older than ours: when it is gone, look again (it may have had
 		// older ones itself).
-		older, err := e.client.Get(ctx, e.prefix+"/", clientv3.WithPrefix(),
+		gctx, cancel := context.WithTimeout(ctx, e.attempt)
+		older, err := e.client.Get(gctx, e.prefix+"/", clientv3.WithPrefix(),
 			clientv3.WithMaxCreateRev(t.Rev-1), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend),
 			clientv3.WithLimit(1))
+		cancel()
 		if err != nil {
 			return err
 		}

@@ -221,11 +221,13 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 	if obs == nil {
 		obs = NopObserver{}
 	}
+	el := NewElection(client, cfg.LeaderPrefix, cfg.Owner, cfg.Identity, cfg.ElectionTTL)
+	el.attempt = cfg.AttemptTimeout
 	return &Writer{
 		client:  client,
 		cfg:     cfg,
 		obs:     obs,
-		el:      NewElection(client, cfg.LeaderPrefix, cfg.Owner, cfg.Identity, cfg.ElectionTTL),
+		el:      el,
 		pending: make(map[string]time.Time),
 		wake:    make(chan struct{}, 1),
 		lost:    make(map[string]*lostWatch),
