@@ -1,0 +1,116 @@
+// Discovery: which Gateway API kinds the API server serves, looked for again until each is.
+
+package kubesource
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// discoveryLoop looks for the Gateway API kinds not watched yet, at once and then every
+// interval (sooner while the first discovery fails).
+func (w *Watcher) discoveryLoop(ctx context.Context) {
+	first := true
+	retry := 500 * time.Millisecond
+	for {
+		wait := w.interval
+		if w.discover(ctx) {
+			if first {
+				first = false
+				close(w.discovered)
+			}
+		} else if first {
+			wait = min(retry, w.interval)
+			retry *= 2
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// discover asks the API server which Gateway API kinds it serves, starts an informer for each
+// served kind not watched yet and reports the kinds that are not served. It returns false when
+// some answer could not be had (an error other than NotFound).
+func (w *Watcher) discover(ctx context.Context) bool {
+	type answer struct {
+		resources map[string]bool
+		err       error
+	}
+	answers := map[string]answer{}
+	lookup := func(version string) answer {
+		if a, ok := answers[version]; ok {
+			return a
+		}
+		a := answer{resources: map[string]bool{}}
+		list, err := w.resources(ctx, gatewayv1.GroupName+"/"+version)
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			a.err = err
+		default:
+			for _, r := range list.APIResources {
+				a.resources[r.Name] = true
+			}
+		}
+		answers[version] = a
+		return a
+	}
+	complete := true
+	for _, gk := range gatewayKinds {
+		if ctx.Err() != nil {
+			return false
+		}
+		if w.kind(gk.kind) != nil || (gk.route && !w.opts.watches(gk.kind)) {
+			continue
+		}
+		version, known := "", true
+		for _, v := range gk.versions {
+			a := lookup(v)
+			if a.err != nil {
+				log.Warningf("Discovery of %s/%s failed, will retry: %v", gatewayv1.GroupName, v, a.err)
+				known = false
+				break
+			}
+			if a.resources[gk.resource] {
+				version = v
+				break
+			}
+		}
+		if !known {
+			complete = false
+			continue
+		}
+		if version != "" {
+			w.startInformer(ctx, gk.kind, version, gk.route, gk.informer(w.gw, version, w.opts.ResyncPeriod))
+		}
+		w.reportServed(gk, version)
+	}
+	return complete
+}
+
+// reportServed logs and reports a kind's discovery result when it differs from the last one.
+func (w *Watcher) reportServed(gk gatewayKind, version string) {
+	w.mu.Lock()
+	prev, seen := w.served[gk.kind]
+	w.served[gk.kind] = version
+	w.mu.Unlock()
+	if seen && prev == version {
+		return
+	}
+	switch {
+	case version == "":
+		log.Infof("%s is not served by the API server (no CRD %s.%s): skipped; looking again every %s",
+			gk.kind, gk.resource, gatewayv1.GroupName, w.interval)
+	case seen:
+		log.Infof("%s is now served (%s/%s): watching it", gk.kind, gatewayv1.GroupName, version)
+	}
+	w.observer.KindServed(gk.kind, version, version != "")
+}

@@ -1,0 +1,65 @@
+// Reporting: Warning Events (and the Observer's count) for every name not published as asked,
+// once per rejection while it lasts.
+
+package kubesource
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	dnsrecord "github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+)
+
+// reportedSet is the set of rejections last reported on one object (of one incarnation).
+type reportedSet struct {
+	uid string
+	set map[source.Rejection]struct{}
+}
+
+// report records the rejections of one object (uid "" once it is gone) and emits those that
+// were not reported on this incarnation of it before.
+func (w *Watcher) report(ref dnsrecord.ObjectRef, uid string, rejected []source.Rejection) {
+	prev := w.reported[ref]
+	if prev.uid != uid {
+		prev = reportedSet{}
+	}
+	if len(rejected) == 0 {
+		delete(w.reported, ref)
+		return
+	}
+	next := reportedSet{uid: uid, set: make(map[source.Rejection]struct{}, len(rejected))}
+	for _, r := range rejected {
+		next.set[r] = struct{}{}
+		if _, had := prev.set[r]; !had {
+			w.emit(r)
+		}
+	}
+	w.reported[ref] = next
+}
+
+// emit records a Warning Event for r on the object that asked for it (if it still exists) and
+// counts it.
+func (w *Watcher) emit(r source.Rejection) {
+	obj, ki, ok := w.get(r.Object)
+	if !ok {
+		return
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	msg := r.Reason
+	if r.Hostname != "" {
+		msg = r.Hostname + ": " + r.Reason
+	}
+	w.recorder.Event(&corev1.ObjectReference{
+		Kind: r.Object.Kind, APIVersion: apiVersionOf(ki.kind, ki.version),
+		Namespace: m.GetNamespace(), Name: m.GetName(), UID: m.GetUID(),
+	}, corev1.EventTypeWarning, string(r.Cause), msg)
+	w.observer.Rejected(r.Object.Kind, r.Cause)
+}
+
+// Reject reports a problem found after the mapping (a name the store refused, a name lost to an
+// older owner) the way the mapping's own rejections are: a Warning Event on the object, counted.
+func (w *Watcher) Reject(r source.Rejection) { w.emit(r) }

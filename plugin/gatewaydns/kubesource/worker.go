@@ -1,0 +1,224 @@
+// The worker: the one goroutine that takes object references off the work queue, recomputes
+// what they touch into Desired and hands the changed names to OnChange.
+
+package kubesource
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	dnsrecord "github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+)
+
+// barrier is the queue item that marks the end of the initial lists.
+var barrier = dnsrecord.ObjectRef{Kind: "\x00barrier"}
+
+// syncThenWork waits for the first discovery and for the informers started so far to sync,
+// then works the queue. Starting the worker only then means that the initial mapping sees
+// every Gateway and Namespace: no route is published late or reported missing its Gateway
+// because of the order in which the informers listed.
+func (w *Watcher) syncThenWork(ctx context.Context) {
+	select {
+	case <-w.discovered:
+	case <-ctx.Done():
+		return
+	}
+	w.mu.RLock()
+	var regs []cache.ResourceEventHandlerRegistration
+	for _, ki := range w.kinds {
+		regs = append(regs, ki.registration)
+	}
+	w.mu.RUnlock()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !allSynced(regs) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	w.queue.Add(barrier) // after every item of the initial lists
+	for w.work() {
+	}
+}
+
+func allSynced(regs []cache.ResourceEventHandlerRegistration) bool {
+	for _, r := range regs {
+		if !r.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// work processes one queue item; it returns false once the queue is shut down.
+func (w *Watcher) work() bool {
+	ref, shutdown := w.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer w.queue.Done(ref)
+	if ref == barrier {
+		w.flush()
+		if w.synced.CompareAndSwap(false, true) {
+			close(w.syncedC)
+		}
+		return true
+	}
+	w.process(ref)
+	if w.queue.Len() == 0 || len(w.pending) >= maxBatch {
+		w.flush()
+	}
+	return true
+}
+
+// flush hands the names changed since the last flush to OnChange.
+func (w *Watcher) flush() {
+	if len(w.pending) == 0 {
+		return
+	}
+	names := w.pending
+	w.pending = nil
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if w.opts.OnChange != nil {
+		w.opts.OnChange(names)
+	}
+}
+
+// get returns the stored object of ref, if its kind is watched and the object exists.
+func (w *Watcher) get(ref dnsrecord.ObjectRef) (any, *kindInformer, bool) {
+	ki := w.kind(ref.Kind)
+	if ki == nil {
+		return nil, nil, false
+	}
+	key := ref.Name
+	if ref.Namespace != "" {
+		key = ref.Namespace + "/" + ref.Name
+	}
+	obj, ok, err := ki.informer.GetIndexer().GetByKey(key)
+	if err != nil || !ok {
+		return nil, ki, false
+	}
+	return obj, ki, true
+}
+
+// process recomputes what one queue item touches.
+func (w *Watcher) process(ref dnsrecord.ObjectRef) {
+	switch ref.Kind {
+	case KindNamespace:
+		// Its labels decide allowedRoutes selectors for the routes in it.
+		for _, ki := range w.routeKinds() {
+			objs, _ := ki.informer.GetIndexer().ByIndex(cache.NamespaceIndex, ref.Name)
+			w.enqueueRoutes(objs)
+		}
+	case source.KindGateway:
+		obj, _, ok := w.get(ref)
+		var rejected []source.Rejection
+		uid := ""
+		if gw, isGW := obj.(*gatewayv1.Gateway); ok && isGW {
+			rejected, uid = w.cfg.GatewayRejections(gw), string(gw.UID)
+		}
+		w.report(ref, uid, rejected)
+		for _, ki := range w.routeKinds() {
+			objs, _ := ki.informer.GetIndexer().ByIndex(gatewayIndex, source.GatewayKey(ref.Namespace, ref.Name))
+			w.enqueueRoutes(objs)
+		}
+	case source.KindIngress:
+		obj, _, ok := w.get(ref)
+		ing, isIng := obj.(*networkingv1.Ingress)
+		if !ok || !isIng {
+			w.forget(ref)
+			return
+		}
+		claims, rejected := w.cfg.IngressClaims(ing)
+		w.apply(ref, claims)
+		w.report(ref, string(ing.UID), rejected)
+	default:
+		obj, _, ok := w.get(ref)
+		r, isRoute := source.RouteOf(obj)
+		if !ok || !isRoute {
+			w.forget(ref)
+			return
+		}
+		claims, rejected := w.cfg.RouteClaims(r, w.gateway, w.namespaceLabels)
+		w.apply(ref, claims)
+		uid := ""
+		if m, err := meta.Accessor(obj); err == nil {
+			uid = string(m.GetUID())
+		}
+		w.report(ref, uid, rejected)
+	}
+}
+
+func (w *Watcher) enqueueRoutes(objs []any) {
+	for _, o := range objs {
+		if r, ok := source.RouteOf(o); ok {
+			w.queue.Add(r.Ref())
+		}
+	}
+}
+
+// apply stores an object's claims and collects the names that changed.
+func (w *Watcher) apply(ref dnsrecord.ObjectRef, claims []source.Claim) {
+	w.changed(w.desired.Set(ref, claims))
+}
+
+// forget drops a deleted object.
+func (w *Watcher) forget(ref dnsrecord.ObjectRef) {
+	w.changed(w.desired.Delete(ref))
+	w.report(ref, "", nil)
+}
+
+// changed collects changed names and reports the conflicts that appeared on them.
+func (w *Watcher) changed(names []string) {
+	for _, name := range names {
+		w.pending = append(w.pending, name)
+		cur := w.desired.NameConflicts(name)
+		prev := w.conflicts[name]
+		next := make(map[source.Rejection]struct{}, len(cur))
+		for _, r := range cur {
+			next[r] = struct{}{}
+			if _, had := prev[r]; !had {
+				w.emit(r)
+			}
+		}
+		if len(next) == 0 {
+			delete(w.conflicts, name)
+		} else {
+			w.conflicts[name] = next
+		}
+	}
+}
+
+// gateway is the source.GatewayLookup of the Gateway informer.
+func (w *Watcher) gateway(namespace, name string) (*gatewayv1.Gateway, bool) {
+	obj, _, ok := w.get(dnsrecord.ObjectRef{Kind: source.KindGateway, Namespace: namespace, Name: name})
+	if !ok {
+		return nil, false
+	}
+	gw, ok := obj.(*gatewayv1.Gateway)
+	return gw, ok
+}
+
+// namespaceLabels is the source.NamespaceLabels of the Namespace informer.
+func (w *Watcher) namespaceLabels(namespace string) (map[string]string, bool) {
+	obj, _, ok := w.get(dnsrecord.ObjectRef{Kind: KindNamespace, Name: namespace})
+	if !ok {
+		return nil, false
+	}
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
+		return nil, false
+	}
+	return ns.Labels, true
+}
