@@ -553,10 +553,11 @@ func TestWriterDeposedLeaderStepsDown(t *testing.T) {
 	// later; the writer watches its election key and steps down at once. (That a late write
 	// from a deposed leader is refused by etcd is TestFencedWriteOfDeposedTerm.)
 	da, db := wtWant(wtEP(app, "10.0.0.1")), wtWant(wtEP(app, "10.0.0.1"))
-	wa, _ := wtStart(t, e.Client(t), writer.Config{Owner: "c1", Desired: da, ElectionTTL: 60 * time.Second})
+	obsA := &wtObserver{}
+	wa, _ := wtStart(t, e.Client(t), writer.Config{Owner: "c1", Desired: da, Observer: obsA, ElectionTTL: 60 * time.Second})
 	wtEventually(t, 10*time.Second, "a leads", wa.IsLeader)
 	wtEventually(t, 10*time.Second, "published", wtHostsAre(t, cli, app, "c1=10.0.0.1"))
-	wb, _ := wtStart(t, e.Client(t), writer.Config{Owner: "c1", Desired: db, ElectionTTL: 60 * time.Second})
+	wb, stopB := wtStart(t, e.Client(t), writer.Config{Owner: "c1", Desired: db, ElectionTTL: 60 * time.Second})
 
 	// Kill a's session: revoke the lease behind its election key, as its expiry would.
 	var resp *clientv3.GetResponse
@@ -570,12 +571,35 @@ func TestWriterDeposedLeaderStepsDown(t *testing.T) {
 	}
 	wtEventually(t, 2*time.Second, "a steps down well before its session's keep-alive", func() bool { return !wa.IsLeader() })
 	wtEventually(t, 5*time.Second, "b takes over", wb.IsLeader)
-	da.set(wtEP(app, "10.6.6.6"))
+	if l := obsA.get(func(o *wtObserver) bool { return o.leading }); l {
+		t.Fatal("a still reports it leads")
+	}
 	if _, err := wa.Reconcile(wtCtx(t), []string{app}); !errors.Is(err, writer.ErrNotLeader) {
 		t.Fatalf("deposed replica's Reconcile: %v, want ErrNotLeader", err)
 	}
-	if got := wtHosts(t, cli, app); !slices.Equal(got, []string{"c1=10.0.0.1"}) {
-		t.Fatalf("deposed replica's write landed: %v", got)
+	// Stepping down is not giving up: a wants something else now and, a standby, writes
+	// nothing while b leads (b writes what b wants) ...
+	var aCommits int
+	obsA.get(func(o *wtObserver) bool { aCommits = o.commits; return true })
+	da.set(wtEP(app, "10.6.6.6"))
+	wa.Enqueue(app)
+	db.set(wtEP(app, "10.0.0.2"))
+	wb.Enqueue(app)
+	wtEventually(t, 5*time.Second, "b writes", wtHostsAre(t, cli, app, "c1=10.0.0.2"))
+	if n := obsA.get(func(o *wtObserver) bool { return o.commits != aCommits }); n {
+		t.Fatal("the deposed replica committed while b leads")
+	}
+	// ... and it campaigns again: when b goes, a leads and publishes what it wants.
+	stopB()
+	wtEventually(t, 10*time.Second, "a leads again after b stopped", wa.IsLeader)
+	wtEventually(t, 5*time.Second, "a publishes again", wtHostsAre(t, cli, app, "c1=10.6.6.6"))
+	obsA.mu.Lock()
+	defer obsA.mu.Unlock()
+	if want := []bool{false, true, false, true}; !slices.Equal(obsA.leadCalls, want) {
+		t.Errorf("a's Leading calls %v, want %v", obsA.leadCalls, want)
+	}
+	if obsA.commits <= aCommits {
+		t.Errorf("a committed nothing in its second term (%d commits, %d before)", obsA.commits, aCommits)
 	}
 }
 
