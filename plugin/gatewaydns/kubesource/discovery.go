@@ -4,6 +4,7 @@ package kubesource
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,7 +51,11 @@ func (w *Watcher) discover(ctx context.Context) bool {
 			return a
 		}
 		a := answer{resources: map[string]bool{}}
-		list, err := w.resources(ctx, gatewayv1.GroupName+"/"+version)
+		// A black-holed API server would hold the discovery forever (its context ends only at
+		// Stop): bound each request so that the loop retries instead.
+		rctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
+		list, err := w.resources(rctx, gatewayv1.GroupName+"/"+version)
+		cancel()
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -64,6 +69,8 @@ func (w *Watcher) discover(ctx context.Context) bool {
 		return a
 	}
 	complete := true
+	var failed error
+	defer func() { w.reportDiscovery(ctx, failed) }()
 	for _, gk := range gatewayKinds {
 		if ctx.Err() != nil {
 			return false
@@ -75,7 +82,7 @@ func (w *Watcher) discover(ctx context.Context) bool {
 		for _, v := range gk.versions {
 			a := lookup(v)
 			if a.err != nil {
-				log.Warningf("Discovery of %s/%s failed, will retry: %v", gatewayv1.GroupName, v, a.err)
+				failed = fmt.Errorf("discovery of %s/%s: %w", gatewayv1.GroupName, v, a.err)
 				known = false
 				break
 			}
@@ -94,6 +101,23 @@ func (w *Watcher) discover(ctx context.Context) bool {
 		w.reportServed(gk, version)
 	}
 	return complete
+}
+
+// reportDiscovery logs when discovery starts failing and when it works again, once per change
+// rather than on every retry (every 0.5 s to DiscoveryInterval while it lasts). failed is the
+// last discovery's error, nil when every answer was had. A discovery cut short by Stop changes
+// nothing.
+func (w *Watcher) reportDiscovery(ctx context.Context, failed error) {
+	if ctx.Err() != nil {
+		return
+	}
+	switch {
+	case failed != nil && !w.discoveryFailing:
+		log.Warningf("Gateway API discovery failed, retrying (logged again only when it works): %v", failed)
+	case failed == nil && w.discoveryFailing:
+		log.Infof("Gateway API discovery works again")
+	}
+	w.discoveryFailing = failed != nil
 }
 
 // reportServed logs and reports a kind's discovery result when it differs from the last one.

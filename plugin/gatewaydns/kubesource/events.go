@@ -4,8 +4,12 @@
 package kubesource
 
 import (
+	"context"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	dnsrecord "github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
@@ -63,3 +67,35 @@ func (w *Watcher) emit(r source.Rejection) {
 // Reject reports a problem found after the mapping (a name the store refused, a name lost to an
 // older owner) the way the mapping's own rejections are: a Warning Event on the object, counted.
 func (w *Watcher) Reject(r source.Rejection) { w.emit(r) }
+
+// eventRequestTimeout bounds one Event write, so that a black-holed API server holds the
+// broadcaster's goroutine for at most this long while the Watcher runs.
+const eventRequestTimeout = 10 * time.Second
+
+// eventSink is the record.EventSink of the broadcaster. client-go's EventSinkImpl sends its
+// requests without a context, so on a black-holed API server its goroutine would hang on a
+// write long after Stop; this one sends each under the Watcher's context and a timeout, so that
+// the write ends at Stop and the broadcaster's goroutine (which gives up once its context is
+// done) returns with it.
+type eventSink struct {
+	ctx    context.Context
+	events typedcorev1.EventInterface
+}
+
+func (s eventSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, eventRequestTimeout)
+	defer cancel()
+	return s.events.CreateWithEventNamespaceWithContext(ctx, e)
+}
+
+func (s eventSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, eventRequestTimeout)
+	defer cancel()
+	return s.events.UpdateWithEventNamespaceWithContext(ctx, e)
+}
+
+func (s eventSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, eventRequestTimeout)
+	defer cancel()
+	return s.events.PatchWithEventNamespaceWithContext(ctx, e, data)
+}

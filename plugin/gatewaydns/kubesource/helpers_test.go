@@ -53,7 +53,13 @@ var leakMarkers = []string{
 // before, are still running after a settle time.
 func checkNoLeaks(t *testing.T, before map[string]string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	checkNoLeaksWithin(t, before, 15*time.Second)
+}
+
+// checkNoLeaksWithin is checkNoLeaks with a settle time of settle.
+func checkNoLeaksWithin(t *testing.T, before map[string]string, settle time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(settle)
 	for {
 		var leaked []string
 		for id, stack := range goroutines() {
@@ -71,7 +77,7 @@ func checkNoLeaks(t *testing.T, before map[string]string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines left after Stop:\n%s", len(leaked), strings.Join(leaked, "\n\n"))
+			t.Fatalf("%d goroutines left %v after Stop:\n%s", len(leaked), settle, strings.Join(leaked, "\n\n"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

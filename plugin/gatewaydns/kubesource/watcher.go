@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -40,6 +39,10 @@ var log = clog.NewWithPlugin("gatewaydns")
 // DefaultDiscoveryInterval is how often the API server is asked again for the Gateway API
 // kinds that it did not serve, so that a CRD installed later is watched without a restart.
 const DefaultDiscoveryInterval = 30 * time.Second
+
+// discoveryTimeout bounds one discovery request, so that a black-holed API server delays the
+// next attempt rather than holding discovery forever.
+const discoveryTimeout = 10 * time.Second
 
 // DefaultComponent is the source component of the Events.
 const DefaultComponent = "gatewaydns"
@@ -128,6 +131,9 @@ type Watcher struct {
 	wg         sync.WaitGroup
 	done       chan struct{}
 
+	// The discovery loop's own state: whether the last discovery failed (to log changes only).
+	discoveryFailing bool
+
 	// The worker's own state.
 	reported  map[dnsrecord.ObjectRef]reportedSet
 	conflicts map[string]map[source.Rejection]struct{}
@@ -214,7 +220,7 @@ func (w *Watcher) Start(ctx context.Context) error {
 	w.started = true
 	ctx, w.cancel = context.WithCancel(ctx)
 	w.broadcaster = record.NewBroadcaster(record.WithContext(ctx))
-	w.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: w.kube.CoreV1().Events("")})
+	w.broadcaster.StartRecordingToSink(eventSink{ctx: ctx, events: w.kube.CoreV1().Events("")})
 	w.recorder = w.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: w.opts.Component})
 
 	if w.opts.watches(source.KindIngress) {

@@ -47,7 +47,9 @@ func (w *Watcher) syncThenWork(ctx context.Context) {
 		}
 	}
 	w.queue.Add(barrier) // after every item of the initial lists
-	for w.work() {
+	// A shut-down queue still hands out what it holds; stopping at ctx rather than draining a
+	// burst keeps Stop prompt when the queue is busy (what is left is of no use after Stop).
+	for ctx.Err() == nil && w.work() {
 	}
 }
 
