@@ -33,6 +33,9 @@ type Election struct {
 	// refusing or not answering, Campaign fails (and its caller says so and retries) instead
 	// of hanging in the client's retries.
 	attempt time.Duration
+	// reached, when set, is told each answer or failure of etcd during a campaign: a standby
+	// says whether etcd answers while it waits.
+	reached func(error)
 }
 
 // NewElection prepares the election of owner's writers under leaderPrefix (DefaultLeaderPrefix
@@ -67,6 +70,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 	gctx, cancel := context.WithTimeout(ctx, e.attempt)
 	grant, err := e.client.Grant(gctx, int64(e.ttl))
 	cancel()
+	e.tell(ctx, err)
 	if err != nil {
 		return nil, fmt.Errorf("election %s: session: %w", e.prefix, err)
 	}
@@ -93,6 +97,7 @@ func (e *Election) campaign(ctx context.Context, t *Term) error {
 		If(clientv3.Compare(clientv3.CreateRevision(t.Key), "=", 0)).
 		Then(clientv3.OpPut(t.Key, e.identity, clientv3.WithLease(lease))).
 		Else(clientv3.OpGet(t.Key)).Commit()
+	e.tell(ctx, err)
 	if err != nil {
 		return err
 	}
@@ -114,30 +119,46 @@ func (e *Election) campaign(ctx context.Context, t *Term) error {
 		if len(older.Kvs) == 0 {
 			return nil
 		}
-		if err := waitDelete(ctx, e.client, string(older.Kvs[0].Key), older.Header.Revision); err != nil {
+		if err := waitDelete(ctx, e.client, string(older.Kvs[0].Key), older.Header.Revision, t.session.Done()); err != nil {
 			return err
 		}
 	}
 }
 
-// waitDelete returns when key is deleted after rev, or ctx ends.
-func waitDelete(ctx context.Context, client *clientv3.Client, key string, rev int64) error {
+func (e *Election) tell(ctx context.Context, err error) {
+	if e.reached != nil && ctx.Err() == nil {
+		e.reached(err)
+	}
+}
+
+// waitDelete returns when key is deleted after rev, or ctx ends, or the session is lost: a
+// standby whose etcd stops answering learns it from its session's keep-alive (within the TTL)
+// and campaigns again, which fails and says so, instead of waiting on a silent watch.
+func waitDelete(ctx context.Context, client *clientv3.Client, key string, rev int64, sessionDone <-chan struct{}) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	for resp := range client.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut()) {
-		if err := resp.Err(); err != nil {
-			return err
-		}
-		for _, ev := range resp.Events {
-			if ev.Type == clientv3.EventTypeDelete {
-				return nil
+	wc := client.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+	for {
+		select {
+		case <-sessionDone:
+			return errors.New("session lost while waiting for the leader")
+		case resp, ok := <-wc:
+			if !ok {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return errors.New("watch of the leader key closed")
+			}
+			if err := resp.Err(); err != nil {
+				return err
+			}
+			for _, ev := range resp.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					return nil
+				}
 			}
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return errors.New("watch of the leader key closed")
 }
 
 // Term is one period of leadership.

@@ -223,7 +223,7 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 	}
 	el := NewElection(client, cfg.LeaderPrefix, cfg.Owner, cfg.Identity, cfg.ElectionTTL)
 	el.attempt = cfg.AttemptTimeout
-	return &Writer{
+	wr := &Writer{
 		client:  client,
 		cfg:     cfg,
 		obs:     obs,
@@ -231,7 +231,9 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 		pending: make(map[string]time.Time),
 		wake:    make(chan struct{}, 1),
 		lost:    make(map[string]*lostWatch),
-	}, nil
+	}
+	el.reached = wr.reached
+	return wr, nil
 }
 
 // Enqueue asks for names to be reconciled soon. It never blocks; names enqueued several times

@@ -228,3 +228,24 @@ func TestWriterLeavesHungMember(t *testing.T) {
 	}
 	t.Logf("slowest write with a hung member: %v", worst.Round(time.Millisecond))
 }
+
+// TestWriterStandbyNoticesHungEtcd: a standby waiting for the leader to go says etcd does not
+// answer within its session's TTL (plus an attempt), not never.
+func TestWriterStandbyNoticesHungEtcd(t *testing.T) {
+	e := testenv.StartEtcd(t)
+	leader, _ := wtStart(t, e.Client(t), writer.Config{Owner: "c1", Desired: wtWant()})
+	wtEventually(t, 10*time.Second, "the other replica leads", leader.IsLeader)
+	cli, p := wtProxied(t, e)
+	obs := &wtObserver{}
+	const ttl = 2 * time.Second
+	wtStart(t, cli, writer.Config{Owner: "c1", Desired: wtWant(), Observer: obs, ElectionTTL: ttl, AttemptTimeout: time.Second})
+	wtEventually(t, 10*time.Second, "the standby reaches etcd", func() bool {
+		return obs.get(func(o *wtObserver) bool { return len(o.reachable) > 0 && o.reachable[len(o.reachable)-1] })
+	})
+	start := time.Now()
+	p.BlackHole()
+	wtEventually(t, 2*ttl+3*time.Second, "the standby says etcd does not answer", func() bool {
+		return obs.get(func(o *wtObserver) bool { return !o.reachable[len(o.reachable)-1] })
+	})
+	t.Logf("standby noticed the hung etcd after %v (session TTL %v)", time.Since(start).Round(time.Millisecond), ttl)
+}
