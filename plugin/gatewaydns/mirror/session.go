@@ -31,10 +31,16 @@ func (w *Watcher) session(ctx context.Context, rev int64) (int64, bool, error) {
 	md := metadata.AppendToOutgoingContext(ctx, sessionKey, strconv.FormatUint(sessions.Add(1), 10))
 	sctx, cancel := context.WithCancel(clientv3.WithRequireLeader(md))
 	defer cancel()
+	p := newProgress(w.progressEvery(), w.stallAfter(), time.Now())
+	// Watch itself waits until the client's stream goroutine takes the request, which it does
+	// only once it has opened the stream: on a frozen member that is never. Bound it.
+	giveUp := time.AfterFunc(p.every+p.stall, cancel)
 	wch := w.Client.Watch(sctx, w.Prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1),
 		clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
+	if !giveUp.Stop() && ctx.Err() == nil {
+		return rev, false, errStalled
+	}
 
-	p := newProgress(w.progressEvery(), w.stallAfter(), time.Now())
 	tick := time.NewTicker(p.every / 4)
 	defer tick.Stop()
 	heard := false

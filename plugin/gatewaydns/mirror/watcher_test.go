@@ -1,0 +1,206 @@
+package mirror
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+)
+
+func onlyStart(t *testing.T, o *observer) {
+	t.Helper()
+	if got := o.resyncReasons(); !slices.Equal(got, []string{"start"}) {
+		t.Fatalf("full loads %v, want only the one at start", got)
+	}
+}
+
+func TestCutInTheMiddleOfACatchUpResumesWithoutSkippingOrReloading(t *testing.T) {
+	e := newEnv(t)
+	ix := newIndex()
+	o, _ := e.start(t, ix, ix, nil)
+
+	// Fall behind by 6000 revisions, then catch up through a slow link, cut half-way.
+	const n = 6000
+	e.proxy.Cut()
+	e.put(t, 0, n)
+	e.proxy.SetDelay(20 * time.Millisecond)
+	e.proxy.Restore()
+	waitFor(t, 30*time.Second, "start of the catch-up", func() bool { return o.puts.Load() > 0 })
+	e.proxy.Cut()
+	if got := o.puts.Load(); got >= n {
+		t.Fatalf("the cut came after the catch-up (%d events applied): the test proves nothing", got)
+	}
+	at := o.puts.Load()
+	e.proxy.SetDelay(0)
+	e.proxy.Restore()
+	e.waitEqual(t, ix, 60*time.Second)
+	onlyStart(t, o)
+	t.Logf("cut after %d of %d events", at, n)
+}
+
+func TestCutDuringAQuietSpellResumesWithoutReloading(t *testing.T) {
+	e := newEnv(t)
+	ix := newIndex()
+	o, _ := e.start(t, ix, ix, func(w *Watcher) { w.ProgressEvery = 100 * time.Millisecond })
+	e.put(t, 0, 10)
+	e.waitEqual(t, ix, 10*time.Second)
+	heard := o.heard.Load()
+	waitFor(t, 5*time.Second, "progress while quiet", func() bool { return o.heard.Load() > heard+2 })
+
+	e.proxy.Cut()
+	e.put(t, 10, 10)
+	e.proxy.Restore()
+	e.waitEqual(t, ix, 20*time.Second)
+	onlyStart(t, o)
+}
+
+func TestProgressNotificationsAdvanceTheResumeRevision(t *testing.T) {
+	e := newEnv(t)
+	ix := newIndex()
+	o, _ := e.start(t, ix, ix, func(w *Watcher) { w.ProgressEvery = 100 * time.Millisecond })
+	e.put(t, 0, 1)
+	e.waitEqual(t, ix, 10*time.Second)
+
+	// Revisions move on outside the prefix; only progress notifications tell the watcher.
+	var last int64
+	for range 20 {
+		resp, err := e.direct.Put(context.Background(), "/elsewhere/x", "y")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = resp.Header.Revision
+	}
+	heard := o.heard.Load()
+	waitFor(t, 5*time.Second, "two progress notifications", func() bool { return o.heard.Load() >= heard+2 })
+
+	// Compact past the last event but not past the last progress revision, while cut off.
+	e.proxy.Cut()
+	if _, err := e.direct.Compact(context.Background(), last); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, 1, 1)
+	e.proxy.Restore()
+	e.waitEqual(t, ix, 20*time.Second)
+	onlyStart(t, o)
+}
+
+func TestFrozenEtcdIsNoticedReportedAndRecovered(t *testing.T) {
+	e := newEnv(t)
+	ix := newIndex()
+	o, _ := e.start(t, ix, ix, nil) // the defaults: progress after 1 s quiet, stalled 2 s later
+	e.put(t, 0, 1)
+	e.waitEqual(t, ix, 10*time.Second)
+	waitFor(t, 5*time.Second, "etcd reported reachable", func() bool { return slices.Equal(o.reach(), []bool{true}) })
+
+	froze := time.Now()
+	e.proxy.BlackHole()
+	waitFor(t, 5*time.Second, "the stalled stream noticed", func() bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return !o.firstFail.IsZero()
+	})
+	o.mu.Lock()
+	noticed := o.firstFail.Sub(froze)
+	firstErr := o.failures[0]
+	o.mu.Unlock()
+	if noticed > 3500*time.Millisecond || !strings.Contains(firstErr, "stalled") {
+		t.Fatalf("first failure %q after %s, want a stall within ~3s", firstErr, noticed)
+	}
+	waitFor(t, 30*time.Second, "etcd reported unreachable", func() bool { return slices.Equal(o.reach(), []bool{true, false}) })
+	t.Logf("stall noticed after %s, unreachable reported after %s", noticed.Round(time.Millisecond), time.Since(froze).Round(time.Millisecond))
+
+	e.proxy.Restore()
+	waitFor(t, 30*time.Second, "recovery reported", func() bool { return slices.Equal(o.reach(), []bool{true, false, true}) })
+	e.put(t, 1, 1)
+	e.waitEqual(t, ix, 20*time.Second)
+	onlyStart(t, o)
+}
+
+// dropper loses the first change of one key, as a bug between etcd and the index would.
+type dropper struct {
+	*index.Index
+	key     string
+	mu      sync.Mutex
+	dropped bool
+}
+
+func (d *dropper) Apply(changes []record.Change) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	kept := changes[:0:0]
+	for _, c := range changes {
+		if c.Key == d.key && !d.dropped {
+			d.dropped = true
+			continue
+		}
+		kept = append(kept, c)
+	}
+	d.Index.Apply(kept)
+}
+
+func TestConsistencyCheckFindsAndRepairsADifference(t *testing.T) {
+	e := newEnv(t)
+	ix := newIndex()
+	sink := &dropper{Index: ix, key: prefix + "k/3"}
+	o, _ := e.start(t, sink, ix, func(w *Watcher) { w.CheckEvery = 200 * time.Millisecond })
+	e.put(t, 0, 5)
+	waitFor(t, 10*time.Second, "a reload for the difference", func() bool {
+		return slices.Contains(o.resyncReasons(), "inconsistent")
+	})
+	e.waitEqual(t, ix, 10*time.Second)
+	if got := o.resyncReasons(); !slices.Equal(got, []string{"start", "inconsistent"}) {
+		t.Fatalf("full loads %v, want start and one for the difference", got)
+	}
+}
+
+func TestRunReturnsWithinASecondOfCancelInEveryState(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(*env) // before Run
+		then  func(*env) // once Run has had time to get into the state
+	}{
+		{name: "loading from a black-holed etcd", setup: func(e *env) { e.proxy.BlackHole() }},
+		{name: "loading from a refusing etcd", setup: func(e *env) { e.proxy.Cut() }},
+		{name: "watching"},
+		{name: "watching a black-holed etcd", then: func(e *env) { e.proxy.BlackHole() }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			if tc.setup != nil {
+				tc.setup(e)
+			}
+			ix := newIndex()
+			w := &Watcher{Client: e.viaCut, Prefix: prefix, Sink: ix, Observer: &observer{}, Log: clog.NewWithPlugin("mirror-test")}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				w.Run(ctx)
+			}()
+			if tc.setup == nil {
+				waitFor(t, 10*time.Second, "first load", ix.Loaded)
+			} else {
+				time.Sleep(300 * time.Millisecond) // into the hanging Get: nothing to poll for
+			}
+			if tc.then != nil {
+				tc.then(e)
+				time.Sleep(300 * time.Millisecond) // a session waiting on a silent stream
+			}
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(time.Second):
+				t.Fatal("Run still running 1s after cancel")
+			}
+		})
+	}
+}
