@@ -119,7 +119,9 @@ func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.Lease
 		}
 		if round == maxReplans {
 			for _, n := range res.stale {
-				res.fail(n, fmt.Errorf("%w (%d times)", errStale, round))
+				err := fmt.Errorf("%w (%d times)", errStale, round)
+				res.fail(n, err)
+				w.obs.Failed(n, err)
 			}
 			break
 		}
