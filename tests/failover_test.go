@@ -209,7 +209,12 @@ func TestFailoverServeFrozenMember(t *testing.T) {
 		if rest := frozenWindow - time.Since(frozenAt); rest > 0 {
 			time.Sleep(rest)
 		}
-		poll.finish(t, fmt.Sprintf("steady.openmcp.cluster with %s frozen", frozen.Name))
+		poll.finish(t, fmt.Sprintf("steady.openmcp.cluster over UDP with %s frozen", frozen.Name))
+		for _, q := range []string{"steady.openmcp.cluster.", name} {
+			if r := ask(t, "tcp", central.DNS, q, dns.TypeA); !hasAnswer(r) {
+				t.Errorf("round %d: %s over TCP with %s frozen:\n%v", i, q, frozen.Name, r)
+			}
+		}
 		rounds = append(rounds, failoverRound{frozen: frozen.Name, streams: streams, took: took, sinceFrz: acked.Sub(frozenAt) + took, answered: ok, last: last})
 		thawAndSettle(t, cluster, frozen)
 	}
