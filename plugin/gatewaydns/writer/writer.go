@@ -114,7 +114,9 @@ type Config struct {
 	// or below etcd's --max-txn-ops.
 	BatchSize int
 	// Lease, when > 0, binds own keys to an etcd lease of this TTL that the leader keeps alive:
-	// a writer that is gone lets its records expire. 0: records live until deleted.
+	// a writer that is gone lets its records expire. 0: records live until deleted. It must be
+	// at least ElectionTTL + LeaseMargin (CheckLease; New refuses a shorter one), and the lease
+	// belongs to the records, not to a term: a successor adopts it.
 	Lease time.Duration
 	// ElectionTTL is the election session's TTL (DefaultElectionTTL when 0).
 	ElectionTTL time.Duration
