@@ -113,9 +113,9 @@ func (w *Watcher) reportDiscovery(ctx context.Context, failed error) {
 	}
 	switch {
 	case failed != nil && !w.discoveryFailing:
-		log.Warningf("Gateway API discovery failed, retrying (logged again only when it works): %v", failed)
+		w.health.warn("Gateway API discovery failed, retrying (logged again only when it works): %v", failed)
 	case failed == nil && w.discoveryFailing:
-		log.Infof("Gateway API discovery works again")
+		w.health.info("Gateway API discovery works again")
 	}
 	w.discoveryFailing = failed != nil
 }

@@ -113,6 +113,7 @@ type Watcher struct {
 	slim      *slimmer
 	desired   *source.Desired
 	resources func(ctx context.Context, groupVersion string) (*metav1.APIResourceList, error)
+	health    *apiHealth
 
 	queue       *workqueue.Typed[dnsrecord.ObjectRef]
 	broadcaster record.EventBroadcaster
@@ -142,8 +143,11 @@ type Watcher struct {
 
 // New returns a Watcher that talks to the API server of rc. Start starts it.
 func New(rc *rest.Config, opts Options) (*Watcher, error) {
+	health := newAPIHealth()
+	health.observed = true
 	kcfg := rest.CopyConfig(rc)
 	kcfg = rest.AddUserAgent(kcfg, DefaultComponent)
+	kcfg.Wrap(health.observe)
 	kcfg.ContentType = runtime.ContentTypeProtobuf
 	kcfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	kube, err := kubernetes.NewForConfig(kcfg)
@@ -151,11 +155,14 @@ func New(rc *rest.Config, opts Options) (*Watcher, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	gcfg := rest.AddUserAgent(rest.CopyConfig(rc), DefaultComponent)
+	gcfg.Wrap(health.observe)
 	gw, err := gwclient.NewForConfig(gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("gateway-api client: %w", err)
 	}
-	return NewForClients(kube, gw, opts), nil
+	w := NewForClients(kube, gw, opts)
+	w.health = health
+	return w, nil
 }
 
 // NewForClients returns a Watcher that uses the given clients (e.g. fakes in tests); the kinds
@@ -166,6 +173,7 @@ func NewForClients(kube kubernetes.Interface, gw gwclient.Interface, opts Option
 		kube: kube, gw: gw, slim: newSlimmer(&opts.Config), desired: source.NewDesired(),
 		kinds: map[string]*kindInformer{}, served: map[string]string{},
 		syncedC: make(chan struct{}), discovered: make(chan struct{}), done: make(chan struct{}),
+		health:    newAPIHealth(),
 		reported:  map[dnsrecord.ObjectRef]reportedSet{},
 		conflicts: map[string]map[source.Rejection]struct{}{},
 		// Without a name the queue publishes no metrics and starts no goroutine.
@@ -266,6 +274,9 @@ func (w *Watcher) Done() <-chan struct{} { return w.done }
 // discovery loop (which the WaitGroup counts, so Add never races with Wait).
 func (w *Watcher) startInformer(ctx context.Context, kind, version string, route bool, inf cache.SharedIndexInformer) {
 	if err := inf.SetTransform(w.slim.Transform); err != nil {
+		log.Errorf("%s informer: %v", kind, err) // only fails on a started informer
+	}
+	if err := inf.SetWatchErrorHandlerWithContext(w.health.watchError(kind)); err != nil {
 		log.Errorf("%s informer: %v", kind, err) // only fails on a started informer
 	}
 	reg, err := inf.AddEventHandler(w.handler(kind))
