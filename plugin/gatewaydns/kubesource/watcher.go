@@ -255,7 +255,11 @@ func (w *Watcher) Start(ctx context.Context) error {
 }
 
 // Stop stops everything Start started and waits until it has stopped. It may be called more
-// than once, and without Start.
+// than once, and without Start. It returns promptly whatever the API server does: every request
+// (discovery, lists and watches, Event writes) runs under the Watcher's context, and the worker
+// stops at the next item rather than draining the queue; only an OnChange call in progress is
+// waited for. The Event broadcaster's own goroutine is not waited for: it ends when its write,
+// which Stop cancels, returns.
 func (w *Watcher) Stop() {
 	w.lifecycle.Lock()
 	started, cancel := w.started, w.cancel
