@@ -268,6 +268,38 @@ func (m *EtcdMember) Freeze() {
 	if err := m.signal(syscall.SIGSTOP, true); err != nil {
 		m.c.t.Fatalf("testenv: freezing etcd member %s: %v", m.Name, err)
 	}
+	// The signal is delivered asynchronously: on a busy machine the member can still answer
+	// for a few milliseconds, which would let a test's write slip through before the freeze.
+	if err := m.waitStopped(2 * time.Second); err != nil {
+		m.c.t.Fatalf("testenv: freezing etcd member %s: %v", m.Name, err)
+	}
+}
+
+// waitStopped polls /proc/PID/stat until the process's state is "T" (stopped by a signal).
+// Where there is no /proc it returns at once.
+func (m *EtcdMember) waitStopped(timeout time.Duration) error {
+	m.mu.Lock()
+	p := m.proc
+	m.mu.Unlock()
+	if p == nil {
+		return errors.New("not running")
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", p.Cmd.Process.Pid)
+	deadline := time.Now().Add(timeout)
+	for {
+		data, err := os.ReadFile(stat)
+		if err != nil {
+			return nil // no /proc: nothing to check
+		}
+		// The state follows the command name in parentheses, which may hold spaces.
+		if i := strings.LastIndexByte(string(data), ')'); i >= 0 && i+2 < len(data) && data[i+2] == 'T' {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d not stopped within %v after SIGSTOP: %s", p.Cmd.Process.Pid, timeout, data)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Thaw resumes a member frozen by Freeze (SIGCONT). Thawing a member that is not frozen does
