@@ -41,7 +41,7 @@ func (w *Watcher) session(ctx context.Context, rev int64) (int64, bool, error) {
 		return rev, false, errStalled
 	}
 
-	tick := time.NewTicker(p.every / 4)
+	tick := time.NewTicker(p.every / 10)
 	defer tick.Stop()
 	heard := false
 	for {

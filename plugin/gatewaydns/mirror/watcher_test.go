@@ -21,44 +21,89 @@ func onlyStart(t *testing.T, o *observer) {
 	}
 }
 
-func TestCutInTheMiddleOfACatchUpResumesWithoutSkippingOrReloading(t *testing.T) {
-	e := newEnv(t)
-	ix := newIndex()
-	o, _ := e.start(t, ix, ix, nil)
-
-	// Fall behind by 6000 revisions, then catch up through a slow link, cut half-way.
-	const n = 6000
-	e.proxy.Cut()
-	e.put(t, 0, n)
-	e.proxy.SetDelay(20 * time.Millisecond)
-	e.proxy.Restore()
-	waitFor(t, 30*time.Second, "start of the catch-up", func() bool { return o.puts.Load() > 0 })
-	e.proxy.Cut()
-	if got := o.puts.Load(); got >= n {
-		t.Fatalf("the cut came after the catch-up (%d events applied): the test proves nothing", got)
-	}
-	at := o.puts.Load()
-	e.proxy.SetDelay(0)
-	e.proxy.Restore()
-	e.waitEqual(t, ix, 60*time.Second)
-	onlyStart(t, o)
-	t.Logf("cut after %d of %d events", at, n)
+// links are the ways a link fails under a watch: a cut (connections reset, refused until
+// restored: clientv3 resumes its own stream) and a black hole (a frozen host: the watcher must
+// notice the silence and resume itself).
+var links = []struct {
+	name   string
+	break_ func(*env, *observer)
+}{
+	{name: "cut", break_: func(e *env, _ *observer) { e.proxy.Cut() }},
+	{name: "black hole", break_: func(e *env, o *observer) {
+		o.mu.Lock()
+		before := len(o.failures)
+		o.mu.Unlock()
+		e.proxy.BlackHole()
+		waitForFailure(o, before)
+	}},
 }
 
-func TestCutDuringAQuietSpellResumesWithoutReloading(t *testing.T) {
-	e := newEnv(t)
-	ix := newIndex()
-	o, _ := e.start(t, ix, ix, func(w *Watcher) { w.ProgressEvery = 100 * time.Millisecond })
-	e.put(t, 0, 10)
-	e.waitEqual(t, ix, 10*time.Second)
-	heard := o.heard.Load()
-	waitFor(t, 5*time.Second, "progress while quiet", func() bool { return o.heard.Load() > heard+2 })
+// waitForFailure gives the watcher up to 10 s to notice a black hole (it should in about
+// ProgressEvery + StallAfter); the test's later checks tell whether it resumed right.
+func waitForFailure(o *observer, before int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		o.mu.Lock()
+		n := len(o.failures)
+		o.mu.Unlock()
+		if n > before {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
-	e.proxy.Cut()
-	e.put(t, 10, 10)
-	e.proxy.Restore()
-	e.waitEqual(t, ix, 20*time.Second)
-	onlyStart(t, o)
+func quick(w *Watcher) { w.ProgressEvery, w.StallAfter = 100*time.Millisecond, 300*time.Millisecond }
+
+func TestLinkLostInTheMiddleOfACatchUpResumesWithoutSkippingOrReloading(t *testing.T) {
+	for _, link := range links {
+		t.Run(link.name, func(t *testing.T) {
+			e := newEnv(t)
+			ix := newIndex()
+			o, _ := e.start(t, ix, ix, quick)
+
+			// Fall behind by 6000 revisions, then catch up through a slow link, broken part-way.
+			const n = 6000
+			e.proxy.Cut()
+			e.put(t, 0, n)
+			e.proxy.SetDelay(20 * time.Millisecond)
+			e.proxy.Restore()
+			waitFor(t, 30*time.Second, "start of the catch-up", func() bool { return o.puts.Load() > 0 })
+			at := o.puts.Load()
+			link.break_(e, o)
+			broke := o.puts.Load()
+			if at >= n {
+				t.Fatalf("the link broke after the catch-up (%d events applied): the test proves nothing", at)
+			}
+			e.proxy.SetDelay(0)
+			e.proxy.Restore()
+			e.waitEqual(t, ix, 60*time.Second)
+			onlyStart(t, o)
+			o.mu.Lock()
+			t.Logf("link broken after %d of %d events; %d applied at the break's end; failures %q", at, n, broke, o.failures)
+			o.mu.Unlock()
+		})
+	}
+}
+
+func TestLinkLostDuringAQuietSpellResumesWithoutReloading(t *testing.T) {
+	for _, link := range links {
+		t.Run(link.name, func(t *testing.T) {
+			e := newEnv(t)
+			ix := newIndex()
+			o, _ := e.start(t, ix, ix, quick)
+			e.put(t, 0, 10)
+			e.waitEqual(t, ix, 10*time.Second)
+			heard := o.heard.Load()
+			waitFor(t, 5*time.Second, "progress while quiet", func() bool { return o.heard.Load() > heard+2 })
+
+			link.break_(e, o)
+			e.put(t, 10, 10)
+			e.proxy.Restore()
+			e.waitEqual(t, ix, 20*time.Second)
+			onlyStart(t, o)
+		})
+	}
 }
 
 func TestProgressNotificationsAdvanceTheResumeRevision(t *testing.T) {
