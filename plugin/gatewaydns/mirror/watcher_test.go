@@ -109,7 +109,7 @@ func TestLinkLostDuringAQuietSpellResumesWithoutReloading(t *testing.T) {
 func TestProgressNotificationsAdvanceTheResumeRevision(t *testing.T) {
 	e := newEnv(t)
 	ix := newIndex()
-	o, _ := e.start(t, ix, ix, func(w *Watcher) { w.ProgressEvery = 100 * time.Millisecond })
+	o, _ := e.start(t, ix, ix, quick)
 	e.put(t, 0, 1)
 	e.waitEqual(t, ix, 10*time.Second)
 
@@ -125,8 +125,14 @@ func TestProgressNotificationsAdvanceTheResumeRevision(t *testing.T) {
 	heard := o.heard.Load()
 	waitFor(t, 5*time.Second, "two progress notifications", func() bool { return o.heard.Load() >= heard+2 })
 
-	// Compact past the last event but not past the last progress revision, while cut off.
-	e.proxy.Cut()
+	// Compact past the last event but not past the last progress revision, while cut off by
+	// a black hole, which the watcher resumes from itself (clientv3 resumes a cut stream on
+	// its own, from its own revision).
+	o.mu.Lock()
+	before := len(o.failures)
+	o.mu.Unlock()
+	e.proxy.BlackHole()
+	waitForFailure(o, before)
 	if _, err := e.direct.Compact(context.Background(), last); err != nil {
 		t.Fatal(err)
 	}
