@@ -54,14 +54,42 @@ func (ix *Index) Digest(prefix string) (d Digest, ok bool) {
 }
 
 // loadDigestsLocked recomputes the digest of prefix, and of every loaded prefix below it
-// (their keys were just replaced too), from the kvs of a Load.
-func (ix *Index) loadDigestsLocked(prefix string, kvs []keyRev) {
-	for p := range ix.digests {
-		if p != prefix && strings.HasPrefix(p, prefix) {
+// (their keys were just replaced too), from the kvs of a Load; a loaded prefix above it (a
+// zone and its subzone) trades the region's old share, held is what the index held under
+// prefix before, for the new one. Call it before the tree changes.
+func (ix *Index) loadDigestsLocked(prefix string, base []string, kvs []keyRev) {
+	loaded := digestOf(prefix, kvs)
+	var held *Digest
+	for p, d := range ix.digests {
+		switch {
+		case p == prefix:
+		case strings.HasPrefix(p, prefix):
 			ix.digests[p] = digestOf(p, kvs)
+		case strings.HasPrefix(prefix, p):
+			if held == nil {
+				held = ix.regionLocked(prefix, base)
+			}
+			d.Keys += loaded.Keys - held.Keys
+			d.Sum += loaded.Sum - held.Sum
 		}
 	}
-	ix.digests[prefix] = digestOf(prefix, kvs)
+	ix.digests[prefix] = loaded
+}
+
+// regionLocked is the digest of what the index holds strictly below the node at base, which
+// is what a Load of prefix replaces: served values and skipped ones.
+func (ix *Index) regionLocked(prefix string, base []string) *Digest {
+	d := &Digest{}
+	n, depth := ix.tree.walk(base)
+	if depth == len(base) {
+		walkValues(n, strings.TrimSuffix(ix.root+strings.Join(base, "/"), "/"), d)
+	}
+	for key, inv := range ix.invalid {
+		if strings.HasPrefix(key, prefix) {
+			d.Add(key, inv.revision)
+		}
+	}
+	return d
 }
 
 type keyRev struct {
@@ -105,4 +133,21 @@ func (ix *Index) revisionLocked(key string, elems []string) int64 {
 		return inv.revision
 	}
 	return 0
+}
+
+// walkValues adds every value strictly below n, whose key is key, to d.
+func walkValues(n *node, key string, d *Digest) {
+	visit := func(name string, c *node) {
+		k := key + "/" + name
+		if c.value != nil {
+			d.Add(k, c.value.origin.revision)
+		}
+		walkValues(c, k, d)
+	}
+	for name, c := range n.children.many {
+		visit(name, c)
+	}
+	for _, c := range n.children.few {
+		visit(c.name, c.node)
+	}
 }

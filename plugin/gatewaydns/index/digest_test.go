@@ -11,9 +11,10 @@ import (
 
 // TestDigestEqualsEtcdsAfterAnyChanges pins that the index's digest of a prefix equals the
 // digest of etcd's keys under it (modelled by a map of key to mod revision) after loads and
-// batches of puts, updates, deletes and invalid values, with a second prefix loaded alongside.
+// batches of puts, updates, deletes and invalid values, with a second prefix loaded alongside
+// and a third nested in the first (a zone and its subzone), each reloaded now and then.
 func TestDigestEqualsEtcdsAfterAnyChanges(t *testing.T) {
-	prefixes := []string{"/skydns/test/a/", "/skydns/test/b/"}
+	prefixes := []string{"/skydns/test/a/", "/skydns/test/b/", "/skydns/test/a/k1/"}
 	values := []string{`{"host":"10.0.0.1"}`, `{"host":"10.0.0.2","ttl":5}`, `not json`}
 	for seed := range uint64(20) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -28,7 +29,7 @@ func TestDigestEqualsEtcdsAfterAnyChanges(t *testing.T) {
 				rev++
 				etcd[randomKey()] = rev
 			}
-			for _, p := range prefixes {
+			load := func(p string) {
 				var kvs []record.KV
 				for k, r := range etcd {
 					if strings.HasPrefix(k, p) {
@@ -36,6 +37,9 @@ func TestDigestEqualsEtcdsAfterAnyChanges(t *testing.T) {
 					}
 				}
 				ix.Load(p, kvs)
+			}
+			for _, i := range rng.Perm(len(prefixes)) {
+				load(prefixes[i])
 			}
 			for range 30 {
 				var batch []record.Change
@@ -54,6 +58,9 @@ func TestDigestEqualsEtcdsAfterAnyChanges(t *testing.T) {
 					batch = append(batch, record.Change{KV: record.KV{Key: k, Value: []byte(values[rng.IntN(len(values))]), Revision: rev}})
 				}
 				ix.Apply(batch)
+				if rng.IntN(4) == 0 {
+					load(prefixes[rng.IntN(len(prefixes))])
+				}
 				for _, p := range prefixes {
 					var want Digest
 					for k, r := range etcd {

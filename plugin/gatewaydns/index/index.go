@@ -136,6 +136,7 @@ func (ix *Index) Load(prefix string, kvs []record.KV) {
 		}
 	}
 	ix.mu.Lock()
+	ix.loadDigestsLocked(prefix, base, held)
 	ix.count += count - ix.tree.graft(base, sub)
 	for key := range ix.invalid {
 		if strings.HasPrefix(key, prefix) {
@@ -143,7 +144,6 @@ func (ix *Index) Load(prefix string, kvs []record.KV) {
 		}
 	}
 	ix.reportLocked(rejected)
-	ix.loadDigestsLocked(prefix, held)
 	ix.loadedPrefixes[prefix] = true
 	all := true
 	for _, p := range ix.opts.Prefixes {
