@@ -59,7 +59,11 @@ func TestDigestEqualsEtcdsAfterAnyChanges(t *testing.T) {
 				}
 				ix.Apply(batch)
 				if rng.IntN(4) == 0 {
-					load(prefixes[rng.IntN(len(prefixes))])
+					// A reload repairs a put the index missed under its prefix.
+					p := prefixes[rng.IntN(len(prefixes))]
+					rev++
+					etcd[fmt.Sprintf("%smissed/x%d", p, rng.IntN(3))] = rev
+					load(p)
 				}
 				for _, p := range prefixes {
 					var want Digest
