@@ -80,7 +80,10 @@ func (w *Watcher) session(ctx context.Context, rev int64) (int64, bool, error) {
 			heard = true
 			p.heard(time.Now())
 			w.answered()
-			w.Observer.Heard()
+			if !resp.Created {
+				// Freshness moves with data and progress only: a new watch may be far behind.
+				w.Observer.Heard()
+			}
 			switch {
 			case len(resp.Events) > 0:
 				// The last event's revision, not the header's: while catching up, a batch's
