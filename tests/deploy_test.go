@@ -397,7 +397,7 @@ var kubernetesPluginReads = []access{
 // gatewaydnsReads is what the gatewaydns writer reads (kubesource: informers on these).
 func gatewaydnsReads() []access {
 	var out []access
-	for _, verb := range []string{"get", "list", "watch"} {
+	for _, verb := range []string{"list", "watch"} {
 		for _, r := range gatewayResources {
 			out = append(out, access{verb: verb, group: gatewayGroup, resource: r})
 		}
@@ -412,6 +412,10 @@ var eventWrites = []access{{verb: "create", resource: "events"}, {verb: "patch",
 // neverAllowed is what neither role may do.
 func neverAllowed() []access {
 	out := []access{
+		// The informers list and watch; nothing gets one object.
+		{verb: "get", group: "networking.k8s.io", resource: "ingresses"},
+		{verb: "get", group: gatewayGroup, resource: "httproutes"},
+		{verb: "get", group: gatewayGroup, resource: "gateways"},
 		{verb: "get", resource: "secrets"}, {verb: "list", resource: "secrets"}, {verb: "watch", resource: "secrets"},
 		{verb: "get", resource: "configmaps"}, {verb: "list", resource: "configmaps"},
 		{verb: "get", resource: "pods"}, {verb: "list", resource: "pods"}, {verb: "watch", resource: "pods"},
@@ -589,11 +593,11 @@ func TestDeploy(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		cen := runDeployedCorefile(t, "central", central, certs, k.UserKubeconfig(t, "system:serviceaccount:kube-system:coredns-central", saGroups...),
+		cen, cenZone := runDeployedCorefile(t, "central", central, certs, k.UserKubeconfig(t, "system:serviceaccount:kube-system:coredns-central", saGroups...),
 			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL})
 		cen.waitReady(t, 60*time.Second)
-		wl := runDeployedCorefile(t, "workload", workload, certs, k.UserKubeconfig(t, saName, saGroups...),
-			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL, "GATEWAYDNS_CENTRAL": cen.DNS})
+		wl, _ := runDeployedCorefile(t, "workload", workload, certs, k.UserKubeconfig(t, saName, saGroups...),
+			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL, "GATEWAYDNS_CENTRAL": cenZone})
 		wl.waitReady(t, 60*time.Second)
 		t.Logf("both Corefiles ready %v after the test started", time.Since(start).Round(time.Millisecond))
 
@@ -618,6 +622,16 @@ func TestDeploy(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, 10*time.Second, wl.DNS, "new.us1.openmcp.cluster", dns.TypeA, hasAnswer)
+		// The central zone-only port (the LoadBalancer's target) answers the zone and refuses
+		// everything else: no recursion, no cluster.local for whoever reaches it.
+		if r := ask(t, "udp", cenZone, "shop.us1.openmcp.cluster.", dns.TypeA); !answersWith("198.51.100.7")(r) {
+			t.Errorf("central zone port: shop.us1.openmcp.cluster: %v", r)
+		}
+		for _, name := range []string{"kubernetes.default.svc.cluster.local.", "example.org."} {
+			if r := ask(t, "udp", cenZone, name, dns.TypeA); r.Rcode != dns.RcodeRefused || len(r.Answer) != 0 {
+				t.Errorf("central zone port answers %s: %v, want REFUSED", name, r)
+			}
+		}
 		// The workload writer runs: it leads for its owner (the overlay's), with its domain filter.
 		deadline := time.Now().Add(20 * time.Second)
 		want := `coredns_gatewaydns_writer_leader{owner="prod.platform.eu1"} 1`
@@ -721,6 +735,25 @@ func staticChecks(t *testing.T, name string, objs []*unstructured.Unstructured, 
 	if ports["liveness-probe"] != 8080 || ports["readiness-probe"] != 8181 || ports["metrics"] != 9153 || ports["dns"] != 53 || ports["dns-tcp"] != 53 {
 		t.Errorf("%s: container ports %v", name, ports)
 	}
+	// Memory sized for 100k records (docs/operations.md "Capacity": +136-152 MB over the stock
+	// 170Mi), GOMEMLIMIT below the limit so the collector acts before the OOM killer.
+	limit, _, _ := unstructured.NestedString(c, "resources", "limits", "memory")
+	if limit != "384Mi" || env["GOMEMLIMIT"] != "320MiB" {
+		t.Errorf("%s: memory limit %q, GOMEMLIMIT %q; want 384Mi and 320MiB", name, limit, env["GOMEMLIMIT"])
+	}
+	if !publishes {
+		svc := findObj(t, objs, "Service", "gatewaydns")
+		ranges, _, _ := unstructured.NestedStringSlice(svc.Object, "spec", "loadBalancerSourceRanges")
+		if len(ranges) == 0 {
+			t.Errorf("%s: Service gatewaydns has no loadBalancerSourceRanges: open to anyone", name)
+		}
+		sp, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+		for _, p := range sp {
+			if tp := p.(map[string]any)["targetPort"]; tp != "dns-zone" && tp != "dns-zone-tcp" {
+				t.Errorf("%s: Service gatewaydns sends to %v, want the zone-only port", name, tp)
+			}
+		}
+	}
 	if p, _, _ := unstructured.NestedString(c, "livenessProbe", "httpGet", "path"); p != "/health" {
 		t.Errorf("%s: liveness path %q", name, p)
 	}
@@ -742,7 +775,8 @@ func toInt64(v any) int64 {
 }
 
 var (
-	serverKey53   = regexp.MustCompile(`(?m)^(\S+):53 \{`)
+	serverKey53   = regexp.MustCompile(`(?m)^(\S+):53 `)
+	serverKey5353 = regexp.MustCompile(`(\S+):5353 \{`)
 	healthLine    = regexp.MustCompile(`(?m)^(\s*)health \{`)
 	readyLine     = regexp.MustCompile(`(?m)^(\s*)ready$`)
 	prometheusLn  = regexp.MustCompile(`(?m)^(\s*)prometheus :9153$`)
@@ -755,13 +789,18 @@ var (
 // environment of its Deployment (overridden by env), changed only where a pod and this test
 // differ: loopback ports instead of :53/:8080/:8181/:9153, the certificates' directory, and a
 // kubeconfig for the ServiceAccount instead of in-cluster credentials.
-func runDeployedCorefile(t *testing.T, name string, objs []*unstructured.Unstructured, certs, kubeconfig string, env map[string]string) *coreDNSProcess {
+//
+// It returns the process and the address of the zone-only listener (the Corefile's :5353).
+func runDeployedCorefile(t *testing.T, name string, objs []*unstructured.Unstructured, certs, kubeconfig string, env map[string]string) (*coreDNSProcess, string) {
 	t.Helper()
 	cm := findObj(t, objs, "ConfigMap", "coredns")
 	corefile, _, _ := unstructured.NestedString(cm.Object, "data", "Corefile")
 	p := newCoreDNSProcess(t)
 	_, port, _ := net.SplitHostPort(p.DNS)
-	corefile = serverKey53.ReplaceAllString(corefile, "$1:"+port+" {")
+	corefile = serverKey53.ReplaceAllString(corefile, "$1:"+port+" ")
+	// The central zone-only listener (:5353) on a port of its own, on the DNS address's host.
+	zonePort := fmt.Sprint(freePort(t))
+	corefile = serverKey5353.ReplaceAllString(corefile, "$1:"+zonePort+" {")
 	corefile = healthLine.ReplaceAllString(corefile, "${1}health "+p.Health+" {")
 	corefile = readyLine.ReplaceAllString(corefile, "${1}ready "+p.Ready)
 	corefile = prometheusLn.ReplaceAllString(corefile, "${1}prometheus "+p.Metrics)
@@ -777,5 +816,6 @@ func runDeployedCorefile(t *testing.T, name string, objs []*unstructured.Unstruc
 		environ = append(environ, k+"="+v)
 	}
 	p.start(t, name+".Corefile", corefile, nil, environ)
-	return p
+	host, _, _ := net.SplitHostPort(p.DNS)
+	return p, net.JoinHostPort(host, zonePort)
 }
