@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,6 +54,43 @@ type kustomization struct {
 	Patches            []kPatch    `json:"patches"`
 	ConfigMapGenerator []generator `json:"configMapGenerator"`
 	SecretGenerator    []generator `json:"secretGenerator"`
+	Images             []kImage    `json:"images"`
+}
+
+// kImage is one entry of kustomize's images: the containers whose image is Name (with any tag)
+// get NewName and NewTag (or Digest) instead.
+type kImage struct {
+	Name    string `json:"name"`
+	NewName string `json:"newName"`
+	NewTag  string `json:"newTag"`
+	Digest  string `json:"digest"`
+}
+
+// nameHash is kustomize's name suffix of a generated ConfigMap (sigs.k8s.io/kustomize/api/hasher):
+// the first 10 hex digits of the SHA-256 of {"data","kind","name"} as JSON, with the digits and
+// letters that could spell words replaced. kustomize v5 hashes the object before it is named,
+// so "name" is empty (checked against kubectl kustomize by renderOverlay).
+func nameHash(data map[string]any) (string, error) {
+	b, err := json.Marshal(map[string]any{"kind": "ConfigMap", "name": "", "data": data})
+	if err != nil {
+		return "", err
+	}
+	sum := fmt.Sprintf("%x", sha256.Sum256(b))
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '0':
+			return 'g'
+		case '1':
+			return 'h'
+		case '3':
+			return 'k'
+		case 'a':
+			return 'm'
+		case 'e':
+			return 't'
+		}
+		return r
+	}, sum[:10]), nil
 }
 
 type kPatch struct {
@@ -135,9 +173,10 @@ func renderKustomization(dir string) ([]*unstructured.Unstructured, error) {
 		}
 		objs = append(objs, got...)
 	}
+	renamed := map[string]string{} // generated ConfigMaps: name -> name with its hash
 	gen := func(kind string, g generator) (*unstructured.Unstructured, error) {
-		if !g.Options.DisableNameSuffixHash {
-			return nil, fmt.Errorf("%s %s: set options.disableNameSuffixHash (name hashes are not rendered here)", kind, g.Name)
+		if !g.Options.DisableNameSuffixHash && kind != "ConfigMap" {
+			return nil, fmt.Errorf("%s %s: set options.disableNameSuffixHash (name hashes are rendered for ConfigMaps only)", kind, g.Name)
 		}
 		d := map[string]any{}
 		for _, f := range g.Files {
@@ -162,6 +201,14 @@ func renderKustomization(dir string) ([]*unstructured.Unstructured, error) {
 		}
 		if kind == "Secret" {
 			o.Object["type"] = cmpOr(g.Type, "Opaque")
+		}
+		if !g.Options.DisableNameSuffixHash {
+			h, err := nameHash(d)
+			if err != nil {
+				return nil, err
+			}
+			o.SetName(g.Name + "-" + h)
+			renamed[g.Name] = o.GetName()
 		}
 		// Through JSON, so that the []byte becomes its base64 string as in kustomize's output.
 		b, err := json.Marshal(o.Object)
@@ -224,6 +271,46 @@ func renderKustomization(dir string) ([]*unstructured.Unstructured, error) {
 			}
 			objs[i] = &unstructured.Unstructured{Object: m}
 		}
+	}
+	// What kustomize does after the patches: the Deployments' references to a generated
+	// ConfigMap follow its hashed name, and images: replaces the containers' images.
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		vols, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+		for _, v := range vols {
+			if cm, ok := v.(map[string]any)["configMap"].(map[string]any); ok {
+				if n, ok := renamed[cm["name"].(string)]; ok {
+					cm["name"] = n
+				}
+			}
+		}
+		_ = unstructured.SetNestedSlice(o.Object, vols, "spec", "template", "spec", "volumes")
+		cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, c := range cs {
+			c := c.(map[string]any)
+			img := c["image"].(string)
+			name := img
+			if i := strings.LastIndexAny(img, ":@"); i > strings.LastIndex(img, "/") {
+				name = img[:i]
+			}
+			for _, im := range k.Images {
+				if im.Name != name {
+					continue
+				}
+				n := cmpOr(im.NewName, name)
+				switch {
+				case im.Digest != "":
+					c["image"] = n + "@" + im.Digest
+				case im.NewTag != "":
+					c["image"] = n + ":" + im.NewTag
+				default:
+					c["image"] = n + strings.TrimPrefix(img, name)
+				}
+			}
+		}
+		_ = unstructured.SetNestedSlice(o.Object, cs, "spec", "template", "spec", "containers")
 	}
 	return objs, nil
 }
@@ -303,7 +390,8 @@ func renderOverlay(t *testing.T, name string) []*unstructured.Unstructured {
 func findObj(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
 	t.Helper()
 	for _, o := range objs {
-		if o.GetKind() == kind && o.GetName() == name {
+		// A generated ConfigMap carries kustomize's 10-character hash after its name.
+		if o.GetKind() == kind && (o.GetName() == name || kind == "ConfigMap" && len(o.GetName()) == len(name)+11 && strings.HasPrefix(o.GetName(), name+"-")) {
 			return o
 		}
 	}
@@ -734,6 +822,21 @@ func staticChecks(t *testing.T, name string, objs []*unstructured.Unstructured, 
 	}
 	if ports["liveness-probe"] != 8080 || ports["readiness-probe"] != 8181 || ports["metrics"] != 9153 || ports["dns"] != 53 || ports["dns-tcp"] != 53 {
 		t.Errorf("%s: container ports %v", name, ports)
+	}
+	// A hashed ConfigMap name, mounted: a new Corefile is a new ConfigMap, old pods keep theirs.
+	vols, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+	mounted := ""
+	for _, v := range vols {
+		if cmv, ok := v.(map[string]any)["configMap"].(map[string]any); ok {
+			mounted, _ = cmv["name"].(string)
+		}
+	}
+	if mounted != cm.GetName() || mounted == "coredns" {
+		t.Errorf("%s: the Deployment mounts ConfigMap %q, want the generated %q (coredns-<hash>)", name, mounted, cm.GetName())
+	}
+	// The image is set by the overlay's images:, never the base's placeholder or :latest.
+	if img, _ := c["image"].(string); img == "gatewaydns-coredns" || strings.HasSuffix(img, ":latest") || !strings.Contains(img, "/") {
+		t.Errorf("%s: image %q: set it through the overlay's images:", name, img)
 	}
 	// Memory sized for 100k records (docs/operations.md "Capacity": +136-152 MB over the stock
 	// 170Mi), GOMEMLIMIT below the limit so the collector acts before the OOM killer.
