@@ -286,7 +286,9 @@ func renderKustomization(dir string) ([]*unstructured.Unstructured, error) {
 				}
 			}
 		}
-		_ = unstructured.SetNestedSlice(o.Object, vols, "spec", "template", "spec", "volumes")
+		if vols != nil {
+			_ = unstructured.SetNestedSlice(o.Object, vols, "spec", "template", "spec", "volumes")
+		}
 		cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 		for _, c := range cs {
 			c := c.(map[string]any)
