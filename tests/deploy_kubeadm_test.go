@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,6 +149,31 @@ func TestDeployKubeadmImageSwap(t *testing.T) {
 			if strings.Contains(fields, `"f:image"`) || !strings.Contains(fields, `"f:replicas"`) {
 				t.Errorf("kubeadm manages %s, want everything but the image", fields)
 			}
+		}
+	}
+
+	// Step two: the whole workload overlay, forced. It takes kubeadm's Deployment fields, but
+	// mounts a ConfigMap of its own: kubeadm's ConfigMap coredns keeps the stock Corefile, for
+	// any pod of the old ReplicaSet that restarts during the rollout.
+	workload := renderOverlay(t, "workload")
+	for _, o := range workload {
+		if _, err := serverSideApply(t, k.Config, o, "gatewaydns", true); err != nil {
+			t.Errorf("workload overlay, forced: %s: %v", objID(o), err)
+		}
+	}
+	for _, o := range kubeadmCoreDNS(t) {
+		if o.GetKind() != "ConfigMap" {
+			continue
+		}
+		cm, err := dynamic.NewForConfigOrDie(k.Config).Resource(corev1.SchemeGroupVersion.WithResource("configmaps")).
+			Namespace("kube-system").Get(context.Background(), "coredns", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, _ := unstructured.NestedString(cm.Object, "data", "Corefile")
+		want, _, _ := unstructured.NestedString(o.Object, "data", "Corefile")
+		if got != want {
+			t.Errorf("kubeadm's ConfigMap coredns changed by the workload overlay:\n%s", got)
 		}
 	}
 }
