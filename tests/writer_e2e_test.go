@@ -506,8 +506,9 @@ func TestWriterEtcdAuthConfinesCredentials(t *testing.T) {
 
 // TestWriterPoliciesAndLease: `policy upsert-only` never deletes (a deleted route's name keeps
 // answering), `policy create-only` never updates (a Gateway's new address is not taken, the old
-// one keeps answering, a new name is still created), and with `lease 3s` a running writer's
-// records stay while a stopped writer's records expire about the lease after it stopped.
+// one keeps answering, a new name is still created), and with `lease 15s` (the shortest that
+// outlives a failover: election TTL 10s + 5s) a running writer's records stay while a stopped
+// writer's records expire about the lease after it stopped.
 func TestWriterPoliciesAndLease(t *testing.T) {
 	start := time.Now()
 	etcd := testenv.StartEtcd(t)
@@ -522,7 +523,7 @@ func TestWriterPoliciesAndLease(t *testing.T) {
 	central := runCentral(t, etcd.ClientURL)
 	up := runWriter(t, "upsert-only", etcd.ClientURL, "up", kube.KubeconfigFile, "up.openmcp.cluster", "policy upsert-only", "namespaces up")
 	co := runWriter(t, "create-only", etcd.ClientURL, "co", kube.KubeconfigFile, "co.openmcp.cluster", "policy create-only", "namespaces co")
-	ls := runWriter(t, "lease", etcd.ClientURL, "ls", kube.KubeconfigFile, "ls.openmcp.cluster", "lease 3s", "namespaces ls")
+	ls := runWriter(t, "lease", etcd.ClientURL, "ls", kube.KubeconfigFile, "ls.openmcp.cluster", "lease 15s", "namespaces ls")
 	for _, w := range []*coreDNSProcess{up, co, ls} {
 		w.waitReady(t, 60*time.Second)
 	}
@@ -571,19 +572,21 @@ func TestWriterPoliciesAndLease(t *testing.T) {
 
 	t.Run("lease expires a stopped writer's records", func(t *testing.T) {
 		// A running writer's leased records outlive the lease: it keeps the lease alive.
-		if wait := 4500*time.Millisecond - time.Since(leaseSince); wait > 0 {
+		// Watched by leasePoll for one and a half leases.
+		if wait := 22500*time.Millisecond - time.Since(leaseSince); wait > 0 {
 			time.Sleep(wait)
 		}
-		leasePoll.finish(t, fmt.Sprintf("web.ls during %s of a running writer with lease 3s", time.Since(leaseSince).Round(100*time.Millisecond)))
+		leasePoll.finish(t, fmt.Sprintf("web.ls during %s of a running writer with lease 15s", time.Since(leaseSince).Round(100*time.Millisecond)))
 
 		stopped := time.Now()
 		ls.stop(t) // SIGTERM: a clean shutdown, which does not revoke the records' lease
 		stopTook := time.Since(stopped)
-		waitFor(t, 15*time.Second, central.DNS, "web.ls.openmcp.cluster.", dns.TypeA, isNXDOMAIN)
+		waitFor(t, 30*time.Second, central.DNS, "web.ls.openmcp.cluster.", dns.TypeA, isNXDOMAIN)
 		gone := time.Since(stopped)
 		t.Logf("SIGTERM took %s; the records were gone %s after it", stopTook, gone)
-		if gone < 1500*time.Millisecond || gone > 3*time.Second+3*time.Second {
-			t.Errorf("the records disappeared %s after the writer stopped, want about the lease (3s)", gone)
+		// etcd's keep-alive renews at a third of the TTL, so 10-15s of it are left at the stop.
+		if gone < 9*time.Second || gone > 15*time.Second+4*time.Second {
+			t.Errorf("the records disappeared %s after the writer stopped, want about the lease (15s, at least 10s left at the stop)", gone)
 		}
 		if got := keysUnder(t, cli, "/skydns/cluster/openmcp/ls/"); len(got) != 0 {
 			t.Errorf("keys left: %v", got)

@@ -220,7 +220,7 @@ var writerEtcdReachable = promauto.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "1 while etcd answers the owner's writer, 0 before it first did and while it is unreachable.",
 }, []string{"owner"})
 
-func (m *publishMetrics) Reachable(ok bool) {
+func (m *publishMetrics) EtcdReachable(ok bool) {
 	v := 0.0
 	if ok {
 		v = 1
@@ -232,7 +232,7 @@ func (m *publishMetrics) Reachable(ok bool) {
 // them sees the first event, and an alert on them can tell "none yet" from "not exported".
 // A series that already exists (a reload sharing the feed) keeps its value.
 func metricsAtZero(zones string) {
-	for _, op := range []string{"get", "watch", "lease"} {
+	for _, op := range []string{"get", "watch", "lease", "check"} {
 		etcdErrors.WithLabelValues(zones, op)
 	}
 	for _, reason := range []string{"start", "compacted", "inconsistent"} {

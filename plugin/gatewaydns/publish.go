@@ -292,9 +292,8 @@ func parsePublishOption(opt string, args []string, pc *publishConfig) (ok bool, 
 	case "lease":
 		var v string
 		if v, err = one(); err == nil {
-			pc.lease, err = time.ParseDuration(v)
-			if err == nil && pc.lease < 2*time.Second {
-				err = fmt.Errorf("lease %s is shorter than 2s", v)
+			if pc.lease, err = time.ParseDuration(v); err == nil {
+				err = writer.CheckLease(pc.lease, writer.DefaultElectionTTL)
 			}
 		}
 	case "kubeconfig":

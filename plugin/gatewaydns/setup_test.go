@@ -140,7 +140,7 @@ func TestParse(t *testing.T) {
 		{name: "publish-only without owner", input: "gatewaydns {\n publish-only\n}", wantErr: "publishing needs 'owner ID'"},
 		{name: "unknown policy", input: "gatewaydns {\n owner eu1\n policy sometimes\n}", wantErr: "Testfile:3 - Error during parsing:"},
 		{name: "unknown conflict mode", input: "gatewaydns {\n owner eu1\n conflict maybe\n}", wantErr: "Testfile:3"},
-		{name: "lease too short", input: "gatewaydns {\n owner eu1\n lease 500ms\n}", wantErr: "shorter than 2s"},
+		{name: "lease too short to outlive a failover", input: "gatewaydns {\n owner eu1\n lease 14s\n}", wantErr: "Testfile:3 - Error during parsing: lease 14s is shorter than the election TTL 10s plus 5s"},
 		{name: "owner with a slash", input: "gatewaydns {\n owner eu/1\n}", wantErr: "may not contain"},
 		{name: "bad label selector", input: "gatewaydns {\n owner eu1\n label-filter a=(b\n}", wantErr: "label-filter"},
 		{name: "unknown source", input: "gatewaydns {\n owner eu1\n sources gateway-httproute service\n}", wantErr: `unknown source "service"`},

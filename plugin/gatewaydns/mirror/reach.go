@@ -31,9 +31,7 @@ func (w *Watcher) answered() {
 	if prev == reachDown {
 		w.Log.Infof("etcd answers again for %s, after %s", w.Prefix, down.Round(time.Second))
 	}
-	if r, ok := w.Observer.(ReachObserver); ok {
-		r.Reachable(true)
-	}
+	w.Observer.Reachable(true)
 }
 
 // failed counts a failure, and calls etcd unreachable once it has not answered for
@@ -49,7 +47,5 @@ func (w *Watcher) failed(op string, err error) {
 	since := w.reach.since
 	w.reach.mu.Unlock()
 	w.Log.Warningf("etcd unreachable for %s since %s, serving the last records: %s: %v", w.Prefix, since.UTC().Format(time.RFC3339), op, err)
-	if r, ok := w.Observer.(ReachObserver); ok {
-		r.Reachable(false)
-	}
+	w.Observer.Reachable(false)
 }

@@ -39,11 +39,8 @@ type Observer interface {
 	Applied(puts, deletes int)
 	Heard() // etcd answered: data or a progress notification
 	Failed(op string, err error)
-}
-
-// ReachObserver is an Observer that is also told when etcd stops answering and when it
-// answers again (transitions only). Optional until every Observer has it.
-type ReachObserver interface {
+	// Reachable is told when etcd stops answering (false) and answers again (true):
+	// transitions only, the first true at the first answer.
 	Reachable(up bool)
 }
 
