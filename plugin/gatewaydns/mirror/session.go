@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -23,11 +24,16 @@ var sessions atomic.Uint64
 
 const sessionKey = "gatewaydns-watch-session"
 
-// session watches from rev+1 and applies every change until the watch fails, stalls, is found
-// inconsistent, or ctx ends. It returns the revision the Sink reflects (the last applied
-// event's, or a later progress notification's), whether etcd said anything, and why it
-// stopped.
-func (w *Watcher) session(ctx context.Context, rev int64) (int64, bool, error) {
+// session watches from revision from (rev, or rev+1 when rev itself is compacted away) and
+// applies every change after rev until the watch fails, stalls, is found inconsistent, or ctx
+// ends. It returns the revision the Sink reflects (the last applied event's, or a later
+// progress notification's), whether etcd said anything, and why it stopped.
+//
+// The watch starts at rev, which the Sink already holds, rather than at rev+1: etcd (3.5.8 and
+// later) answers a progress request only when every watch of the stream starts at or below
+// its current revision, so a watch from rev+1 in a quiet zone would never hear one, and would
+// be taken for stalled every few seconds. The events of rev itself are dropped.
+func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, error) {
 	md := metadata.AppendToOutgoingContext(ctx, sessionKey, strconv.FormatUint(sessions.Add(1), 10))
 	sctx, cancel := context.WithCancel(clientv3.WithRequireLeader(md))
 	defer cancel()
@@ -35,7 +41,7 @@ func (w *Watcher) session(ctx context.Context, rev int64) (int64, bool, error) {
 	// Watch itself waits until the client's stream goroutine takes the request, which it does
 	// only once it has opened the stream: on a frozen member that is never. Bound it.
 	giveUp := time.AfterFunc(p.every+p.stall, cancel)
-	wch := w.Client.Watch(sctx, w.Prefix, clientv3.WithPrefix(), clientv3.WithRev(rev+1),
+	wch := w.Client.Watch(sctx, w.Prefix, clientv3.WithPrefix(), clientv3.WithRev(from),
 		clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
 	if !giveUp.Stop() && ctx.Err() == nil {
 		return rev, false, errStalled
@@ -72,7 +78,7 @@ func (w *Watcher) session(ctx context.Context, rev int64) (int64, bool, error) {
 				return rev, heard, errors.New("watch channel closed")
 			}
 			if resp.CompactRevision != 0 {
-				return rev, heard, rpctypes.ErrCompacted
+				return rev, heard, compactedError{at: resp.CompactRevision}
 			}
 			if err := resp.Err(); err != nil {
 				return rev, heard, err
@@ -84,12 +90,16 @@ func (w *Watcher) session(ctx context.Context, rev int64) (int64, bool, error) {
 				// Freshness moves with data and progress only: a new watch may be far behind.
 				w.Observer.Heard()
 			}
+			events := resp.Events
+			for len(events) > 0 && events[0].Kv.ModRevision <= rev {
+				events = events[1:] // held already: the watch starts at rev
+			}
 			switch {
-			case len(resp.Events) > 0:
+			case len(events) > 0:
 				// The last event's revision, not the header's: while catching up, a batch's
 				// header carries the store's current revision, past events not yet sent. All
 				// events of one revision come in one response (no WithFragment).
-				rev = w.apply(resp.Events)
+				rev = w.apply(events)
 			case resp.IsProgressNotify() && resp.Header.Revision > rev:
 				// Safe since etcd 3.5.8, which sends progress only to a synced watcher: every
 				// event up to the header's revision has been sent. The server here is 3.7.3.
@@ -125,3 +135,13 @@ func (w *Watcher) apply(events []*clientv3.Event) int64 {
 	w.noteLeases(leases)
 	return events[len(events)-1].Kv.ModRevision
 }
+
+// compactedError is a watch refused because its start revision was compacted away; at is the
+// oldest revision etcd still has.
+type compactedError struct{ at int64 }
+
+func (e compactedError) Error() string {
+	return fmt.Sprintf("%v: the oldest revision left is %d", rpctypes.ErrCompacted, e.at)
+}
+
+func (e compactedError) Is(target error) bool { return target == rpctypes.ErrCompacted }

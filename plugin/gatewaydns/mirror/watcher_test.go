@@ -106,6 +106,54 @@ func TestLinkLostDuringAQuietSpellResumesWithoutReloading(t *testing.T) {
 	}
 }
 
+// A zone that nothing writes to after the load still hears etcd every ProgressEvery, on
+// one stream: etcd answers a progress request only for watches that start at or below its
+// current revision, and a watch from load revision + 1 would never hear one.
+func TestQuietZoneHearsProgressWithoutAnyWriteAndKeepsItsStream(t *testing.T) {
+	e := newEnv(t)
+	e.put(t, 0, 3)
+	ix := newIndex()
+	o, _ := e.start(t, ix, ix, quick) // progress after 100 ms quiet, stalled 300 ms later
+	heard := o.heard.Load()
+	time.Sleep(2 * time.Second) // an observation window: 20 progress intervals, 5 stall bounds
+	if got := o.heard.Load() - heard; got < 5 {
+		t.Errorf("heard etcd %d times in 2s of a quiet zone, want a progress notification about every 100ms", got)
+	}
+	o.mu.Lock()
+	failures := append([]string(nil), o.failures...)
+	o.mu.Unlock()
+	if len(failures) > 0 {
+		t.Errorf("a quiet, healthy link was abandoned: %v", failures)
+	}
+	onlyStart(t, o)
+}
+
+// When compaction took exactly the revision the index holds, the watch resumes after it
+// instead of reloading: the index misses nothing that etcd still has.
+func TestCompactionOfTheHeldRevisionAloneResumesWithoutReloading(t *testing.T) {
+	e := newEnv(t)
+	ix := newIndex()
+	o, _ := e.start(t, ix, ix, quick)
+	e.put(t, 0, 1)
+	e.waitEqual(t, ix, 10*time.Second)
+	o.mu.Lock()
+	before := len(o.failures)
+	o.mu.Unlock()
+	e.proxy.BlackHole()
+	waitForFailure(o, before)
+	// The index holds revision r; compacting at r+1 removes r but keeps every change after it.
+	resp, err := e.direct.Put(context.Background(), prefix+"k/1", `{"host":"10.0.0.9"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.direct.Compact(context.Background(), resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	e.proxy.Restore()
+	e.waitEqual(t, ix, 20*time.Second)
+	onlyStart(t, o)
+}
+
 func TestProgressNotificationsAdvanceTheResumeRevision(t *testing.T) {
 	e := newEnv(t)
 	ix := newIndex()
@@ -145,7 +193,7 @@ func TestProgressNotificationsAdvanceTheResumeRevision(t *testing.T) {
 func TestFrozenEtcdIsNoticedReportedAndRecovered(t *testing.T) {
 	e := newEnv(t)
 	ix := newIndex()
-	o, _ := e.start(t, ix, ix, nil) // the defaults: progress after 1 s quiet, stalled 2 s later
+	o, _ := e.start(t, ix, ix, nil) // the defaults: progress after 1 s quiet, stalled 1 s later
 	e.put(t, 0, 1)
 	e.waitEqual(t, ix, 10*time.Second)
 	waitFor(t, 5*time.Second, "etcd reported reachable", func() bool { return slices.Equal(o.reach(), []bool{true}) })
