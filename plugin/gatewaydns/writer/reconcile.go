@@ -78,7 +78,9 @@ func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, failed in
 	for _, z := range zones {
 		p := record.NamePath(w.cfg.Prefix, z) + "/"
 		var resp *clientv3.GetResponse
-		err := w.request(ctx, func(ctx context.Context) (err error) {
+		// One attempt may take the whole Timeout: all of an owner's keys can take more than
+		// an AttemptTimeout to read, and a resync that never completes repairs nothing.
+		err := w.requestEach(ctx, w.cfg.Timeout, func(ctx context.Context) (err error) {
 			resp, err = w.client.Get(ctx, p, clientv3.WithPrefix())
 			return err
 		})

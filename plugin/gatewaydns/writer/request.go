@@ -17,9 +17,15 @@ import (
 // A retried write may have been applied by an attempt that timed out; writes are safe to
 // retry because every commit compares the revisions it planned from.
 func (w *Writer) request(ctx context.Context, f func(ctx context.Context) error) error {
+	return w.requestEach(ctx, w.cfg.AttemptTimeout, f)
+}
+
+// requestEach is request with attempts of at most attempt each: a read whose answer grows
+// with the zone (the resync's scan) needs longer attempts than a batch of a few names.
+func (w *Writer) requestEach(ctx context.Context, attempt time.Duration, f func(ctx context.Context) error) error {
 	deadline := time.Now().Add(w.cfg.Timeout)
 	for {
-		actx, cancel := context.WithTimeout(ctx, min(w.cfg.AttemptTimeout, time.Until(deadline)))
+		actx, cancel := context.WithTimeout(ctx, min(attempt, time.Until(deadline)))
 		err := f(actx)
 		cancel()
 		if ctx.Err() != nil {

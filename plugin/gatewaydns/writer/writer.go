@@ -29,8 +29,10 @@ const DefaultTimeout = 10 * time.Second
 
 // DefaultAttemptTimeout bounds one attempt of an etcd request. A member that is frozen (a hung
 // host, SIGSTOP) never answers; a short attempt lets the client's round robin pick another
-// member for the next one instead of waiting out the whole Timeout.
-const DefaultAttemptTimeout = 2 * time.Second
+// member for the next one instead of waiting out the whole Timeout. A read and a commit of a
+// change may each meet the frozen member once, so a change still lands within about 2 s; a
+// batch of BatchSize operations takes milliseconds on a healthy etcd.
+const DefaultAttemptTimeout = time.Second
 
 // resignTimeout bounds the best-effort resign at shutdown: with etcd unreachable the election
 // key expires with its session's TTL instead, and the process must not wait for that.
