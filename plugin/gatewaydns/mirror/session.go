@@ -38,9 +38,13 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 	sctx, cancel := context.WithCancel(clientv3.WithRequireLeader(md))
 	defer cancel()
 	p := newProgress(w.progressEvery(), w.stallAfter(), time.Now())
+	// A new stream must show it lives like a quiet one: its created response is due within
+	// stall. The balancer may open it on the very member that was just left frozen, and
+	// that must cost one stall, not a progress interval on top.
+	p.asked = time.Now()
 	// Watch itself waits until the client's stream goroutine takes the request, which it does
 	// only once it has opened the stream: on a frozen member that is never. Bound it.
-	giveUp := time.AfterFunc(p.every+p.stall, cancel)
+	giveUp := time.AfterFunc(p.stall, cancel)
 	wch := w.Client.Watch(sctx, w.Prefix, clientv3.WithPrefix(), clientv3.WithRev(from),
 		clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
 	if !giveUp.Stop() && ctx.Err() == nil {

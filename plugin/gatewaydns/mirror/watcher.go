@@ -50,11 +50,12 @@ const (
 	leaseRefresh    = 5 * time.Second
 	leaseRPCTimeout = 5 * time.Second
 
-	defaultCheckEvery    = 5 * time.Minute
-	// A frozen member under the watch is left within about ProgressEvery + StallAfter (2 s),
-	// inside the 3 s the failover tests allow. A local etcd answers a progress request in
-	// milliseconds; a stall taken wrongly costs one resumed stream, not a reload.
-	defaultProgressEvery = time.Second
+	defaultCheckEvery = 5 * time.Minute
+	// A frozen member under the watch is left within about ProgressEvery + StallAfter
+	// (1.5 s), and a new stream opened on it again within StallAfter more: inside the 3 s the
+	// failover tests allow. etcd answers a progress request from memory; a stall taken
+	// wrongly costs one resumed stream, not a reload.
+	defaultProgressEvery = 500 * time.Millisecond
 	defaultStallAfter    = time.Second
 	// outageAfter is how long etcd must have failed to answer before the watcher calls it
 	// unreachable: one failed session between two good ones is not an outage.
@@ -80,8 +81,8 @@ type Watcher struct {
 	// CheckEvery is how often the index is compared with etcd; 5 minutes when 0.
 	CheckEvery time.Duration
 	// ProgressEvery is how long a quiet watch waits before asking etcd for progress, and
-	// StallAfter how long it then waits for any answer before it abandons the stream; 1 s
-	// each when 0.
+	// StallAfter how long it then waits for any answer before it abandons the stream (and how
+	// long a new stream has to answer at all); 500 ms and 1 s when 0.
 	ProgressEvery, StallAfter time.Duration
 
 	// Leases seen in new keys, waiting to be read by trackLeases; wake tells it there are some.

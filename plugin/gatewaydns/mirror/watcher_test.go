@@ -193,7 +193,7 @@ func TestProgressNotificationsAdvanceTheResumeRevision(t *testing.T) {
 func TestFrozenEtcdIsNoticedReportedAndRecovered(t *testing.T) {
 	e := newEnv(t)
 	ix := newIndex()
-	o, _ := e.start(t, ix, ix, nil) // the defaults: progress after 1 s quiet, stalled 1 s later
+	o, _ := e.start(t, ix, ix, nil) // the defaults: progress after 500 ms quiet, stalled 1 s later
 	e.put(t, 0, 1)
 	e.waitEqual(t, ix, 10*time.Second)
 	waitFor(t, 5*time.Second, "etcd reported reachable", func() bool { return slices.Equal(o.reach(), []bool{true}) })
