@@ -297,21 +297,41 @@ func TestBinaryRunsStockEtcdCorefileUnchanged(t *testing.T) {
 	}
 }
 
-// TestBinaryRefusesBadCorefile: a mistake in the stanza stops startup with a message that names
-// the option and its line.
+// TestBinaryRefusesBadCorefile: a Corefile that cannot work stops startup with a message
+// that names the file, the line and what is wrong.
 func TestBinaryRefusesBadCorefile(t *testing.T) {
-	conf := filepath.Join(t.TempDir(), "Corefile")
-	corefile := "openmcp.cluster {\n    gatewaydns {\n        endpoint http://127.0.0.1:1\n        endpiont http://127.0.0.1:2\n    }\n}\n"
-	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(corednsBinary(t), "-conf", conf, "-dns.port", fmt.Sprint(freePort(t)))
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatalf("coredns started with a bad Corefile:\n%s", out)
-	}
-	if want := conf + ":4 - Error during parsing: unknown property 'endpiont'"; !strings.Contains(string(out), want) {
-		t.Fatalf("output does not name the line and option (%q):\n%s", want, out)
+	for _, tc := range []struct {
+		name     string
+		corefile string
+		want     string // after "<file>:"; {conf} stands for the file
+	}{
+		{
+			name:     "a misspelt option",
+			corefile: "openmcp.cluster {\n    gatewaydns {\n        endpoint http://127.0.0.1:1\n        endpiont http://127.0.0.1:2\n    }\n}\n",
+			want:     "4 - Error during parsing: unknown property 'endpiont'",
+		},
+		{
+			// Both would campaign in one election: one stanza's names would never be published.
+			name: "two stanzas of one owner",
+			corefile: "eu1.openmcp.cluster {\n    gatewaydns {\n        endpoint http://127.0.0.1:1\n        owner eu1\n        publish-only\n    }\n}\n" +
+				"eu1.example.org {\n    gatewaydns {\n        endpoint http://127.0.0.1:1\n        owner eu1\n        publish-only\n    }\n}\n",
+			want: `11 - Error during parsing: owner "eu1" is already published by the stanza at {conf}:4`,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conf := filepath.Join(t.TempDir(), "Corefile")
+			if err := os.WriteFile(conf, []byte(tc.corefile), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(corednsBinary(t), "-conf", conf, "-dns.port", fmt.Sprint(freePort(t)))
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("coredns started with a bad Corefile:\n%s", out)
+			}
+			if want := conf + ":" + strings.ReplaceAll(tc.want, "{conf}", conf); !strings.Contains(string(out), want) {
+				t.Fatalf("output does not name the line and the fault (%q):\n%s", want, out)
+			}
+		})
 	}
 }
 

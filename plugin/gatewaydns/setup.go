@@ -99,6 +99,11 @@ func parse(c *caddy.Controller) (*config, error) {
 		}
 		if ok {
 			publishing = true
+			if opt == "owner" {
+				if err := claimOwner(c, pc.owner); err != nil {
+					return nil, err
+				}
+			}
 			continue
 		}
 		if err := parseOption(c, opt, args, cfg, root); err != nil {
@@ -120,6 +125,25 @@ func parse(c *caddy.Controller) (*config, error) {
 		return nil, c.Errf("%s may be used once per server block", pluginName)
 	}
 	return cfg, nil
+}
+
+// ownersKey keys, in the CoreDNS instance's storage, the owners claimed by its stanzas so far
+// and where. The storage is the instance's, so a reload starts with none.
+type ownersKey struct{}
+
+// claimOwner refuses a second stanza of one owner in one Corefile: the two would campaign in
+// one election, and the names of the one that never leads would never be published.
+func claimOwner(c *caddy.Controller, owner string) error {
+	claimed, _ := c.Get(ownersKey{}).(map[string]string)
+	if at, ok := claimed[owner]; ok {
+		return c.Errf("owner %q is already published by the stanza at %s: two stanzas of one owner share one election, so one of them would never publish; merge them or give each its own owner", owner, at)
+	}
+	if claimed == nil {
+		claimed = map[string]string{}
+		c.Set(ownersKey{}, claimed)
+	}
+	claimed[owner] = fmt.Sprintf("%s:%d", c.File(), c.Line())
+	return nil
 }
 
 // defaultController is external-dns's controller name, so that objects annotated for it
