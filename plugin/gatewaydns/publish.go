@@ -85,11 +85,15 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 		Identity:  identity,
 		Policy:    pc.policy,
 		Conflicts: pc.conflicts,
-		Allow:     func(name string) bool { return plugin.Zones(cfg.zones).Matches(name+".") != "" },
-		Zones:     zones,
-		Lease:     pc.lease,
-		Desired:   desired{p.kube},
-		Observer:  writerEvents{publishMetrics: obs, kube: p.kube},
+		// The sources' whole filter, exclusions included: a name it refuses is neither written
+		// nor deleted, as in external-dns, so adding an exclusion never erases records there.
+		Allow: func(name string) bool {
+			return plugin.Zones(cfg.zones).Matches(name+".") != "" && pc.source.DomainFilter.Match(name)
+		},
+		Zones:    zones,
+		Lease:    pc.lease,
+		Desired:  desired{p.kube},
+		Observer: writerEvents{publishMetrics: obs, kube: p.kube},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("writer: %w", err)
