@@ -29,13 +29,16 @@ var links = []struct {
 	break_ func(*env, *observer)
 }{
 	{name: "cut", break_: func(e *env, _ *observer) { e.proxy.Cut() }},
-	{name: "black hole", break_: func(e *env, o *observer) {
-		o.mu.Lock()
-		before := len(o.failures)
-		o.mu.Unlock()
-		e.proxy.BlackHole()
-		waitForFailure(o, before)
-	}},
+	{name: "black hole", break_: (*env).blackHole},
+}
+
+// blackHole makes the link a black hole and waits until the watcher has noticed.
+func (e *env) blackHole(o *observer) {
+	o.mu.Lock()
+	before := len(o.failures)
+	o.mu.Unlock()
+	e.proxy.BlackHole()
+	waitForFailure(o, before)
 }
 
 // waitForFailure gives the watcher up to 10 s to notice a black hole (it should in about
@@ -136,11 +139,7 @@ func TestCompactionOfTheHeldRevisionAloneResumesWithoutReloading(t *testing.T) {
 	o, _ := e.start(t, ix, ix, quick)
 	e.put(t, 0, 1)
 	e.waitEqual(t, ix, 10*time.Second)
-	o.mu.Lock()
-	before := len(o.failures)
-	o.mu.Unlock()
-	e.proxy.BlackHole()
-	waitForFailure(o, before)
+	e.blackHole(o)
 	// The index holds revision r; compacting at r+1 removes r but keeps every change after it.
 	resp, err := e.direct.Put(context.Background(), prefix+"k/1", `{"host":"10.0.0.9"}`)
 	if err != nil {
@@ -176,11 +175,7 @@ func TestProgressNotificationsAdvanceTheResumeRevision(t *testing.T) {
 	// Compact past the last event but not past the last progress revision, while cut off by
 	// a black hole, which the watcher resumes from itself (clientv3 resumes a cut stream on
 	// its own, from its own revision).
-	o.mu.Lock()
-	before := len(o.failures)
-	o.mu.Unlock()
-	e.proxy.BlackHole()
-	waitForFailure(o, before)
+	e.blackHole(o)
 	if _, err := e.direct.Compact(context.Background(), last); err != nil {
 		t.Fatal(err)
 	}
