@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -86,6 +87,25 @@ func (c *Cluster) SetGatewayAddresses(namespace, name string, addresses ...strin
 	for _, a := range addresses {
 		gw.Status.Addresses = append(gw.Status.Addresses, gatewayv1.GatewayStatusAddress{Type: &ipType, Value: a})
 	}
+	_, err = c.GW.GatewayV1().Gateways(namespace).UpdateStatus(ctx, gw, metav1.UpdateOptions{})
+	c.must(err)
+}
+
+// SetGatewayProgrammed sets the Gateway's Programmed condition, as its controller does when
+// the data plane stops or starts carrying traffic; the addresses stay.
+func (c *Cluster) SetGatewayProgrammed(namespace, name string, status metav1.ConditionStatus) {
+	c.t.Helper()
+	ctx := context.Background()
+	gw, err := c.GW.GatewayV1().Gateways(namespace).Get(ctx, name, metav1.GetOptions{})
+	c.must(err)
+	reason := string(gatewayv1.GatewayReasonProgrammed)
+	if status != metav1.ConditionTrue {
+		reason = string(gatewayv1.GatewayReasonInvalid)
+	}
+	meta.SetStatusCondition(&gw.Status.Conditions, metav1.Condition{
+		Type: string(gatewayv1.GatewayConditionProgrammed), Status: status, Reason: reason,
+		ObservedGeneration: gw.Generation,
+	})
 	_, err = c.GW.GatewayV1().Gateways(namespace).UpdateStatus(ctx, gw, metav1.UpdateOptions{})
 	c.must(err)
 }

@@ -147,6 +147,14 @@ func (s *slimmer) gateway(o *gatewayv1.Gateway) *gatewayv1.Gateway {
 		}
 	}
 	out.Status.Addresses = o.Status.Addresses
+	// Programmed alone, type and status: its transitions withdraw and restore the Gateway's
+	// names; any other condition change must not wake the sources.
+	for _, c := range o.Status.Conditions {
+		if c.Type == string(gatewayv1.GatewayConditionProgrammed) {
+			out.Status.Conditions = []metav1.Condition{{Type: c.Type, Status: c.Status}}
+			break
+		}
+	}
 	return out
 }
 

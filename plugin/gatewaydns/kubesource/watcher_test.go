@@ -39,12 +39,22 @@ func TestTransformKeepsOnlyWhatTheMappingReads(t *testing.T) {
 	gw.Labels = map[string]string{"team": "web"}
 	gw.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Value: "198.51.100.1"}}
 	gw.Status.Addresses = ipAddresses("192.0.2.1")
-	gw.Status.Conditions = []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue}}
+	gw.Status.Conditions = []metav1.Condition{
+		{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted"},
+		{Type: "Programmed", Status: metav1.ConditionFalse, Reason: "AddressNotAssigned", Message: "no LB yet", ObservedGeneration: 3, LastTransitionTime: metav1.Now()},
+	}
 
 	got, _ := s.Transform(gw)
 	slim := got.(*gatewayv1.Gateway)
-	if slim.ManagedFields != nil || slim.Labels != nil || slim.Spec.Addresses != nil || slim.Status.Conditions != nil {
+	if slim.ManagedFields != nil || slim.Labels != nil || slim.Spec.Addresses != nil {
 		t.Errorf("Gateway kept fields the mapping does not read: %+v", slim)
+	}
+	// Programmed alone, type and status: a changed message or timestamp must not wake the sources.
+	if want := []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionFalse}}; !reflect.DeepEqual(slim.Status.Conditions, want) {
+		t.Errorf("Gateway conditions kept %+v, want %+v", slim.Status.Conditions, want)
+	}
+	if source.GatewayProgrammed(slim) != source.GatewayProgrammed(gw) {
+		t.Errorf("GatewayProgrammed differs on the slim Gateway")
 	}
 	if slim.Spec.Listeners[1].TLS != nil {
 		t.Errorf("listener TLS kept")
@@ -60,6 +70,7 @@ func TestTransformKeepsOnlyWhatTheMappingReads(t *testing.T) {
 		t.Errorf("GatewayRejections differ on the slim Gateway")
 	}
 
+	gw.Status.Conditions[1].Status = metav1.ConditionTrue // the route below goes through a working Gateway
 	route := &gatewayv1.HTTPRoute{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "infra", Name: "web", ManagedFields: gw.ManagedFields,
 			Labels:      map[string]string{"team": "web", "other": "x"},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -20,6 +21,20 @@ func GatewayRef(gw *gatewayv1.Gateway) record.ObjectRef {
 // selectsGateway applies the GatewayClass filter.
 func (c *Config) selectsGateway(gw *gatewayv1.Gateway) bool {
 	return len(c.GatewayClasses) == 0 || slices.Contains(c.GatewayClasses, string(gw.Spec.GatewayClassName))
+}
+
+// GatewayProgrammed reports whether a Gateway may carry traffic as far as its controller says:
+// false only when its Programmed condition is False. A Gateway with no Programmed condition,
+// or one that is Unknown, counts as programmed, so that controllers that do not set it keep
+// publishing. Names shared by several clusters then answer only the clusters whose Gateway
+// works (a health-aware union), and come back when it is Programmed again.
+func GatewayProgrammed(gw *gatewayv1.Gateway) bool {
+	for _, c := range gw.Status.Conditions {
+		if c.Type == string(gatewayv1.GatewayConditionProgrammed) {
+			return c.Status != metav1.ConditionFalse
+		}
+	}
+	return true
 }
 
 // GatewayTargets returns the targets of the names published through a Gateway, sorted and

@@ -409,6 +409,31 @@ func TestRouteTargets(t *testing.T) {
 	})
 }
 
+// TestRouteThroughAGatewayThatIsNotProgrammed: a Gateway whose Programmed condition is False
+// contributes no addresses (its names are withdrawn from this cluster, and the route is told
+// why); True, Unknown or no condition at all publish as before.
+func TestRouteThroughAGatewayThatIsNotProgrammed(t *testing.T) {
+	l := []gatewayv1.Listener{listener("http", HTTP, 80, "")}
+	r := route(KindHTTPRoute, []string{"a.example.com"}, ref("gw"))
+	programmed := func(status metav1.ConditionStatus, gw *gatewayv1.Gateway) *gatewayv1.Gateway {
+		gw.Status.Conditions = []metav1.Condition{
+			{Type: string(gatewayv1.GatewayConditionAccepted), Status: metav1.ConditionTrue},
+			{Type: string(gatewayv1.GatewayConditionProgrammed), Status: status},
+		}
+		return gw
+	}
+	at := []string{"a.example.com -> 10.0.0.1 ttl=0 from HTTPRoute/app/r"}
+	runRouteCases(t, []routeCase{
+		{name: "Programmed False withdraws the addresses", gateways: []*gatewayv1.Gateway{programmed(metav1.ConditionFalse, gateway("app", "gw", l, "10.0.0.1"))},
+			route: r, wantRej: []string{"HTTPRoute/app/r - NotProgrammed"}},
+		{name: "Programmed False withdraws annotated targets too", gateways: []*gatewayv1.Gateway{programmed(metav1.ConditionFalse, gwAnnotate(gateway("app", "gw", l), AnnotationPrefix+"target", "192.0.2.1"))},
+			route: r, wantRej: []string{"HTTPRoute/app/r - NotProgrammed"}},
+		{name: "Programmed True publishes", gateways: []*gatewayv1.Gateway{programmed(metav1.ConditionTrue, gateway("app", "gw", l, "10.0.0.1"))}, route: r, want: at},
+		{name: "Programmed Unknown publishes", gateways: []*gatewayv1.Gateway{programmed(metav1.ConditionUnknown, gateway("app", "gw", l, "10.0.0.1"))}, route: r, want: at},
+		{name: "no Programmed condition publishes (controllers that never set it)", gateways: []*gatewayv1.Gateway{gateway("app", "gw", l, "10.0.0.1")}, route: r, want: at},
+	})
+}
+
 func TestRouteFilters(t *testing.T) {
 	gws := func() []*gatewayv1.Gateway { return []*gatewayv1.Gateway{appsGW()} }
 	r := route(KindHTTPRoute, []string{"a.apps.example.com"}, ref("gw"))

@@ -64,6 +64,9 @@ const (
 	CauseNoMatchingHostname Cause = "NoMatchingHostname"
 	// CauseNoTargets: the Gateway or Ingress has no address to publish yet.
 	CauseNoTargets Cause = "NoTargets"
+	// CauseNotProgrammed: the Gateway's Programmed condition is False: its names are withdrawn
+	// from this cluster until it is Programmed again.
+	CauseNotProgrammed Cause = "NotProgrammed"
 	// CauseConflict: the name's records conflict with another claim (CNAME rules), or another
 	// owner holds the name in exclusive mode.
 	CauseConflict Cause = "Conflict"
