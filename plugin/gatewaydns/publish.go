@@ -256,6 +256,13 @@ func (r *publishRole) stop() {
 // ready: the sources have synced, or, while they sync after a reload that changed the
 // stanza, those of its predecessor had: the cluster's names were being published, and a
 // reload must not make a replica unready.
+// started reports whether start has run and stop has not.
+func (r *publishRole) started() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.p != nil
+}
+
 func (r *publishRole) ready() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

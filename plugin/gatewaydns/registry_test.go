@@ -3,6 +3,8 @@ package gatewaydns
 import (
 	"errors"
 	"testing"
+
+	"github.com/coredns/caddy"
 )
 
 type component struct {
@@ -67,5 +69,44 @@ func TestRegistryStartErrorRegistersNothing(t *testing.T) {
 	c, err := r.acquire("k", func() (*component, error) { return &component{name: "c"}, nil })
 	if err != nil || c == nil || c.name != "c" {
 		t.Fatalf("after a failed start, acquire did not start anew: %v %v", c, err)
+	}
+}
+
+// On a reload the ready plugin asks the new instance's stanza before the stanza's own startup
+// has run: it must answer for what it will take over (a loaded feed of its zones), and at the
+// process's first start, with nothing running, it must not claim to be ready.
+func TestStanzaNotStartedIsAsReadyAsWhatItTakesOver(t *testing.T) {
+	parseStanza := func(corefile string) *stanza {
+		t.Helper()
+		cfg, err := parse(caddy.NewTestController("dns", corefile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, st := newStanza(cfg)
+		return st
+	}
+	next := parseStanza("gatewaydns openmcp.cluster {\n endpoint http://127.0.0.1:1\n min-lease-ttl 45\n}")
+	if next.ready() {
+		t.Fatal("a stanza with nothing to take over is ready before its first load")
+	}
+
+	running := parseStanza("gatewaydns openmcp.cluster {\n endpoint http://127.0.0.1:1\n}")
+	f, _ := feeds.acquire(running.own.key, func() (*feed, error) { return running.own, nil }) // not started: no etcd
+	t.Cleanup(func() { feeds.mu.Lock(); delete(feeds.byKey, f.key); feeds.mu.Unlock() })
+	if next.ready() {
+		t.Fatal("ready on behalf of a feed that has not loaded")
+	}
+	for _, p := range running.prefixes {
+		f.index.Load(p, nil)
+	}
+	if !f.index.Loaded() {
+		t.Fatal("test setup: the running feed's index did not count as loaded")
+	}
+	if !next.ready() {
+		t.Error("not ready before its startup, though a loaded feed of its zones will answer for it")
+	}
+	other := parseStanza("gatewaydns other.test {\n endpoint http://127.0.0.1:1\n}")
+	if other.ready() {
+		t.Error("ready on behalf of a feed of other zones")
 	}
 }

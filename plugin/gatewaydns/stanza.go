@@ -78,12 +78,16 @@ func (s *stanza) start(reloading bool) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", pluginName, err)
 		}
+		// A feed just started (not shared) has loaded nothing yet: answer from a bridge, if
+		// one runs, before the feed counts as started, so readiness never sees the empty index.
+		bridged := f == s.own && s.bridgeUntilLoaded(f)
+		if !bridged {
+			s.serving.Store(newBackend(f.index))
+		}
 		s.mu.Lock()
 		s.feed = f
 		s.mu.Unlock()
-		s.serving.Store(newBackend(f.index))
-		// A feed just started (not shared) has loaded nothing yet.
-		if f == s.own && !s.bridgeUntilLoaded(f) && reloading {
+		if f == s.own && !bridged && reloading {
 			waitClosed(f.loaded, reloadLoadWait)
 		}
 		metricsAtZero(f.zones)
@@ -159,9 +163,37 @@ func (s *stanza) stop() error {
 
 // ready: the index answered from holds a full load, and the sources have synced. etcd
 // being unreachable later never makes a stanza unready: it answers from memory meanwhile.
+//
+// A role that has not started yet answers for what it takes over. On a reload the ready plugin
+// asks the new instance's stanza before its startup has run (the ready plugin's OnStartup
+// comes first), and between the start of its serve role and of its publish role; the stanza
+// takes over from what runs now, so it is as ready as that: a loaded feed of the same zones, a
+// ready publisher of the same owner. With nothing running (the process's first start) a role
+// that has not started is not ready.
 func (s *stanza) ready() bool {
-	if s.own != nil && !s.serving.Load().Loaded() {
-		return false
+	return s.serveReady() && s.publishReady()
+}
+
+func (s *stanza) serveReady() bool {
+	if s.own == nil {
+		return true
 	}
-	return s.cfg.publish == nil || s.publish.ready()
+	s.mu.Lock()
+	started := s.feed != nil
+	s.mu.Unlock()
+	if !started {
+		return feeds.any(func(f *feed) bool { return f.zones == s.own.zones && f.index.Loaded() })
+	}
+	return s.serving.Load().Loaded()
+}
+
+func (s *stanza) publishReady() bool {
+	if s.cfg.publish == nil {
+		return true
+	}
+	if !s.publish.started() {
+		owner := s.cfg.publish.owner
+		return publishers.any(func(p *publisher) bool { return p.cfg.publish.owner == owner && p.ready() })
+	}
+	return s.publish.ready()
 }
