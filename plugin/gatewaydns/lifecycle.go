@@ -51,16 +51,30 @@ func (l *startLog) abort() error {
 	return nil
 }
 
-// onInstanceStarted commits the stanzas of an instance that came up whole and makes sure
-// that, whatever its Corefile holds, a failed reload of it stops what the failed instance
-// started.
-func onInstanceStarted(event caddy.EventName, info any) error {
-	if event != caddy.InstanceStartupEvent {
-		return nil
-	}
-	starting.commit()
-	if inst, ok := info.(*caddy.Instance); ok {
-		inst.OnRestartFailed = append(inst.OnRestartFailed, starting.abort)
+// onInstanceStarted commits the stanzas of the first instance once it is up. Event hooks
+// cannot carry more: a SIGUSR1 reload purges them all before it restarts and restores them
+// only when the restart fails, so after the first successful SIGUSR1 reload this hook never
+// runs again. Instances therefore watch each other through their own hooks: see
+// watchRestarts.
+func onInstanceStarted(event caddy.EventName, _ any) error {
+	if event == caddy.InstanceStartupEvent {
+		starting.commit()
 	}
 	return nil
+}
+
+// restartHooksKey marks, in an instance's storage, that watchRestarts ran for it.
+type restartHooksKey struct{}
+
+// watchRestarts registers, once per instance, what happens when that instance is restarted:
+// if the restart fails, the failed instance's stanzas are stopped (CoreDNS runs only the old
+// instance's OnRestartFailed); if it succeeds, the old instance shuts down, and the new
+// instance's stanzas are up for good.
+func watchRestarts(c *caddy.Controller) {
+	if c.Get(restartHooksKey{}) != nil {
+		return
+	}
+	c.Set(restartHooksKey{}, true)
+	c.OnRestartFailed(starting.abort)
+	c.OnShutdown(func() error { starting.commit(); return nil })
 }

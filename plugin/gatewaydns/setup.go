@@ -59,6 +59,7 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	g, st := newStanza(cfg)
+	watchRestarts(c)
 	reloading := true
 	c.OnFirstStartup(func() error { reloading = false; return nil })
 	c.OnStartup(func() error {
