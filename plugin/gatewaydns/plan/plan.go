@@ -137,6 +137,11 @@ type Change struct {
 	Name    string
 	Puts    []Put
 	Deletes []string // own keys only
+	// Claim: the owner holds no key of the name yet, so these puts make its claim on it. Two
+	// owners that claim one name at the same moment each plan from a read without the other's
+	// keys; the writer commits a claim only if nothing under the name changed since it was
+	// read, so the later one plans again and sees the older claim.
+	Claim bool
 }
 
 // Ops is the number of etcd operations the change takes.
@@ -321,6 +326,7 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 	default:
 		c.Deletes = stale
 	}
+	c.Claim = len(own) == 0 && len(c.Puts) > 0
 	if c.Ops() > 0 {
 		p.Changes = append(p.Changes, c)
 	}

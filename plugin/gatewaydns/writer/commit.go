@@ -8,11 +8,19 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // errStale is a commit refused because a key it touches changed since the plan read it: the
 // names are read and planned again. (A refused fence is ErrNotLeader.)
 var errStale = errors.New("keys changed since they were read")
+
+// snapshot is what a plan was made from: the mod revision of each key read, and the revision
+// each name was read at.
+type snapshot struct {
+	keys  map[string]int64
+	names map[string]int64
+}
 
 // apply commits the changes in fenced transactions of at most BatchSize operations (one less:
 // etcd's --max-txn-ops also counts the compares, one per operation and the fence), every
@@ -20,7 +28,7 @@ var errStale = errors.New("keys changed since they were read")
 // first, then its deletes, so the name is never without records). A transaction that fails for
 // one of its keys (permission denied, too large) is split until the failing names are found;
 // they are recorded in res, the others committed.
-func (w *Writer) apply(ctx context.Context, term *Term, read map[string]int64, changes []plan.Change, res *Result) error {
+func (w *Writer) apply(ctx context.Context, term *Term, snap snapshot, changes []plan.Change, res *Result) error {
 	limit := max(w.cfg.BatchSize-1, 1)
 	var batch []plan.Change
 	ops := 0
@@ -28,7 +36,7 @@ func (w *Writer) apply(ctx context.Context, term *Term, read map[string]int64, c
 		if len(batch) == 0 {
 			return nil
 		}
-		err := w.commitSplitting(ctx, term, read, batch, res)
+		err := w.commitSplitting(ctx, term, snap, batch, res)
 		batch, ops = nil, 0
 		return err
 	}
@@ -37,7 +45,7 @@ func (w *Writer) apply(ctx context.Context, term *Term, read map[string]int64, c
 			if err := flush(); err != nil {
 				return w.failRest(changes[i:], res, err)
 			}
-			if err := w.commitLarge(ctx, term, read, c, res); err != nil {
+			if err := w.commitLarge(ctx, term, snap, c, res); err != nil {
 				return w.failRest(changes[i+1:], res, err)
 			}
 			continue
@@ -64,24 +72,25 @@ func (w *Writer) failRest(rest []plan.Change, res *Result, err error) error {
 }
 
 // commitLarge writes one name's change that exceeds a batch: all puts, then the deletes.
-func (w *Writer) commitLarge(ctx context.Context, term *Term, read map[string]int64, c plan.Change, res *Result) error {
+func (w *Writer) commitLarge(ctx context.Context, term *Term, snap snapshot, c plan.Change, res *Result) error {
 	limit := max(w.cfg.BatchSize-1, 1)
 	var parts []plan.Change
 	for i := 0; i < len(c.Puts); i += limit {
-		parts = append(parts, plan.Change{Name: c.Name, Puts: c.Puts[i:min(i+limit, len(c.Puts))]})
+		// Only the first part claims the name: after it, the owner holds keys there.
+		parts = append(parts, plan.Change{Name: c.Name, Puts: c.Puts[i:min(i+limit, len(c.Puts))], Claim: c.Claim && i == 0})
 	}
 	for i := 0; i < len(c.Deletes); i += limit {
 		parts = append(parts, plan.Change{Name: c.Name, Deletes: c.Deletes[i:min(i+limit, len(c.Deletes))]})
 	}
 	for _, p := range parts {
-		if err := w.commit(ctx, term, read, []plan.Change{p}, res); err != nil {
+		if err := w.commit(ctx, term, snap, []plan.Change{p}, res); err != nil {
 			if errors.Is(err, errStale) {
 				res.stale = append(res.stale, c.Name)
 				return nil
 			}
 			if perKey(err) {
 				res.fail(c.Name, err)
-				w.obs.Failed(c.Name, err)
+				w.reportFailure(c.Name, err)
 				return nil
 			}
 			return err
@@ -90,8 +99,8 @@ func (w *Writer) commitLarge(ctx context.Context, term *Term, read map[string]in
 	return nil
 }
 
-func (w *Writer) commitSplitting(ctx context.Context, term *Term, read map[string]int64, batch []plan.Change, res *Result) error {
-	err := w.commit(ctx, term, read, batch, res)
+func (w *Writer) commitSplitting(ctx context.Context, term *Term, snap snapshot, batch []plan.Change, res *Result) error {
+	err := w.commit(ctx, term, snap, batch, res)
 	if errors.Is(err, errStale) {
 		for _, c := range batch {
 			res.stale = append(res.stale, c.Name)
@@ -108,37 +117,50 @@ func (w *Writer) commitSplitting(ctx context.Context, term *Term, read map[strin
 	}
 	if len(batch) == 1 {
 		res.fail(batch[0].Name, err)
-		w.obs.Failed(batch[0].Name, err)
+		w.reportFailure(batch[0].Name, err)
 		return nil
 	}
 	h := len(batch) / 2
-	if err := w.commitSplitting(ctx, term, read, batch[:h], res); err != nil {
+	if err := w.commitSplitting(ctx, term, snap, batch[:h], res); err != nil {
 		for _, c := range batch[h:] {
 			res.fail(c.Name, err)
 		}
 		return err
 	}
-	return w.commitSplitting(ctx, term, read, batch[h:], res)
+	return w.commitSplitting(ctx, term, snap, batch[h:], res)
 }
 
 // commit applies one batch in one transaction fenced on the term's election key and on what
 // the plan read: each key put or deleted still has the mod revision it was read with (create
 // revision 0: still absent). A transaction of an earlier attempt that reaches etcd late (sent
 // to a member that froze, applied when it resumes) thus never overwrites a newer one of the
-// same term. The Else branch reads the election key to tell the two refusals apart: fence held
-// -> errStale (replan), fence gone -> ErrNotLeader (depose).
-func (w *Writer) commit(ctx context.Context, term *Term, read map[string]int64, batch []plan.Change, res *Result) error {
+// same term. A claim (the owner's first keys on a name) compares the name's whole key range
+// instead: no key under it was written since the name was read, so of two owners claiming a
+// name at once only the first commits, and the other plans again and sees the older claim
+// (the rule of exclusive mode, and of a CNAME beside other data, enforced by etcd). The range
+// takes in the names below too; a write there only costs a replan. The Else branch reads the
+// election key to tell the refusals apart: fence held -> errStale (replan), fence gone ->
+// ErrNotLeader (depose).
+func (w *Writer) commit(ctx context.Context, term *Term, snap snapshot, batch []plan.Change, res *Result) error {
 	var ops []clientv3.Op
 	cmps := []clientv3.Cmp{term.Fence()}
 	puts, dels := 0, 0
-	expect := func(k string) {
-		if rev, ok := read[k]; ok {
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rev))
-		} else {
-			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
-		}
-	}
 	for _, c := range batch {
+		readAt, known := snap.names[c.Name]
+		claim := c.Claim && known
+		if claim {
+			base := record.NamePath(w.cfg.Prefix, c.Name) + "/"
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(base), "<", readAt+1).WithPrefix())
+		}
+		expect := func(k string) {
+			switch rev, read := snap.keys[k]; {
+			case read:
+				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rev))
+			case claim: // the range compare covers it, and so compares stay <= ops
+			default:
+				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
+			}
+		}
 		for _, p := range c.Puts {
 			var opts []clientv3.OpOption
 			if p.Lease != 0 {

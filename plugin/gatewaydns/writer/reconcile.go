@@ -84,18 +84,19 @@ func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, failed in
 			resp, err = w.client.Get(ctx, p, clientv3.WithPrefix())
 			return err
 		})
+		label := z
+		if label == "" {
+			label = p
+		}
 		if err != nil {
 			if !perKey(err) {
 				return nil, 0, fmt.Errorf("reading %s: %w", p, err)
 			}
-			label := z
-			if label == "" {
-				label = p
-			}
-			w.obs.Failed(label, err)
+			w.reportFailure(label, err)
 			failed++
 			continue
 		}
+		w.reports.settled(label)
 		for _, kv := range resp.Kvs {
 			if record.OwnerOf(kv.Value) == w.cfg.Owner {
 				own = append(own, kv)
@@ -123,7 +124,7 @@ func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.Lease
 			for _, n := range res.stale {
 				err := fmt.Errorf("%w (%d times)", errStale, round)
 				res.fail(n, err)
-				w.obs.Failed(n, err)
+				w.reportFailure(n, err)
 			}
 			break
 		}
@@ -132,6 +133,9 @@ func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.Lease
 		names = normalize(res.stale)
 	}
 	res.stale = nil
+	if err == nil {
+		w.settle(all, &res)
+	}
 	if len(since) > 0 {
 		now := time.Now()
 		for _, n := range all {
@@ -145,7 +149,7 @@ func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.Lease
 
 // reconcileOnce reads, plans and commits names once.
 func (w *Writer) reconcileOnce(ctx context.Context, term *Term, lease clientv3.LeaseID, names []string, res *Result) error {
-	current, readable, rev, err := w.read(ctx, names, res)
+	current, readable, snap, rev, err := w.read(ctx, names, res)
 	if err != nil {
 		return err
 	}
@@ -171,18 +175,17 @@ func (w *Writer) reconcileOnce(ctx context.Context, term *Term, lease clientv3.L
 	res.Conflicts = append(res.Conflicts, p.Conflicts...)
 	res.Skipped = append(res.Skipped, p.Skipped...)
 	for _, c := range p.Conflicts {
-		w.obs.Conflict(c)
+		w.reportConflict(c)
 	}
 	w.trackLost(ctx, readable, p.Conflicts, rev)
 	for _, s := range p.Skipped {
-		w.obs.Skipped(s)
+		w.reportSkip(s)
 	}
 	// What the plan read: a commit applies only if every key it touches is still so.
-	read := make(map[string]int64, len(current))
 	for _, kv := range current {
-		read[kv.Key] = kv.ModRevision
+		snap.keys[kv.Key] = kv.ModRevision
 	}
-	err = w.apply(ctx, term, read, p.Changes, res)
+	err = w.apply(ctx, term, snap, p.Changes, res)
 	if errors.Is(err, ErrNotLeader) {
 		w.depose(term)
 	}
@@ -204,9 +207,11 @@ func normalize(names []string) []string {
 }
 
 // read returns the keys one level below each name's key, of every owner, reading up to
-// BatchSize names per transaction, and the oldest revision read at. A name that cannot be read
-// (permission denied) is recorded in res and left out of readable.
-func (w *Writer) read(ctx context.Context, names []string, res *Result) (current []plan.KV, readable []string, rev int64, err error) {
+// BatchSize names per transaction, the revision each name was read at (in snap.names), and the
+// oldest of them. A name that cannot be read (permission denied) is recorded in res and left
+// out of readable.
+func (w *Writer) read(ctx context.Context, names []string, res *Result) (current []plan.KV, readable []string, snap snapshot, rev int64, err error) {
+	snap = snapshot{keys: make(map[string]int64), names: make(map[string]int64, len(names))}
 	var readBatch func(batch []string) error
 	readBatch = func(batch []string) error {
 		ops := make([]clientv3.Op, len(batch))
@@ -224,7 +229,7 @@ func (w *Writer) read(ctx context.Context, names []string, res *Result) (current
 			}
 			if len(batch) == 1 {
 				res.fail(batch[0], fmt.Errorf("reading: %w", err))
-				w.obs.Failed(batch[0], fmt.Errorf("reading: %w", err))
+				w.reportFailure(batch[0], fmt.Errorf("reading: %w", err))
 				return nil
 			}
 			h := len(batch) / 2
@@ -247,13 +252,14 @@ func (w *Writer) read(ctx context.Context, names []string, res *Result) (current
 					ModRevision: kv.ModRevision, Lease: kv.Lease})
 			}
 			readable = append(readable, n)
+			snap.names[n] = resp.Header.Revision
 		}
 		return nil
 	}
 	for i := 0; i < len(names); i += w.cfg.BatchSize {
 		if err := readBatch(names[i:min(i+w.cfg.BatchSize, len(names))]); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, snapshot{}, 0, err
 		}
 	}
-	return current, readable, rev, nil
+	return current, readable, snap, rev, nil
 }

@@ -181,6 +181,8 @@ type Writer struct {
 	// watch that enqueues it again when a key of it is deleted: the claim's owner withdrawing
 	// frees the name, and the next claim in line takes it at once, not at the next resync.
 	lost map[string]*lostWatch
+
+	reports reports
 }
 
 type lostWatch struct{ cancel context.CancelFunc }

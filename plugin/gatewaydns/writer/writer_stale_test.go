@@ -66,11 +66,11 @@ func TestLateTxnOfSameTermDoesNotOverwrite(t *testing.T) {
 	stale := []plan.Change{{Name: name, Puts: []plan.Put{{Key: key, Value: value(60)}}}}
 	newer := []plan.Change{{Name: name, Puts: []plan.Put{{Key: key, Value: value(90)}}}}
 	var res Result
-	if err := w.commit(ctx, term, map[string]int64{key: first}, newer, &res); err != nil {
+	if err := w.commit(ctx, term, snapshot{keys: map[string]int64{key: first}}, newer, &res); err != nil {
 		t.Fatalf("newer commit: %v", err)
 	}
 	newerRev := readAt()
-	err = w.commit(ctx, term, map[string]int64{key: first}, stale, &res)
+	err = w.commit(ctx, term, snapshot{keys: map[string]int64{key: first}}, stale, &res)
 	if !errors.Is(err, errStale) {
 		t.Fatalf("late commit: %v, want errStale", err)
 	}
@@ -78,9 +78,20 @@ func TestLateTxnOfSameTermDoesNotOverwrite(t *testing.T) {
 		t.Fatalf("the late transaction overwrote the newer value (rev %d, newer %d)", got, newerRev)
 	}
 	// A new key the plan saw absent: refused once someone created it.
-	err = w.commit(ctx, term, nil, stale, &res)
+	err = w.commit(ctx, term, snapshot{}, stale, &res)
 	if !errors.Is(err, errStale) {
 		t.Fatalf("late create of a key that exists now: %v, want errStale", err)
+	}
+	// A claim planned from a read of the name at a revision before the newer write: refused,
+	// even for a key of its own that nobody wrote (another owner's claim may be what changed).
+	other := record.Key("skydns", name, "c1", "10.0.0.9")
+	claim := []plan.Change{{Name: name, Claim: true, Puts: []plan.Put{{Key: other, Value: value(60)}}}}
+	err = w.commit(ctx, term, snapshot{names: map[string]int64{name: first}}, claim, &res)
+	if !errors.Is(err, errStale) {
+		t.Fatalf("claim on a name written since it was read: %v, want errStale", err)
+	}
+	if r, err := cli.Get(ctx, other); err != nil || len(r.Kvs) != 0 {
+		t.Fatalf("the refused claim wrote %s: %v %v", other, r, err)
 	}
 	if !w.IsLeader() {
 		t.Fatal("a refused compare deposed the leader")

@@ -1,0 +1,177 @@
+package writer_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/writer"
+)
+
+// wtStartTogether makes one writer per config and starts them all at one moment, so that they
+// read, plan and commit the same names at the same time. stop ends them all.
+func wtStartTogether(t *testing.T, cli *clientv3.Client, cfgs []writer.Config) (ws []*writer.Writer, stop func()) {
+	t.Helper()
+	start := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var running sync.WaitGroup
+	for _, cfg := range cfgs {
+		cfg.ElectionTTL, cfg.Timeout = 5*time.Second, 5*time.Second
+		w, err := writer.New(cli, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+		running.Go(func() {
+			<-start
+			if err := w.Run(ctx); err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
+	}
+	close(start)
+	stop = sync.OnceFunc(func() { cancel(); running.Wait() })
+	t.Cleanup(stop)
+	return ws, stop
+}
+
+// wtHolders is name -> the owners with a key one level below it, for every name under zone.
+func wtHolders(t *testing.T, cli *clientv3.Client) map[string][]string {
+	t.Helper()
+	holders := make(map[string][]string)
+	for k, kv := range wtKeys(t, cli) {
+		n, ok := record.RecordName("skydns", k)
+		if !ok {
+			continue
+		}
+		o := record.OwnerOf(kv.Value)
+		if !slices.Contains(holders[n], o) {
+			holders[n] = append(holders[n], o)
+		}
+	}
+	for _, os := range holders {
+		slices.Sort(os)
+	}
+	return holders
+}
+
+// conflictsByName counts the conflicts an observer was told, per name.
+func (o *wtObserver) conflictsByName() map[string]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m := make(map[string]int)
+	for _, c := range o.conflicts {
+		m[c.Name]++
+	}
+	return m
+}
+
+// Four owners start on the same 500 names at the same moment, in exclusive mode: etcd lets
+// exactly one claim per name through, each loser reports each lost name once, and a name its
+// holder gives up goes to exactly one of the others. Five times over, as a race that passes
+// once by luck proves nothing.
+func TestWriterExclusiveClaimRaceLeavesOneOwnerPerName(t *testing.T) {
+	e := testenv.StartEtcd(t)
+	cli := e.Client(t)
+	owners := []string{"c1", "c2", "c3", "c4"}
+	const nNames, nFreed = 500, 40
+
+	for round := 1; round <= 5; round++ {
+		names := make([]string, nNames)
+		for i := range names {
+			names[i] = wtName(fmt.Sprintf("r%d-n%03d", round, i))
+		}
+		desired := make([]*wtDesired, len(owners))
+		observers := make([]*wtObserver, len(owners))
+		cfgs := make([]writer.Config, len(owners))
+		for o, owner := range owners {
+			var eps []record.Endpoint
+			for i, n := range names {
+				eps = append(eps, wtEP(n, fmt.Sprintf("10.%d.%d.%d", o+1, i/250, i%250)))
+			}
+			desired[o], observers[o] = wtWant(eps...), &wtObserver{}
+			cfgs[o] = writer.Config{Owner: owner, Desired: desired[o], Observer: observers[o], Conflicts: plan.Exclusive}
+		}
+		ws, stop := wtStartTogether(t, cli, cfgs)
+
+		// settled: every name has exactly one holder, and every other owner reported losing it.
+		settled := func() (map[string]string, bool) {
+			holder := make(map[string]string, nNames)
+			for n, hs := range wtHolders(t, cli) {
+				if len(hs) != 1 {
+					return nil, false
+				}
+				holder[n] = hs[0]
+			}
+			for _, n := range names {
+				h, ok := holder[n]
+				if !ok {
+					return nil, false
+				}
+				for o, owner := range owners {
+					if owner != h && observers[o].conflictsByName()[n] == 0 {
+						return nil, false
+					}
+				}
+			}
+			return holder, true
+		}
+		var holder map[string]string
+		wtEventually(t, 30*time.Second, fmt.Sprintf("round %d: one holder per name, every loser told", round), func() bool {
+			var ok bool
+			holder, ok = settled()
+			return ok
+		})
+		// A full resync of every writer (as every few minutes) reports nothing again.
+		for o, w := range ws {
+			if _, err := w.Resync(wtCtx(t)); err != nil {
+				t.Fatalf("round %d: resync of %s: %v", round, owners[o], err)
+			}
+		}
+		won := make(map[string]int)
+		for _, n := range names {
+			won[holder[n]]++
+		}
+		for o, owner := range owners {
+			for n, count := range observers[o].conflictsByName() {
+				switch {
+				case holder[n] == owner:
+					t.Errorf("round %d: %s holds %s but reported losing it", round, owner, n)
+				case count != 1:
+					t.Errorf("round %d: %s reported losing %s %d times, want once", round, owner, n, count)
+				}
+			}
+		}
+		t.Logf("round %d: names won per owner %v", round, won)
+
+		// The holders give up the first nFreed names: each goes to exactly one other owner.
+		freed := names[:nFreed]
+		for _, n := range freed {
+			o := slices.Index(owners, holder[n])
+			desired[o].remove(n)
+			ws[o].Enqueue(n)
+		}
+		wtEventually(t, 10*time.Second, fmt.Sprintf("round %d: freed names taken over by one other owner each", round), func() bool {
+			hs := wtHolders(t, cli)
+			for _, n := range freed {
+				if len(hs[n]) != 1 || hs[n][0] == holder[n] {
+					return false
+				}
+			}
+			return true
+		})
+
+		stop()
+		if _, err := cli.Delete(wtCtx(t), "/skydns/", clientv3.WithPrefix()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
