@@ -153,7 +153,11 @@ type writerEvents struct {
 
 func (w writerEvents) Conflict(c plan.Conflict) {
 	w.publishMetrics.Conflict(c)
-	w.rejectName(c.Name, source.CauseConflict, fmt.Sprintf("owner %q holds this name in exclusive mode (claimed at revision %d, ours %d)", c.Winner, c.WinnerRevision, c.OwnRevision))
+	reason := c.Detail
+	if reason == "" {
+		reason = fmt.Sprintf("owner %q holds this name in exclusive mode (claimed at revision %d, ours %d)", c.Winner, c.WinnerRevision, c.OwnRevision)
+	}
+	w.rejectName(c.Name, source.CauseConflict, reason)
 }
 
 func (w writerEvents) Failed(name string, err error) {

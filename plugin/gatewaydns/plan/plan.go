@@ -18,6 +18,7 @@ package plan
 import (
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -147,12 +148,16 @@ type Change struct {
 // Ops is the number of etcd operations the change takes.
 func (c Change) Ops() int { return len(c.Puts) + len(c.Deletes) }
 
-// Conflict is a name this owner lost in exclusive mode.
+// Conflict is a name this owner lost: to an older claim in exclusive mode, or, in any mode, to
+// an older key that a CNAME cannot share the name with.
 type Conflict struct {
 	Name           string
 	Winner         string // the owner holding the name
 	WinnerRevision int64  // the create revision of the winner's oldest key for the name
 	OwnRevision    int64  // ours; 0 when we hold no key
+	// Detail says what the winner holds when the conflict is a CNAME beside other data (or a
+	// second CNAME), in any mode; empty for an exclusive-mode conflict.
+	Detail string
 }
 
 // Reason says why a name, or part of its change, was left alone.
@@ -267,6 +272,13 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 		}
 	}
 
+	if wanted {
+		if c, lost := cnameRule(in.Owner, name, ep, cur, ownClaim); lost {
+			p.Conflicts = append(p.Conflicts, c)
+			want = nil // withdraw: as if not wanted
+			wanted = false
+		}
+	}
 	if wanted && in.Conflicts == Exclusive {
 		if winner, rev, lost := loses(claims, ownClaim, in.Owner); lost {
 			c := Conflict{Name: name, Winner: winner, WinnerRevision: rev}
@@ -330,6 +342,59 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 	if c.Ops() > 0 {
 		p.Changes = append(p.Changes, c)
 	}
+}
+
+// cnameRule applies RFC 1034 3.6.2 across owners, in shared and exclusive mode alike: a name
+// with a CNAME has no other data, and one CNAME. When the endpoint and another owner's key (or
+// a key without owner) disagree on that, the older claim keeps the name: the create revision
+// of that key against the oldest of our own keys there (none: we are the later claimant). The
+// server applies the same rule to whatever etcd holds (index.cnameRule), so an answer is valid
+// DNS even while two writers race or a key was written by hand.
+func cnameRule(owner, name string, ep record.Endpoint, cur []KV, ownClaim int64) (Conflict, bool) {
+	ours := ""
+	for _, t := range ep.Targets {
+		if net.ParseIP(t) == nil {
+			ours = record.NormalizeName(t)
+		}
+	}
+	var oldest *KV
+	var theirs string
+	for i, kv := range cur {
+		o := record.OwnerOf(kv.Value)
+		if o == owner {
+			continue
+		}
+		target, ok := record.CNAMETarget(kv.Value)
+		if !ok {
+			continue // not a record a reader could serve: it takes no part
+		}
+		clash := (ours == "") != (target == "") || (ours != "" && target != ours)
+		if clash && (oldest == nil || kv.CreateRevision < oldest.CreateRevision) {
+			oldest, theirs = &cur[i], target
+		}
+	}
+	if oldest == nil || oldest.CreateRevision >= ownClaim {
+		return Conflict{}, false
+	}
+	holder := record.OwnerOf(oldest.Value)
+	who := "owner " + holder
+	if holder == "" {
+		who = "a key without owner (" + oldest.Key + ")"
+	}
+	var detail string
+	switch {
+	case ours != "" && theirs == "":
+		detail = fmt.Sprintf("a CNAME cannot share its name with other data, and %s has records there since revision %d", who, oldest.CreateRevision)
+	case ours == "":
+		detail = fmt.Sprintf("the name is a CNAME to %s of %s since revision %d, and a CNAME cannot share its name with other data", theirs, who, oldest.CreateRevision)
+	default:
+		detail = fmt.Sprintf("the name is a CNAME to %s of %s since revision %d, and a name has one CNAME", theirs, who, oldest.CreateRevision)
+	}
+	c := Conflict{Name: name, Winner: holder, WinnerRevision: oldest.CreateRevision, Detail: detail}
+	if ownClaim != math.MaxInt64 {
+		c.OwnRevision = ownClaim
+	}
+	return c, true
 }
 
 // loses reports whether some other owner's claim is older than ours.

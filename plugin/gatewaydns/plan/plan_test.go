@@ -450,3 +450,68 @@ func TestChangeClaimsANameOnlyWithTheOwnersFirstKeys(t *testing.T) {
 		})
 	}
 }
+
+// A CNAME never shares its name with other data, and a name has one CNAME (RFC 1034 3.6.2):
+// across owners the older claim keeps the name, in shared mode too, and the later one
+// withdraws with a Conflict.
+func TestCNAMEBesideOtherDataTheOlderClaimKeepsTheName(t *testing.T) {
+	addr := ep(name, 300, "10.0.0.1")
+	alias := ep(name, 300, "lb.example.net")
+	theirAddr := ep(name, 300, "10.0.0.2")
+	theirAlias := ep(name, 300, "other-lb.example.net")
+	for _, tc := range []struct {
+		behaviour string
+		mode      ConflictMode
+		desired   record.Endpoint
+		current   []KV
+		want      summary
+	}{
+		{"our A loses to an older CNAME of another owner", Shared, addr,
+			[]KV{theirs(other, theirAlias, "other-lb.example.net", 5)},
+			summary{conflicts: []string{name + " lost to " + other + "@5"}}},
+		{"our older A keeps the name; the later CNAME is theirs to withdraw", Shared, addr,
+			[]KV{own(addr, "10.0.0.1", 3), theirs(other, theirAlias, "other-lb.example.net", 5)},
+			summary{}},
+		{"our CNAME loses to older A records of another owner", Shared, alias,
+			[]KV{theirs(other, theirAddr, "10.0.0.2", 5)},
+			summary{conflicts: []string{name + " lost to " + other + "@5"}}},
+		{"our CNAME loses to an older different CNAME", Shared, alias,
+			[]KV{theirs(other, theirAlias, "other-lb.example.net", 5)},
+			summary{conflicts: []string{name + " lost to " + other + "@5"}}},
+		{"the same CNAME target is shared", Shared, alias,
+			[]KV{theirs(other, alias, "lb.example.net", 5)},
+			summary{changes: []string{change(name, puts(key(me, name, "lb.example.net")))}}},
+		{"A records of two owners are a union", Shared, addr,
+			[]KV{theirs(other, theirAddr, "10.0.0.2", 5)},
+			summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}}},
+		{"a key without owner counts: our CNAME loses to external-dns's A record", Shared, alias,
+			[]KV{raw(name, "3e6bee2e", edns("10.0.0.9", ""), 5)},
+			summary{conflicts: []string{name + " lost to @5"}}},
+		{"text records are other data: our CNAME loses to an older TXT", Shared, alias,
+			[]KV{raw(name, "t1", `{"text":"v=1","owner":"`+other+`"}`, 5)},
+			summary{conflicts: []string{name + " lost to " + other + "@5"}}},
+		{"a value no reader can serve takes no part", Shared, alias,
+			[]KV{raw(name, "junk", `not json`, 5)},
+			summary{changes: []string{change(name, puts(key(me, name, "lb.example.net")))}}},
+		{"both got in during a race: the later CNAME withdraws its key", Shared, alias,
+			[]KV{own(alias, "lb.example.net", 9), theirs(other, theirAddr, "10.0.0.2", 5)},
+			summary{changes: []string{change(name, nil, key(me, name, "lb.example.net"))},
+				conflicts: []string{name + " lost to " + other + "@5"}}},
+		{"exclusive mode: a CNAME clash with a key without owner is a conflict too", Exclusive, addr,
+			[]KV{raw(name, "3e6bee2e", edns("lb.example.net", ""), 5)},
+			summary{conflicts: []string{name + " lost to @5"}}},
+	} {
+		t.Run(tc.behaviour, func(t *testing.T) {
+			p := Make(Input{Prefix: "skydns", Owner: me, Conflicts: tc.mode, Synced: true,
+				Names: []string{name}, Desired: []record.Endpoint{tc.desired}, Current: tc.current})
+			if got := summarize(p); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got  %+v\nwant %+v", got, tc.want)
+			}
+			for _, c := range p.Conflicts {
+				if c.Detail == "" || !strings.Contains(c.Detail, "CNAME") {
+					t.Errorf("conflict %+v does not say what the CNAME rule found", c)
+				}
+			}
+		})
+	}
+}

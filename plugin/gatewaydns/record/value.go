@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/coredns/coredns/plugin/etcd/msg"
+	"github.com/miekg/dns"
 )
 
 // Value is the JSON object gatewaydns writes at a record key: the fields of msg.Service that
@@ -128,4 +129,18 @@ func RecordName(prefix, key string) (name string, ok bool) {
 		labels[l], labels[r] = labels[r], labels[l]
 	}
 	return strings.Join(labels, "."), true
+}
+
+// CNAMETarget tells what a value answers an A question with, as msg.Service.HostType does: the
+// normalized CNAME target for a host that is a name (and no text), "" for other data (an
+// address, a text record). ok is false when the value is not a record a reader could serve.
+func CNAMETarget(value []byte) (target string, ok bool) {
+	v, err := ParseValue(value)
+	if err != nil || (v.Host == "" && v.Text == "") {
+		return "", false
+	}
+	if what, _ := v.HostType(); what == dns.TypeCNAME {
+		return NormalizeName(v.Host), true
+	}
+	return "", true
 }

@@ -60,7 +60,7 @@ type Observer interface {
 	Leading(leading bool)
 	// Committed is one transaction applied: its puts and deletes of own keys.
 	Committed(puts, deletes int)
-	// Conflict is a name lost to an older owner in exclusive mode.
+	// Conflict is a name lost to an older claim (see plan.Conflict), reported once per winner.
 	Conflict(c plan.Conflict)
 	// Skipped is a name, or its deletes, left alone (domain filter, a key held by another
 	// writer, the policy, sources not synced).
