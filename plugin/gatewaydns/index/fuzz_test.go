@@ -65,6 +65,7 @@ func FuzzQuery(f *testing.F) {
 		{"/skydns/test/zone/\xff/1", `{"host":"10.0.0.1"}`, "", "", "\xff", dns.TypeNS},
 		{"/skydns/test/zone/e/1", `{"host":"10.0.0.1","ttl":4294967295,"port":65535,"priority":65535,"weight":65535}`, "", "", "e", dns.TypeHINFO},
 		{"/skydns/test/zone/q/1", `{"host":"q.zone.test","targetstrip":1000}`, "", "", "q", dns.TypeSRV},
+		{"/skydns/test/zone/cname/2", `{"host":"10.9.9.9"}`, "/skydns/test/zone/cname/3", `{"host":"ext.zone.test"}`, "cname", dns.TypeA},
 	} {
 		f.Add(s.k1, []byte(s.v1), s.k2, []byte(s.v2), s.name, s.qtype)
 	}
@@ -137,6 +138,9 @@ func FuzzQuery(f *testing.F) {
 		default:
 			_, _, err = plugin.A(ctx, b, zone, state, nil, opt)
 		}
+		if ruledQuestion(state.QType()) {
+			noCNAMEBesideOtherData(t, records)
+		}
 		if qt := state.QType(); (qt == dns.TypeA || qt == dns.TypeAAAA) && state.Name() != zone {
 			sameAddresses(t, ix, state, records, err)
 		}
@@ -184,5 +188,24 @@ func sameAddresses(t *testing.T, ix *Index, state request.Request, records []dns
 	}
 	if !same {
 		t.Fatalf("%s %s: Addresses %v, plugin.A's records %v", state.Name(), dns.TypeToString[state.QType()], addrs, records)
+	}
+}
+
+// noCNAMEBesideOtherData fails t when an owner name in rrs has a CNAME and any other record,
+// a second CNAME included (RFC 1034 3.6.2), whatever the keys hold.
+func noCNAMEBesideOtherData(t *testing.T, rrs []dns.RR) {
+	t.Helper()
+	cnames, all := map[string]int{}, map[string]int{}
+	for _, rr := range rrs {
+		owner := strings.ToLower(rr.Header().Name)
+		all[owner]++
+		if rr.Header().Rrtype == dns.TypeCNAME {
+			cnames[owner]++
+		}
+	}
+	for owner, n := range cnames {
+		if n > 0 && all[owner] > 1 {
+			t.Fatalf("%s: a CNAME beside other data: %v", owner, rrs)
+		}
 	}
 }

@@ -266,7 +266,7 @@ func (ix *Index) decode(kv record.KV) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{svc: v.Service, ttl: v.TTL, lease: kv.Lease,
+	e := &entry{svc: v.Service, ttl: v.TTL, lease: kv.Lease, created: kv.Created,
 		origin: origin{owner: v.Owner, sources: v.Sources, revision: kv.Revision, seen: ix.opts.Now()}}
 	if e.svc.TTL == 0 {
 		e.svc.TTL = DefaultTTL
@@ -365,7 +365,7 @@ func (ix *Index) Addresses(name string, qtype uint16) (addrs []Address, ok bool,
 	if set == nil {
 		return nil, true, ErrNotFound
 	}
-	a := set.addresses()
+	a := set.forQuestion(qtype).addresses()
 	if !a.plain {
 		return nil, false, nil
 	}
@@ -414,6 +414,7 @@ func (ix *Index) wildcardQuery(labels []string, star int, qtype uint16) ([]msg.S
 	}
 	var matched []msg.Service
 	var leased []leasedRecord
+	var created []int64 // only where the set has a CNAME clash, which the subset may keep
 Records:
 	for i := range set.services {
 		parts := ix.elements(set.services[i].Key)
@@ -430,14 +431,22 @@ Records:
 			leased = append(leased, lr)
 		}
 		matched = append(matched, set.services[i])
+		if set.ruled != nil {
+			created = append(created, set.ruled.created[i])
+		}
 	}
-	return ix.finish(&answerSet{services: matched, leased: leased, hostless: set.hostless}, qtype), nil
+	sub := &answerSet{services: matched, leased: leased, hostless: set.hostless}
+	if set.ruled != nil {
+		sub.applyCNAMERule(func(i int) int64 { return created[i] })
+	}
+	return ix.finish(sub, qtype), nil
 }
 
 // finish applies what depends on the question and the clock to a cached answer set: leased
 // TTLs, and leaving out records without a host unless TXT was asked. It copies only when one
 // of them changes something.
 func (ix *Index) finish(set *answerSet, qtype uint16) []msg.Service {
+	set = set.forQuestion(qtype)
 	sx := set.services
 	if len(set.leased) > 0 {
 		sx = slices.Clone(sx)

@@ -17,6 +17,8 @@ type entry struct {
 	ttl    uint32      // the value's own ttl, 0 when absent: lease arithmetic needs to know
 	lease  int64
 	origin origin
+	// created is the key's create revision: which of a CNAME and other data answers (cname.go).
+	created int64
 }
 
 // origin is where a record came from, for Explain.
@@ -44,6 +46,9 @@ type answerSet struct {
 	leased   []leasedRecord            // by position, ascending
 	hostless bool                      // some record has only text: leave it out unless TXT is asked
 	addrs    atomic.Pointer[addresses] // worked out on the first A or AAAA question
+	// ruled is set only when the records mix a CNAME with other data, or hold two CNAMEs: what
+	// A, AAAA, TXT and CNAME questions are answered from instead (cname.go).
+	ruled *ruledSet
 }
 
 // Address is one record of an A or AAAA answer.
@@ -279,6 +284,7 @@ func (n *node) answerSet() *answerSet {
 	for _, e := range entries {
 		s.add(e)
 	}
+	s.applyCNAMERule(func(i int) int64 { return entries[i].created })
 	n.below.Store(s)
 	return s
 }

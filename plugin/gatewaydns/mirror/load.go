@@ -17,7 +17,7 @@ func (w *Watcher) load(ctx context.Context, reason string) (int64, error) {
 	var kvs []record.KV
 	rev, err := w.pages(ctx, 0, false, func(resp *clientv3.GetResponse) {
 		for _, kv := range resp.Kvs {
-			kvs = append(kvs, record.KV{Key: string(kv.Key), Value: kv.Value, Lease: kv.Lease, Revision: kv.ModRevision})
+			kvs = append(kvs, record.KV{Key: string(kv.Key), Value: kv.Value, Lease: kv.Lease, Revision: kv.ModRevision, Created: kv.CreateRevision})
 		}
 	})
 	if err != nil {

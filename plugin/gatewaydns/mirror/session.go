@@ -122,7 +122,7 @@ func (w *Watcher) apply(events []*clientv3.Event) int64 {
 	for i, ev := range events {
 		kv := ev.Kv
 		changes[i] = record.Change{
-			KV:      record.KV{Key: string(kv.Key), Value: kv.Value, Lease: kv.Lease, Revision: kv.ModRevision},
+			KV:      record.KV{Key: string(kv.Key), Value: kv.Value, Lease: kv.Lease, Revision: kv.ModRevision, Created: kv.CreateRevision},
 			Deleted: ev.Type == clientv3.EventTypeDelete,
 		}
 		if changes[i].Deleted {

@@ -23,6 +23,7 @@ type KV struct {
 	Value    []byte
 	Lease    int64 // 0 when the key is not bound to a lease
 	Revision int64 // the etcd revision that last changed the key
+	Created  int64 // the etcd revision that created the key: the age of its claim on the name
 }
 
 // Change is one key put or deleted, in the order etcd applied it.

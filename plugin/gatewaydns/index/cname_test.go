@@ -1,0 +1,145 @@
+package index
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+)
+
+// at is a key created at revision rev (and last changed then).
+func at(rev int64, key, value string) record.KV {
+	return record.KV{Key: key, Value: []byte(value), Revision: rev, Created: rev}
+}
+
+// answer builds the answer section as the handler does, through CoreDNS's plugin functions.
+func answer(t *testing.T, ix *Index, name string, qtype uint16) []string {
+	t.Helper()
+	b, state, ctx := fuzzBackend{ix}, query(name, qtype), context.Background()
+	var rrs []dns.RR
+	var err error
+	switch qtype {
+	case dns.TypeA:
+		rrs, _, err = plugin.A(ctx, b, fuzzZone, state, nil, plugin.Options{})
+	case dns.TypeTXT:
+		rrs, _, err = plugin.TXT(ctx, b, fuzzZone, state, nil, plugin.Options{})
+	case dns.TypeSRV:
+		rrs, _, err = plugin.SRV(ctx, b, fuzzZone, state, plugin.Options{})
+	}
+	if err != nil && !ix.IsNameError(err) {
+		t.Fatalf("%s %s: %v", name, dns.TypeToString[qtype], err)
+	}
+	var out []string
+	for _, rr := range rrs {
+		f := strings.Fields(rr.String())
+		out = append(out, f[0]+" "+f[3]+" "+strings.Join(f[4:], " "))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// validAnswer fails t when an owner name in rrs has a CNAME beside other data, or two CNAMEs.
+func validAnswer(t *testing.T, rrs []string) {
+	t.Helper()
+	types := map[string][]string{}
+	for _, rr := range rrs {
+		f := strings.Fields(rr)
+		types[f[0]] = append(types[f[0]], f[1])
+	}
+	for owner, ts := range types {
+		if slices.Contains(ts, "CNAME") && len(ts) > 1 {
+			t.Fatalf("%s has a CNAME beside other data: %v", owner, rrs)
+		}
+	}
+}
+
+func TestAnswerNeverMixesACNAMEWithOtherData(t *testing.T) {
+	base := []record.KV{
+		at(1, "/skydns/test/zone/app/1", `{"host":"10.0.0.1"}`),
+		at(1, "/skydns/test/zone/other/1", `{"host":"10.0.0.2"}`),
+	}
+	tests := []struct {
+		behaviour string
+		kvs       []record.KV
+		qname     string
+		qtype     uint16
+		want      []string
+	}{
+		{"the older CNAME keeps the name: the later A record is left out",
+			[]record.KV{at(5, "/skydns/test/zone/n/a", `{"host":"app.zone.test"}`), at(9, "/skydns/test/zone/n/b", `{"host":"10.9.0.1"}`)},
+			"n.zone.test", dns.TypeA,
+			[]string{"app.zone.test. A 10.0.0.1", "n.zone.test. CNAME app.zone.test."}},
+		{"older A records keep the name: the later CNAME is left out",
+			[]record.KV{at(5, "/skydns/test/zone/n/b", `{"host":"10.9.0.1"}`), at(9, "/skydns/test/zone/n/a", `{"host":"app.zone.test"}`)},
+			"n.zone.test", dns.TypeA,
+			[]string{"n.zone.test. A 10.9.0.1"}},
+		{"one transaction (equal revisions): the other data keeps the name",
+			[]record.KV{at(5, "/skydns/test/zone/n/a", `{"host":"app.zone.test"}`), at(5, "/skydns/test/zone/n/b", `{"host":"10.9.0.1"}`)},
+			"n.zone.test", dns.TypeA,
+			[]string{"n.zone.test. A 10.9.0.1"}},
+		{"of two CNAMEs the older answers, whatever the key order",
+			[]record.KV{at(9, "/skydns/test/zone/n/a", `{"host":"app.zone.test"}`), at(5, "/skydns/test/zone/n/b", `{"host":"other.zone.test"}`)},
+			"n.zone.test", dns.TypeA,
+			[]string{"n.zone.test. CNAME other.zone.test.", "other.zone.test. A 10.0.0.2"}},
+		{"an older TXT record keeps the name: no CNAME in a TXT answer",
+			[]record.KV{at(5, "/skydns/test/zone/n/t", `{"text":"v=1"}`), at(9, "/skydns/test/zone/n/a", `{"host":"app.zone.test"}`)},
+			"n.zone.test", dns.TypeTXT,
+			[]string{`n.zone.test. TXT "v=1"`}},
+		{"an older TXT record keeps the name: an A question is NODATA",
+			[]record.KV{at(5, "/skydns/test/zone/n/t", `{"text":"v=1"}`), at(9, "/skydns/test/zone/n/a", `{"host":"app.zone.test"}`)},
+			"n.zone.test", dns.TypeA,
+			nil},
+		{"SRV answers keep host-name targets beside addresses, as the stock plugin",
+			[]record.KV{at(5, "/skydns/test/zone/n/a", `{"host":"app.zone.test","port":80}`), at(9, "/skydns/test/zone/n/b", `{"host":"10.9.0.1","port":81}`)},
+			"n.zone.test", dns.TypeSRV,
+			[]string{"n.zone.test. SRV 10 50 80 app.zone.test.", "n.zone.test. SRV 10 50 81 b.n.zone.test."}},
+		{"a query wildcard over a clash is ruled too",
+			[]record.KV{at(5, "/skydns/test/zone/w/x/a", `{"host":"app.zone.test"}`), at(9, "/skydns/test/zone/w/y/b", `{"host":"10.9.0.1"}`)},
+			"*.w.zone.test", dns.TypeA,
+			[]string{"*.w.zone.test. CNAME app.zone.test.", "app.zone.test. A 10.0.0.1"}},
+		{"a subtree read (an ancestor's question) is ruled too",
+			[]record.KV{at(5, "/skydns/test/zone/w/x/a", `{"host":"10.9.0.1"}`), at(9, "/skydns/test/zone/w/y/b", `{"host":"app.zone.test"}`)},
+			"w.zone.test", dns.TypeA,
+			[]string{"w.zone.test. A 10.9.0.1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.behaviour, func(t *testing.T) {
+			ix := New(Options{})
+			ix.Load(ix.Root(), append(slices.Clone(base), tt.kvs...))
+			got := answer(t, ix, tt.qname, tt.qtype)
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("got  %q\nwant %q", got, tt.want)
+			}
+			if tt.qtype != dns.TypeSRV {
+				validAnswer(t, got)
+			}
+		})
+	}
+}
+
+// The rule follows the watch: a later CNAME put beside addresses changes nothing; once the
+// addresses are deleted the CNAME answers.
+func TestCNAMERuleFollowsChanges(t *testing.T) {
+	ix := New(Options{})
+	ix.Load(ix.Root(), []record.KV{
+		at(1, "/skydns/test/zone/app/1", `{"host":"10.0.0.1"}`),
+		at(2, "/skydns/test/zone/n/b", `{"host":"10.9.0.1"}`),
+	})
+	ix.Apply([]record.Change{{KV: at(3, "/skydns/test/zone/n/a", `{"host":"app.zone.test"}`)}})
+	if got, want := answer(t, ix, "n.zone.test", dns.TypeA), []string{"n.zone.test. A 10.9.0.1"}; !slices.Equal(got, want) {
+		t.Fatalf("after a later CNAME: %q, want %q", got, want)
+	}
+	if addrs, ok, _ := ix.Addresses("n.zone.test.", dns.TypeA); !ok || len(addrs) != 1 {
+		t.Fatalf("the short way for A: %v %v, want the one older address", addrs, ok)
+	}
+	ix.Apply([]record.Change{{KV: record.KV{Key: "/skydns/test/zone/n/b", Revision: 4}, Deleted: true}})
+	want := []string{"app.zone.test. A 10.0.0.1", "n.zone.test. CNAME app.zone.test."}
+	if got := answer(t, ix, "n.zone.test", dns.TypeA); !slices.Equal(got, want) {
+		t.Fatalf("after the addresses went: %q, want %q", got, want)
+	}
+}
