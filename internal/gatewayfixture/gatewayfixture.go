@@ -5,6 +5,7 @@ package gatewayfixture
 
 import (
 	"context"
+	"net"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,10 +83,13 @@ func (c *Cluster) SetGatewayAddresses(namespace, name string, addresses ...strin
 	ctx := context.Background()
 	gw, err := c.GW.GatewayV1().Gateways(namespace).Get(ctx, name, metav1.GetOptions{})
 	c.must(err)
-	ipType := gatewayv1.IPAddressType
 	gw.Status.Addresses = nil
 	for _, a := range addresses {
-		gw.Status.Addresses = append(gw.Status.Addresses, gatewayv1.GatewayStatusAddress{Type: &ipType, Value: a})
+		typ := gatewayv1.IPAddressType
+		if net.ParseIP(a) == nil {
+			typ = gatewayv1.HostnameAddressType // a load balancer known by name: a CNAME target
+		}
+		gw.Status.Addresses = append(gw.Status.Addresses, gatewayv1.GatewayStatusAddress{Type: &typ, Value: a})
 	}
 	_, err = c.GW.GatewayV1().Gateways(namespace).UpdateStatus(ctx, gw, metav1.UpdateOptions{})
 	c.must(err)
