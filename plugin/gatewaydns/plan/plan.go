@@ -316,7 +316,7 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 	c.Name = name
 	for _, k := range sortedKeys(want) {
 		put := want[k]
-		if kv, ok := own[k]; ok && kv.Lease == put.Lease && sameValue(kv.Value, put.Value) {
+		if kv, ok := own[k]; ok && kv.Lease == put.Lease && upToDate(kv.Value, put.Value) {
 			continue
 		}
 		c.Puts = append(c.Puts, put)
@@ -408,19 +408,21 @@ func loses(claims map[string]int64, ownClaim int64, owner string) (winner string
 	return winner, rev, winner != owner
 }
 
-func sameValue(a, b []byte) bool {
-	if string(a) == string(b) {
+// upToDate reports whether the value etcd holds needs no rewrite to become want (see
+// record.Value.Current).
+func upToDate(have, want []byte) bool {
+	if string(have) == string(want) {
 		return true
 	}
-	va, err := record.ParseValue(a)
+	vh, err := record.ParseValue(have)
 	if err != nil {
 		return false
 	}
-	vb, err := record.ParseValue(b)
+	vw, err := record.ParseValue(want)
 	if err != nil {
 		return false
 	}
-	return va.Equal(vb)
+	return vh.Current(vw)
 }
 
 func sameKeys(own map[string]KV, want map[string]Put) bool {
@@ -437,7 +439,7 @@ func sameKeys(own map[string]KV, want map[string]Put) bool {
 
 func changedValues(own map[string]KV, want map[string]Put) bool {
 	for k, put := range want {
-		if kv, ok := own[k]; ok && !sameValue(kv.Value, put.Value) {
+		if kv, ok := own[k]; ok && !upToDate(kv.Value, put.Value) {
 			return true
 		}
 	}

@@ -17,9 +17,16 @@ import (
 type Value struct {
 	msg.Service
 	Owner string `json:"owner,omitempty"`
-	// Sources are the Kubernetes objects that asked for the name ("HTTPRoute/ns/name"), sorted.
+	// Sources are the Kubernetes objects that asked for the name ("HTTPRoute/ns/name"): the
+	// first MaxSources in sort order, so that a name a thousand routes share keeps a small value.
 	Sources []string `json:"sources,omitempty"`
+	// SourceCount is how many objects asked for the name when the value was written, set only
+	// when that is more than Sources lists.
+	SourceCount int `json:"sourceCount,omitempty"`
 }
+
+// MaxSources is how many source objects a value lists at most.
+const MaxSources = 3
 
 // NewValue is the value owner writes for one target of ep: host = target, the endpoint's TTL,
 // targetstrip 1 (as external-dns writes, so an SRV target of an IP host is the name itself).
@@ -29,10 +36,13 @@ func NewValue(ep Endpoint, owner, target string) Value {
 	v.TTL = ep.TTL
 	v.TargetStrip = 1
 	if len(ep.Sources) > 0 {
-		v.Sources = make([]string, len(ep.Sources))
-		for i, s := range ep.Sources {
-			v.Sources[i] = s.String()
+		v.Sources = make([]string, min(len(ep.Sources), MaxSources))
+		for i := range v.Sources {
+			v.Sources[i] = ep.Sources[i].String()
 		}
+	}
+	if len(ep.Sources) > MaxSources {
+		v.SourceCount = len(ep.Sources)
 	}
 	return v
 }
@@ -50,7 +60,7 @@ func (v Value) Encode() []byte {
 func (v Value) Equal(o Value) bool {
 	a, b := v.Service, o.Service
 	a.Key, b.Key = "", ""
-	if a != b || v.Owner != o.Owner || len(v.Sources) != len(o.Sources) {
+	if a != b || v.Owner != o.Owner || v.SourceCount != o.SourceCount || len(v.Sources) != len(o.Sources) {
 		return false
 	}
 	for i := range v.Sources {
@@ -59,6 +69,17 @@ func (v Value) Equal(o Value) bool {
 		}
 	}
 	return true
+}
+
+// Current reports whether v, as read from etcd, needs no rewrite to become want: it answers the
+// same, has the same owner and lists the same sources. Only the count of a list cut short may
+// differ: a route joining or leaving a name that a thousand routes share, beyond the listed
+// ones, changes no answer, so it writes nothing.
+func (v Value) Current(want Value) bool {
+	if v.SourceCount > len(v.Sources) && want.SourceCount > len(want.Sources) {
+		v.SourceCount = want.SourceCount
+	}
+	return v.Equal(want)
 }
 
 // ParseValue decodes a value loosely: unknown fields are ignored and nothing is validated

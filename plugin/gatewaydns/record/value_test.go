@@ -2,6 +2,7 @@ package record
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -121,5 +122,63 @@ func TestOwnerOf(t *testing.T) {
 		if got := OwnerOf([]byte(in)); got != want {
 			t.Errorf("OwnerOf(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func routes(n int) []ObjectRef {
+	refs := make([]ObjectRef, n)
+	for i := range refs {
+		refs[i] = ObjectRef{Kind: "HTTPRoute", Namespace: "ns", Name: fmt.Sprintf("r%04d", i)}
+	}
+	return refs
+}
+
+func TestValueListsAFewSourcesAndCountsTheRest(t *testing.T) {
+	for _, tc := range []struct {
+		behaviour string
+		sources   int
+		listed    int
+		count     int
+	}{
+		{"no source: nothing listed", 0, 0, 0},
+		{"sources that fit are listed, with no count", MaxSources, MaxSources, 0},
+		{"a thousand routes: the first few listed, and the count", 1000, MaxSources, 1000},
+	} {
+		t.Run(tc.behaviour, func(t *testing.T) {
+			v := NewValue(Endpoint{Name: "app.example.com", Targets: []string{"10.0.0.1"}, Sources: routes(tc.sources)}, "c1", "10.0.0.1")
+			if len(v.Sources) != tc.listed || v.SourceCount != tc.count {
+				t.Fatalf("listed %d, count %d; want %d, %d", len(v.Sources), v.SourceCount, tc.listed, tc.count)
+			}
+			if n := len(v.Encode()); n > 300 {
+				t.Fatalf("value of %d bytes: %s", n, v.Encode())
+			}
+		})
+	}
+}
+
+func TestValueIsCurrentUnlessItsAnswerOrListedSourcesChange(t *testing.T) {
+	value := func(sources []ObjectRef, host string) Value {
+		return NewValue(Endpoint{Name: "app.example.com", TTL: 30, Targets: []string{host}, Sources: sources}, "c1", host)
+	}
+	thousand := routes(1000)
+	for _, tc := range []struct {
+		behaviour  string
+		have, want Value
+		current    bool
+	}{
+		{"the same value", value(thousand, "10.0.0.1"), value(thousand, "10.0.0.1"), true},
+		{"a route joins beyond the listed ones", value(thousand, "10.0.0.1"), value(routes(1001), "10.0.0.1"), true},
+		{"a route beyond the listed ones leaves", value(thousand, "10.0.0.1"), value(thousand[:999], "10.0.0.1"), true},
+		{"a listed route leaves", value(thousand, "10.0.0.1"), value(thousand[1:], "10.0.0.1"), false},
+		{"the list is no longer cut short", value(thousand, "10.0.0.1"), value(thousand[:MaxSources], "10.0.0.1"), false},
+		{"the list becomes cut short", value(thousand[:MaxSources], "10.0.0.1"), value(thousand[:MaxSources+1], "10.0.0.1"), false},
+		{"a route joins a short list", value(thousand[:1], "10.0.0.1"), value(thousand[:2], "10.0.0.1"), false},
+		{"another host", value(thousand, "10.0.0.1"), value(thousand, "10.0.0.2"), false},
+	} {
+		t.Run(tc.behaviour, func(t *testing.T) {
+			if got := tc.have.Current(tc.want); got != tc.current {
+				t.Fatalf("Current = %v, want %v", got, tc.current)
+			}
+		})
 	}
 }
