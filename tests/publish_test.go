@@ -71,6 +71,9 @@ func TestPublishesClusterObjectsAndAnswersThem(t *testing.T) {
 	within("Ingress", time.Second, func() { k8s.Ingress("shop", "legacy", "legacy.eu1.openmcp.cluster", "203.0.113.30") },
 		"legacy.eu1.openmcp.cluster.", answersWith("203.0.113.30"))
 
+	// An Ingress for a public name, outside the zone (external-dns's, say), is another
+	// controller's: left alone without a word. Created first, its Events would come first.
+	k8s.Ingress("shop", "public-site", "www.example.com", "198.51.100.7")
 	// A name outside the cluster's subdomain is refused and reported on its route (through a
 	// Gateway whose listener takes any hostname, so that only the domain filter stops it).
 	k8s.Gateway("infra", "open", gatewayv1.HTTPProtocolType, 80, "", "203.0.113.40")
@@ -81,6 +84,9 @@ func TestPublishesClusterObjectsAndAnswersThem(t *testing.T) {
 			t.Fatal("no DomainFilter Warning Event on the route that asked for a name outside the domain filter")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if evs := k8s.WarningEvents("shop", "Ingress", "public-site", "DomainFilter"); len(evs) > 0 {
+		t.Errorf("another controller's Ingress got a Warning: %s", evs[0].Message)
 	}
 	if r := ask(t, "udp", p.DNS, "web.us1.openmcp.cluster.", dns.TypeA); r.Rcode != dns.RcodeNameError {
 		t.Fatalf("a name outside the domain filter was published: %v", r)

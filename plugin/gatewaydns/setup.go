@@ -120,6 +120,7 @@ func parse(c *caddy.Controller) (*config, error) {
 			include = cfg.zones
 		}
 		pc.source.DomainFilter = source.NewDomainFilter(include, pc.excludeDomains)
+		pc.source.Zones = source.NewDomainFilter(cfg.zones, nil)
 		cfg.publish = pc
 	}
 	if c.Next() {

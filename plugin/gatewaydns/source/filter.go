@@ -32,6 +32,12 @@ type Config struct {
 	DefaultTTL uint32
 	// DomainFilter limits the names published.
 	DomainFilter DomainFilter
+	// Zones are the stanza's zones (zero: every name). An object naming a hostname in them and
+	// not excluded by DomainFilter is meant for this DNS: its problems are reported, also for
+	// names the filter refuses (a route asking for another cluster's subdomain). An object
+	// naming none (a public name for another external-dns, an excluded domain) belongs to
+	// another controller and gets no Events.
+	Zones DomainFilter
 	// BaseDomainFromGateway makes a Gateway's dns.openmcp.cloud/base-domain annotation a
 	// domain filter for the routes attached to it: through that Gateway a route may only
 	// publish names equal to or under the base domain. Gateways without the annotation
@@ -88,6 +94,14 @@ func (f DomainFilter) Match(name string) bool {
 		return false
 	}
 	return !matchDomains(f.exclude, name)
+}
+
+// Excludes reports whether name is in an excluded domain.
+func (f DomainFilter) Excludes(name string) bool { return matchDomains(f.exclude, normalizeName(name)) }
+
+// concerns reports whether a hostname is meant for this DNS (see Config.Zones).
+func (c *Config) concerns(name string) bool {
+	return c.DomainFilter.Match(name) || (c.Zones.Match(name) && !c.DomainFilter.Excludes(name))
 }
 
 // IsZero reports whether the filter lets every name through.

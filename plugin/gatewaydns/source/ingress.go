@@ -57,6 +57,9 @@ func (c *Config) IngressClaims(ing *networkingv1.Ingress) ([]Claim, []Rejection)
 		raw = append(raw, splitList(v)...)
 	}
 	hosts := validHostnames(raw, rs)
+	for _, h := range hosts {
+		rs.names(c.concerns(h))
+	}
 
 	targets := ingressTargets(ing, rs)
 	if len(hosts) > 0 && len(targets) == 0 {

@@ -137,6 +137,9 @@ func ignoresHostname(p gatewayv1.ProtocolType) bool {
 // publishThrough points the names that pass the domain filter and gw's base domain at gw's
 // targets, reporting the others.
 func (c *Config) publishThrough(gw *gatewayv1.Gateway, p parent, names []string, published map[string]map[string]struct{}, rs *rejections) {
+	for _, n := range names {
+		rs.names(c.concerns(n))
+	}
 	if !GatewayProgrammed(gw) {
 		rs.add("", CauseNotProgrammed, fmt.Sprintf("Gateway %s is not Programmed: its names are withdrawn from this cluster until it is", p))
 		return

@@ -107,6 +107,16 @@ type rejections struct {
 	ref  record.ObjectRef
 	seen map[Rejection]struct{}
 	list []Rejection
+	// named: the object names valid hostnames; ours: one of them is meant for this DNS
+	// (Config.Zones). An object that names hostnames, none of them ours, is another DNS
+	// controller's (an Ingress for external-dns's public zone, say): it gets no Events.
+	named, ours bool
+}
+
+// names records that the object names hostname n, and whether n is meant for this DNS.
+func (rs *rejections) names(ours bool) {
+	rs.named = true
+	rs.ours = rs.ours || ours
 }
 
 func newRejections(ref record.ObjectRef) *rejections {
@@ -126,7 +136,12 @@ func (rs *rejections) add(hostname string, cause Cause, reason string) {
 }
 
 // sorted returns the collected Rejections in a deterministic order (nil when there are none).
+// For another controller's object only invalid hostnames are kept: a typo may hide a name
+// meant for this zone.
 func (rs *rejections) sorted() []Rejection {
+	if rs.named && !rs.ours {
+		rs.list = slices.DeleteFunc(rs.list, func(r Rejection) bool { return r.Cause != CauseInvalidHostname })
+	}
 	if len(rs.list) == 0 {
 		return nil
 	}
