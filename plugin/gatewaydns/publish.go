@@ -157,7 +157,13 @@ func (w writerEvents) Conflict(c plan.Conflict) {
 	if reason == "" {
 		reason = fmt.Sprintf("owner %q holds this name in exclusive mode (claimed at revision %d, ours %d)", c.Winner, c.WinnerRevision, c.OwnRevision)
 	}
-	w.rejectName(c.Name, source.CauseConflict, reason)
+	if c.Sources == nil { // no objects given: every object behind the name
+		w.rejectName(c.Name, source.CauseConflict, reason)
+		return
+	}
+	for _, ref := range c.Sources { // the objects not told yet
+		w.kube.Reject(source.Rejection{Object: ref, Hostname: c.Name, Cause: source.CauseConflict, Reason: reason})
+	}
 }
 
 func (w writerEvents) Failed(name string, err error) {

@@ -158,6 +158,8 @@ type Conflict struct {
 	// Detail says what the winner holds when the conflict is a CNAME beside other data (or a
 	// second CNAME), in any mode; empty for an exclusive-mode conflict.
 	Detail string
+	// Sources are the objects that asked for the name (the endpoint's), to report it on.
+	Sources []record.ObjectRef
 }
 
 // Reason says why a name, or part of its change, was left alone.
@@ -274,6 +276,7 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 
 	if wanted {
 		if c, lost := cnameRule(in.Owner, name, ep, cur, ownClaim); lost {
+			c.Sources = ep.Sources
 			p.Conflicts = append(p.Conflicts, c)
 			want = nil // withdraw: as if not wanted
 			wanted = false
@@ -281,7 +284,7 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 	}
 	if wanted && in.Conflicts == Exclusive {
 		if winner, rev, lost := loses(claims, ownClaim, in.Owner); lost {
-			c := Conflict{Name: name, Winner: winner, WinnerRevision: rev}
+			c := Conflict{Name: name, Winner: winner, WinnerRevision: rev, Sources: ep.Sources}
 			if ownClaim != math.MaxInt64 {
 				c.OwnRevision = ownClaim
 			}

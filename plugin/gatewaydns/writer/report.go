@@ -4,15 +4,18 @@ import (
 	"sync"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // reports remembers the last outcome reported for each name and kind of problem, so that a
 // problem that lasts reaches the Observer (an Event, a counter increment) once, not at every
-// reconcile and resync: again only when its outcome changes (another winner, another error) or
-// after the name was reconciled without any problem in between.
+// reconcile and resync: again only when its outcome changes (another winner, another error),
+// after the name was reconciled without any problem in between, or, for a conflict, on the
+// objects that joined the name since.
 type reports struct {
 	mu   sync.Mutex
 	last map[reportKey]string
+	told map[string]map[record.ObjectRef]bool // name -> the objects told of its conflict
 }
 
 type reportKey struct {
@@ -43,6 +46,29 @@ func (r *reports) first(name string, kind reportKind, outcome string) bool {
 	return true
 }
 
+// untold records a conflict on name with outcome, asked for by objects, and returns the
+// objects not yet told of it (all of them when the outcome is new); ok is false when there is
+// nothing to report.
+func (r *reports) untold(name, outcome string, objects []record.ObjectRef) (fresh []record.ObjectRef, ok bool) {
+	isNew := r.first(name, reportConflict, outcome)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.told == nil {
+		r.told = make(map[string]map[record.ObjectRef]bool)
+	}
+	if isNew || r.told[name] == nil {
+		r.told[name] = make(map[record.ObjectRef]bool, len(objects))
+	}
+	told := r.told[name]
+	for _, o := range objects {
+		if !told[o] {
+			told[o] = true
+			fresh = append(fresh, o)
+		}
+	}
+	return fresh, isNew || len(fresh) > 0
+}
+
 // settled forgets what was reported for name: it was reconciled without a problem.
 func (r *reports) settled(name string) {
 	r.mu.Lock()
@@ -50,12 +76,18 @@ func (r *reports) settled(name string) {
 	for _, k := range []reportKind{reportConflict, reportSkip, reportFailure} {
 		delete(r.last, reportKey{name, k})
 	}
+	delete(r.told, name)
 }
 
 func (w *Writer) reportConflict(c plan.Conflict) {
-	if w.reports.first(c.Name, reportConflict, c.Winner) {
-		w.obs.Conflict(c)
+	fresh, ok := w.reports.untold(c.Name, c.Winner, c.Sources)
+	if !ok {
+		return
 	}
+	if c.Sources != nil {
+		c.Sources = fresh
+	}
+	w.obs.Conflict(c)
 }
 
 func (w *Writer) reportSkip(s plan.Skip) {

@@ -175,3 +175,41 @@ func TestWriterExclusiveClaimRaceLeavesOneOwnerPerName(t *testing.T) {
 		}
 	}
 }
+
+// A lost name is reported once per object: a resync tells nobody again, and an object that
+// joins the name later is told, alone.
+func TestWriterTellsEachObjectOfALostNameOnce(t *testing.T) {
+	e := testenv.StartEtcd(t)
+	cli := e.Client(t)
+	app := wtName("app")
+	wtStart(t, cli, writer.Config{Owner: "c1", Desired: wtWant(wtEP(app, "10.0.0.1")), Conflicts: plan.Exclusive})
+	wtEventually(t, 10*time.Second, "c1 published", wtHostsAre(t, cli, app, "c1=10.0.0.1"))
+
+	r1 := record.ObjectRef{Kind: "HTTPRoute", Namespace: "shop", Name: "r1"}
+	r2 := record.ObjectRef{Kind: "HTTPRoute", Namespace: "shop", Name: "r2"}
+	ep := record.Endpoint{Name: app, Targets: []string{"10.0.0.2"}, TTL: 30, Sources: []record.ObjectRef{r1}}
+	d2, obs2 := wtWant(ep), &wtObserver{}
+	w2, _ := wtStart(t, cli, writer.Config{Owner: "c2", Desired: d2, Observer: obs2, Conflicts: plan.Exclusive})
+	told := func() [][]record.ObjectRef {
+		obs2.mu.Lock()
+		defer obs2.mu.Unlock()
+		var out [][]record.ObjectRef
+		for _, c := range obs2.conflicts {
+			out = append(out, c.Sources)
+		}
+		return out
+	}
+	wtEventually(t, 10*time.Second, "c2 reports the conflict", func() bool { return len(told()) == 1 })
+	if _, err := w2.Resync(wtCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	ep.Sources = []record.ObjectRef{r1, r2}
+	d2.set(ep)
+	if _, err := w2.Reconcile(wtCtx(t), []string{app}); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]record.ObjectRef{{r1}, {r2}}
+	if got := told(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("conflicts told on %v, want %v", got, want)
+	}
+}
