@@ -40,6 +40,10 @@ var (
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "etcd_errors_total",
 		Help: "Failed etcd requests, by operation (get, watch, lease).",
 	}, []string{"zones", "op"})
+	cnameClashes = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "cname_clashes",
+		Help: "Names whose records mix a CNAME with other data, answered from the older claim only.",
+	}, []string{"zones"})
 	invalidRecords = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "invalid_records_total",
 		Help: "Values in etcd skipped because they cannot be served (bad JSON, bad host, bad key).",
@@ -92,7 +96,15 @@ var (
 	}, []string{"owner", "op"})
 	writerConflicts = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_conflicts_total",
-		Help: "Names lost to an older owner in exclusive mode.",
+		Help: "Names lost to an older claim (exclusive mode, or a CNAME beside other data), once per name, winner and object.",
+	}, []string{"owner"})
+	writerLostNames = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_lost_names",
+		Help: "Names the cluster's objects ask for that an older claim holds, now.",
+	}, []string{"owner"})
+	writerFailingNames = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_failing_names",
+		Help: "Names (or zones) the last attempt could not read or write, now.",
 	}, []string{"owner"})
 	writerSkipped = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_skipped_total",
@@ -100,7 +112,7 @@ var (
 	}, []string{"owner", "reason"})
 	writerFailures = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_failures_total",
-		Help: "Names the store refused or could not be reached for; retried at the next sync.",
+		Help: "Names the store refused or could not be reached for, once per name and error; retried at the next sync.",
 	}, []string{"owner"})
 	writerLastSync = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_last_sync_timestamp_seconds",
@@ -185,6 +197,11 @@ func (m *publishMetrics) Skipped(s plan.Skip) {
 
 func (m *publishMetrics) Failed(string, error) { writerFailures.WithLabelValues(m.owner).Inc() }
 
+func (m *publishMetrics) Problems(lost, failing int) {
+	writerLostNames.WithLabelValues(m.owner).Set(float64(lost))
+	writerFailingNames.WithLabelValues(m.owner).Set(float64(failing))
+}
+
 func (m *publishMetrics) Synced(at time.Time) {
 	m.recovered()
 	writerLastSync.WithLabelValues(m.owner).Set(float64(at.UnixNano()) / 1e9)
@@ -258,5 +275,7 @@ func (m *publishMetrics) atZero() {
 	}
 	writerConflicts.WithLabelValues(m.owner)
 	writerFailures.WithLabelValues(m.owner)
+	writerLostNames.WithLabelValues(m.owner)
+	writerFailingNames.WithLabelValues(m.owner)
 	writerLastSync.WithLabelValues(m.owner)
 }

@@ -55,7 +55,16 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 			invalidRecords.WithLabelValues(zones).Inc()
 			log.Warningf("Skipping a value that cannot be served: %v", err)
 		},
+		Clash: func(name string, clash bool, names int) {
+			cnameClashes.WithLabelValues(zones).Set(float64(names))
+			if clash {
+				log.Warningf("Records of %s mix a CNAME with other data; answering from the older claim only (CNAME rule)", name)
+			} else {
+				log.Infof("Records of %s no longer mix a CNAME with other data", name)
+			}
+		},
 	})
+	cnameClashes.WithLabelValues(zones).Set(0)
 	st.own = newFeed(cfg.feedKey(), zones, st.index, st.prefixes, cfg.etcd)
 	st.serving.Store(newBackend(st.index))
 	return g, st

@@ -92,3 +92,20 @@ func (c *children) all(yield func(*node) bool) {
 		}
 	}
 }
+
+// named yields every child node with its name, in no particular order.
+func (c *children) named(yield func(string, *node) bool) {
+	if c.many != nil {
+		for name, n := range c.many {
+			if !yield(name, n) {
+				return
+			}
+		}
+		return
+	}
+	for _, ch := range c.few {
+		if !yield(ch.name, ch.node) {
+			return
+		}
+	}
+}

@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -141,5 +142,42 @@ func TestCNAMERuleFollowsChanges(t *testing.T) {
 	want := []string{"app.zone.test. A 10.0.0.1", "n.zone.test. CNAME app.zone.test."}
 	if got := answer(t, ix, "n.zone.test", dns.TypeA); !slices.Equal(got, want) {
 		t.Fatalf("after the addresses went: %q, want %q", got, want)
+	}
+}
+
+// A clash is told once when it starts and once when it ends, through loads and watch changes.
+func TestClashIsToldWhenItStartsAndWhenItEnds(t *testing.T) {
+	var told []string
+	ix := New(Options{Clash: func(name string, clash bool, names int) {
+		told = append(told, fmt.Sprintf("%s %v %d", name, clash, names))
+	}})
+	clean := []record.KV{
+		at(1, "/skydns/test/zone/app/1", `{"host":"10.0.0.1"}`),
+		at(2, "/skydns/test/zone/same/1", `{"host":"lb.example.net"}`),
+		at(3, "/skydns/test/zone/same/2", `{"host":"LB.example.net."}`), // one CNAME target, twice
+	}
+	clashing := append(slices.Clone(clean), at(4, "/skydns/test/zone/app/2", `{"host":"lb.example.net"}`))
+	steps := []struct {
+		what string
+		do   func()
+		want []string
+	}{
+		{"a load without a clash", func() { ix.Load(ix.Root(), clean) }, nil},
+		{"a load with one", func() { ix.Load(ix.Root(), clashing) }, []string{"app.zone.test. true 1"}},
+		{"the same load again", func() { ix.Load(ix.Root(), clashing) }, nil},
+		{"the CNAME deleted", func() {
+			ix.Apply([]record.Change{{KV: record.KV{Key: "/skydns/test/zone/app/2", Revision: 5}, Deleted: true}})
+		}, []string{"app.zone.test. false 0"}},
+		{"a second CNAME target put", func() {
+			ix.Apply([]record.Change{{KV: at(6, "/skydns/test/zone/same/3", `{"host":"other.example.net"}`)}})
+		}, []string{"same.zone.test. true 1"}},
+		{"a load that no longer holds it", func() { ix.Load(ix.Root(), clean) }, []string{"same.zone.test. false 0"}},
+	}
+	for _, s := range steps {
+		told = nil
+		s.do()
+		if !slices.Equal(told, s.want) {
+			t.Fatalf("%s: told %q, want %q", s.what, told, s.want)
+		}
 	}
 }

@@ -44,6 +44,9 @@ type Options struct {
 	MaxLeaseTTL uint32
 	// Invalid is told of every value that is skipped, once per key and value; may be nil.
 	Invalid func(key string, err error)
+	// Clash is told when the records of a name start (true) or stop (false) mixing a CNAME
+	// with other data (clash.go), and how many names do now; may be nil.
+	Clash func(name string, clash bool, names int)
 	// Now is the clock for lease TTLs; time.Now when nil.
 	Now func() time.Time
 	// Prefixes are the key prefixes the index mirrors, each loaded on its own (one per zone,
@@ -62,6 +65,7 @@ type Index struct {
 	leases  map[int64]time.Time     // lease -> when it expires, as last read from etcd
 	invalid map[string]invalidValue // key -> the value that was rejected, to report each once
 	digests map[string]*Digest      // loaded prefix -> what it holds, for the consistency check
+	clashes map[string]bool         // path of a name whose records mix a CNAME with other data
 
 	loadedPrefixes map[string]bool
 	loaded         atomic.Bool // every prefix of Options.Prefixes has been loaded
@@ -92,6 +96,7 @@ func New(opts Options) *Index {
 		leases:         map[int64]time.Time{},
 		invalid:        map[string]invalidValue{},
 		digests:        map[string]*Digest{},
+		clashes:        map[string]bool{},
 		loadedPrefixes: map[string]bool{},
 	}
 }
@@ -144,6 +149,7 @@ func (ix *Index) Load(prefix string, kvs []record.KV) {
 		}
 	}
 	ix.reportLocked(rejected)
+	ix.checkClashesBelowLocked(base)
 	ix.loadedPrefixes[prefix] = true
 	all := true
 	for _, p := range ix.opts.Prefixes {
@@ -207,6 +213,21 @@ func (ix *Index) Apply(changes []record.Change) {
 			if c.Deleted {
 				delete(ix.invalid, c.Key)
 			}
+		}
+	}
+	checked := make(map[string]bool, len(changes))
+	for _, c := range changes {
+		if !strings.HasPrefix(c.Key, ix.root) {
+			continue
+		}
+		elems := ix.elements(c.Key)
+		if len(elems) == 0 {
+			continue
+		}
+		name := elems[:len(elems)-1]
+		if k := strings.Join(name, "/"); !checked[k] {
+			checked[k] = true
+			ix.checkClashLocked(name)
 		}
 	}
 	// Only values still in place at the end of the batch are skipped ones: a later put or

@@ -136,6 +136,7 @@ func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.Lease
 	if err == nil {
 		w.settle(all, &res)
 	}
+	w.tellProblems()
 	if len(since) > 0 {
 		now := time.Now()
 		for _, n := range all {

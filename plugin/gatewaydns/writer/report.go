@@ -16,6 +16,9 @@ type reports struct {
 	mu   sync.Mutex
 	last map[reportKey]string
 	told map[string]map[record.ObjectRef]bool // name -> the objects told of its conflict
+
+	counted     [2]int // lost and failing names as last told to a ProblemObserver
+	countedOnce bool
 }
 
 type reportKey struct {
@@ -119,5 +122,42 @@ func (w *Writer) settle(names []string, res *Result) {
 		if !troubled[n] {
 			w.reports.settled(n)
 		}
+	}
+}
+
+// counts is how many names are lost and failing now.
+func (r *reports) counts() (lost, failing int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.last {
+		switch k.kind {
+		case reportConflict:
+			lost++
+		case reportFailure:
+			failing++
+		}
+	}
+	return lost, failing
+}
+
+// tellProblems tells a ProblemObserver the counts when they changed since it was last told.
+func (w *Writer) tellProblems() {
+	lost, failing := w.reports.counts()
+	w.tellCounts(lost, failing)
+}
+
+func (w *Writer) tellNoProblems() { w.tellCounts(0, 0) }
+
+func (w *Writer) tellCounts(lost, failing int) {
+	po, ok := w.obs.(ProblemObserver)
+	if !ok {
+		return
+	}
+	w.reports.mu.Lock()
+	changed := w.reports.counted != [2]int{lost, failing} || !w.reports.countedOnce
+	w.reports.counted, w.reports.countedOnce = [2]int{lost, failing}, true
+	w.reports.mu.Unlock()
+	if changed {
+		po.Problems(lost, failing)
 	}
 }

@@ -63,6 +63,9 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 		w.depose(term)
 		w.forgetLost()
 		w.obs.Leading(false)
+		// A standby counts no problems: the leader does. What was reported stays remembered,
+		// so that leading again does not report it twice.
+		w.tellNoProblems()
 	}()
 	go w.watchKey(ctx, term)
 

@@ -81,6 +81,13 @@ type ReachabilityObserver interface {
 	EtcdReachable(reachable bool)
 }
 
+// ProblemObserver is an optional part of Observer: told how many names are lost to an older
+// claim and how many failed at their last attempt, whenever that changes. Conflict and Failed
+// report each problem once; these counts say how many last.
+type ProblemObserver interface {
+	Problems(lost, failing int)
+}
+
 // NopObserver ignores everything; embed it to implement part of Observer.
 type NopObserver struct{}
 

@@ -182,7 +182,8 @@ func TestWriterTellsEachObjectOfALostNameOnce(t *testing.T) {
 	e := testenv.StartEtcd(t)
 	cli := e.Client(t)
 	app := wtName("app")
-	wtStart(t, cli, writer.Config{Owner: "c1", Desired: wtWant(wtEP(app, "10.0.0.1")), Conflicts: plan.Exclusive})
+	d1 := wtWant(wtEP(app, "10.0.0.1"))
+	w1, _ := wtStart(t, cli, writer.Config{Owner: "c1", Desired: d1, Conflicts: plan.Exclusive})
 	wtEventually(t, 10*time.Second, "c1 published", wtHostsAre(t, cli, app, "c1=10.0.0.1"))
 
 	r1 := record.ObjectRef{Kind: "HTTPRoute", Namespace: "shop", Name: "r1"}
@@ -212,4 +213,14 @@ func TestWriterTellsEachObjectOfALostNameOnce(t *testing.T) {
 	if got := told(); !slices.EqualFunc(got, want, slices.Equal) {
 		t.Fatalf("conflicts told on %v, want %v", got, want)
 	}
+	// Told once, but counted while it lasts: the gauge of lost names says 1 until c2 holds it.
+	if p := obs2.get(func(o *wtObserver) bool { return o.problems == [2]int{1, 0} }); !p {
+		t.Fatalf("problems %v, want 1 lost name", obs2.problems)
+	}
+	d1.remove(app)
+	w1.Enqueue(app)
+	wtEventually(t, 5*time.Second, "c2 took the freed name", wtHostsAre(t, cli, app, "c2=10.0.0.2"))
+	wtEventually(t, 5*time.Second, "no lost name counted", func() bool {
+		return obs2.get(func(o *wtObserver) bool { return o.problems == [2]int{0, 0} })
+	})
 }

@@ -117,6 +117,7 @@ type wtObserver struct {
 	failed     map[string]error
 	synced     int
 	propagated map[string]time.Duration
+	problems   [2]int // the last Problems call: lost, failing
 	leadCalls  []bool // every Leading call, in order
 	reachable  []bool // every EtcdReachable call, in order
 }
@@ -159,6 +160,11 @@ func (o *wtObserver) Failed(name string, err error) {
 	o.mu.Unlock()
 }
 func (o *wtObserver) Synced(time.Time) { o.mu.Lock(); o.synced++; o.mu.Unlock() }
+func (o *wtObserver) Problems(lost, failing int) {
+	o.mu.Lock()
+	o.problems = [2]int{lost, failing}
+	o.mu.Unlock()
+}
 func (o *wtObserver) Propagated(name string, d time.Duration) {
 	o.mu.Lock()
 	if o.propagated == nil {

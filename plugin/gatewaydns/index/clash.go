@@ -1,0 +1,97 @@
+package index
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// Names whose records mix a CNAME with other data are answered by the CNAME rule (cname.go);
+// the index also tells Options.Clash when one starts or stops, so that keys written by hand or
+// by another tool, which no writer reports, are seen: a log line and a gauge. Only the records
+// one level below a name (the layout writers use) are looked at; a clash that only a subtree
+// read sees is ruled all the same, without a report.
+
+// clashes reports whether the records directly below n mix a CNAME with other data, or hold
+// CNAMEs to different targets.
+func (n *node) clashes() bool {
+	cname, other := "", false
+	for c := range n.children.all {
+		if c.value == nil {
+			continue
+		}
+		if what, _ := c.value.svc.HostType(); what != dns.TypeCNAME {
+			other = true
+		} else if t := strings.ToLower(dns.Fqdn(c.value.svc.Host)); cname == "" {
+			cname = t
+		} else if t != cname {
+			return true
+		}
+		if other && cname != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkClashLocked looks again at the name whose key has the path elements elems.
+func (ix *Index) checkClashLocked(elems []string) {
+	n, depth := ix.tree.walk(elems)
+	clash := depth == len(elems) && n.clashes()
+	ix.setClashLocked(elems, clash)
+}
+
+func (ix *Index) setClashLocked(elems []string, clash bool) {
+	path := strings.Join(elems, "/")
+	if ix.clashes[path] == clash {
+		return
+	}
+	if clash {
+		ix.clashes[path] = true
+	} else {
+		delete(ix.clashes, path)
+	}
+	if ix.opts.Clash != nil {
+		ix.opts.Clash(domainOf(elems), clash, len(ix.clashes))
+	}
+}
+
+// checkClashesBelowLocked looks again at every name at or below the path elements base, after
+// a full load replaced them.
+func (ix *Index) checkClashesBelowLocked(base []string) {
+	prefix := strings.Join(base, "/")
+	for path := range ix.clashes {
+		if path == prefix || strings.HasPrefix(path, prefix+"/") || prefix == "" {
+			ix.checkClashLocked(strings.Split(path, "/"))
+		}
+	}
+	n, depth := ix.tree.walk(base)
+	if depth < len(base) {
+		return
+	}
+	var visit func(n *node, elems []string)
+	visit = func(n *node, elems []string) {
+		if n.clashes() {
+			ix.setClashLocked(elems, true)
+		}
+		for name, c := range n.children.named {
+			visit(c, append(elems, name))
+		}
+	}
+	visit(n, slices.Clone(base))
+}
+
+// Clashes is how many names have records that mix a CNAME with other data.
+func (ix *Index) Clashes() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return len(ix.clashes)
+}
+
+// domainOf is the DNS name of a key's path elements below the root.
+func domainOf(elems []string) string {
+	labels := slices.Clone(elems)
+	slices.Reverse(labels)
+	return dns.Fqdn(strings.Join(labels, "."))
+}
