@@ -11,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/gatewaydns/gatewaydns/internal/dnscheck"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -282,24 +283,6 @@ var cnameRuled = map[string]bool{
 	"skydns.test./TXT": true,
 }
 
-// cnameBesideOtherData reports whether an owner name in rrs has a CNAME and another record.
-func cnameBesideOtherData(rrs []dns.RR) bool {
-	cnames, all := map[string]int{}, map[string]int{}
-	for _, rr := range rrs {
-		owner := strings.ToLower(rr.Header().Name)
-		all[owner]++
-		if rr.Header().Rrtype == dns.TypeCNAME {
-			cnames[owner]++
-		}
-	}
-	for owner := range cnames {
-		if all[owner] > 1 {
-			return true
-		}
-	}
-	return false
-}
-
 // checkCNAMERuled fails t unless got is what the CNAME rule leaves of the stock answer want
 // when the other data is older: the same rcode, no CNAME for the name, a valid answer, and only
 // records the stock answer has.
@@ -311,7 +294,7 @@ func checkCNAMERuled(t *testing.T, name string, want, got *dns.Msg) {
 	if got.Rcode != want.Rcode {
 		fail("the rcode differs")
 	}
-	if cnameBesideOtherData(got.Answer) {
+	if dnscheck.CNAMEBesideOtherData(got.Answer) {
 		fail("a CNAME beside other data")
 	}
 	stock := map[string]bool{}
