@@ -2,12 +2,12 @@ package mirror
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
 
 // load reads every key under the prefix at one revision, in pages, and hands them to the Sink.
@@ -38,31 +38,21 @@ func (w *Watcher) load(ctx context.Context, reason string) (int64, error) {
 }
 
 // pages reads the prefix at rev (0: the current revision, then that one for every page), in
-// pages of pageSize, handing each response to page; it returns the revision read.
+// pages (store.ReadPages), each request under its own time limit, so that a black-holed etcd
+// fails it rather than hang it; it returns the revision read.
 func (w *Watcher) pages(ctx context.Context, rev int64, keysOnly bool, page func(*clientv3.GetResponse)) (int64, error) {
-	from, end := w.Prefix, clientv3.GetPrefixRangeEnd(w.Prefix)
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(pageSize)}
-		if rev != 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		if keysOnly {
-			opts = append(opts, clientv3.WithKeysOnly())
-		}
-		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		resp, err := w.Client.Get(rctx, from, opts...)
-		cancel()
-		if err != nil {
-			return 0, fmt.Errorf("reading %s at revision %d: %w", w.Prefix, rev, err)
-		}
-		w.answered()
-		if rev == 0 {
-			rev = resp.Header.Revision
-		}
-		page(resp)
-		if !resp.More || len(resp.Kvs) == 0 {
-			return rev, nil
-		}
-		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	var opts []clientv3.OpOption
+	if keysOnly {
+		opts = append(opts, clientv3.WithKeysOnly())
 	}
+	get := func(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		resp, err := w.Client.Get(rctx, key, opts...)
+		if err == nil {
+			w.answered()
+		}
+		return resp, err
+	}
+	return store.ReadPages(ctx, get, w.Prefix, rev, page, opts...)
 }

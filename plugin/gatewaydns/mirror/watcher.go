@@ -45,7 +45,6 @@ type Observer interface {
 }
 
 const (
-	pageSize        = 5000 // keys per read of a full load, to bound memory and message size
 	requestTimeout  = 10 * time.Second
 	leaseRefresh    = 5 * time.Second
 	leaseRPCTimeout = 5 * time.Second

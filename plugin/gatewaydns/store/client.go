@@ -1,4 +1,5 @@
-// Package store is how gatewaydns reaches etcd: the client configuration both roles share.
+// Package store is how gatewaydns reaches etcd: the client configuration both roles share, and
+// reading a whole zone in pages.
 // The serve path's watcher is package mirror, the publish path's writer package writer. It
 // knows nothing of Kubernetes and is never called from a DNS query.
 package store

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
 
 // maxReplans is how often a reconcile reads and plans again the names whose commit found
@@ -77,12 +78,24 @@ func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, failed in
 	}
 	for _, z := range zones {
 		p := record.NamePath(w.cfg.Prefix, z) + "/"
-		var resp *clientv3.GetResponse
-		// One attempt may take the whole Timeout: all of an owner's keys can take more than
-		// an AttemptTimeout to read, and a resync that never completes repairs nothing.
-		err := w.requestEach(ctx, w.cfg.Timeout, func(ctx context.Context) (err error) {
-			resp, err = w.client.Get(ctx, p, clientv3.WithPrefix())
-			return err
+		// In pages at one revision, each page a request of its own: a zone of a million keys
+		// is never one response. One attempt may take the whole Timeout: a page of a large
+		// zone can take more than an AttemptTimeout on a loaded etcd, and a resync that never
+		// completes repairs nothing.
+		get := func(ctx context.Context, key string, opts ...clientv3.OpOption) (resp *clientv3.GetResponse, err error) {
+			err = w.requestEach(ctx, w.cfg.Timeout, func(ctx context.Context) error {
+				resp, err = w.client.Get(ctx, key, opts...)
+				return err
+			})
+			return resp, err
+		}
+		var zoneOwn []*mvccpb.KeyValue
+		_, err := store.ReadPages(ctx, get, p, 0, func(resp *clientv3.GetResponse) {
+			for _, kv := range resp.Kvs {
+				if record.OwnerOf(kv.Value) == w.cfg.Owner {
+					zoneOwn = append(zoneOwn, kv)
+				}
+			}
 		})
 		label := z
 		if label == "" {
@@ -97,11 +110,7 @@ func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, failed in
 			continue
 		}
 		w.reports.settled(label)
-		for _, kv := range resp.Kvs {
-			if record.OwnerOf(kv.Value) == w.cfg.Owner {
-				own = append(own, kv)
-			}
-		}
+		own = append(own, zoneOwn...)
 	}
 	return own, failed, nil
 }
