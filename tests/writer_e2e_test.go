@@ -654,3 +654,43 @@ func TestWriterAdoptsExternalDNSKeys(t *testing.T) {
 	poll.finish(t, name+" during the adoption")
 	t.Logf("total %s", time.Since(start))
 }
+
+// TestDryRunWriterLogsThePlanAndWritesNothing: the built binary with `dry-run` beside a real
+// kube-apiserver and etcd logs each change it would make once, counts it, and writes no record.
+func TestDryRunWriterLogsThePlanAndWritesNothing(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	kube := testenv.StartKubeAPIServer(t)
+	k8s := gatewayfixture.New(t, kube.Config)
+	k8s.Namespace("infra")
+	k8s.Gateway("infra", "gw", gatewayv1.HTTPProtocolType, 80, "", "203.0.113.81")
+	k8s.HTTPRoute("infra", "app", "infra", "gw", "app.eu1.openmcp.cluster")
+	w := runWriter(t, "eu1", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster", "dry-run")
+	w.waitReady(t, 60*time.Second)
+
+	line := func(name string) string { return `Dry run: owner "eu1" would write ` + name + " +/skydns/cluster/openmcp/eu1/" }
+	waitLogged := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); !strings.Contains(w.log.String(), what); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no log line %q within 15s:\n%s", what, w.log.String())
+			}
+		}
+	}
+	waitLogged(line("app.eu1.openmcp.cluster"))
+	k8s.HTTPRoute("infra", "api", "infra", "gw", "api.eu1.openmcp.cluster")
+	waitLogged(line("api.eu1.openmcp.cluster"))
+	if n := strings.Count(w.log.String(), line("app.eu1.openmcp.cluster")); n != 1 {
+		t.Errorf("the change of app was logged %d times, want once", n)
+	}
+	metrics, _ := httpGet("http://" + w.Metrics + "/metrics")
+	if want := `coredns_gatewaydns_writer_dry_run_ops_total{op="put",owner="eu1"} 2`; !strings.Contains(metrics, want) {
+		t.Errorf("metrics lack %q", want)
+	}
+	resp, err := etcd.Client(t).Get(t.Context(), "/skydns/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count != 0 {
+		t.Fatalf("a dry run wrote %d records", resp.Count)
+	}
+}

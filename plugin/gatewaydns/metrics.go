@@ -114,6 +114,10 @@ var (
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_failures_total",
 		Help: "Names the store refused or could not be reached for, once per name and error; retried at the next sync.",
 	}, []string{"owner"})
+	writerDryRun = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_dry_run_ops_total",
+		Help: "With dry-run: own keys the writer would have put or deleted, by operation, each planned change counted once.",
+	}, []string{"owner", "op"})
 	writerLastSync = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_last_sync_timestamp_seconds",
 		Help: "When a full sync of every name last succeeded.",
@@ -136,6 +140,7 @@ var (
 // publishMetrics is the kubesource.Observer and writer.Observer of one owner.
 type publishMetrics struct {
 	owner   string
+	dryRun  bool
 	desired *source.Desired
 
 	mu     sync.Mutex
@@ -196,6 +201,12 @@ func (m *publishMetrics) Skipped(s plan.Skip) {
 }
 
 func (m *publishMetrics) Failed(string, error) { writerFailures.WithLabelValues(m.owner).Inc() }
+
+func (m *publishMetrics) Planned(c plan.Change) {
+	writerDryRun.WithLabelValues(m.owner, "put").Add(float64(len(c.Puts)))
+	writerDryRun.WithLabelValues(m.owner, "delete").Add(float64(len(c.Deletes)))
+	log.Infof("Dry run: owner %q would write %s", m.owner, c)
+}
 
 func (m *publishMetrics) Problems(lost, failing int) {
 	writerLostNames.WithLabelValues(m.owner).Set(float64(lost))
@@ -278,4 +289,9 @@ func (m *publishMetrics) atZero() {
 	writerLostNames.WithLabelValues(m.owner)
 	writerFailingNames.WithLabelValues(m.owner)
 	writerLastSync.WithLabelValues(m.owner)
+	if m.dryRun {
+		for _, op := range []string{"put", "delete"} {
+			writerDryRun.WithLabelValues(m.owner, op)
+		}
+	}
 }

@@ -27,6 +27,7 @@ type publishConfig struct {
 	policy         plan.Policy
 	conflicts      plan.ConflictMode
 	lease          time.Duration
+	dryRun         bool
 	kubeconfig     string
 	kubecontext    string
 	domainFilter   []string
@@ -63,7 +64,7 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	p := &publisher{cfg: cfg, done: make(chan struct{})}
-	obs := &publishMetrics{owner: pc.owner}
+	obs := &publishMetrics{owner: pc.owner, dryRun: pc.dryRun}
 	obs.atZero()
 	p.kube, err = kubesource.New(rc, kubesource.Options{
 		Config:   pc.source,
@@ -92,6 +93,7 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 		},
 		Zones:    zones,
 		Lease:    pc.lease,
+		DryRun:   pc.dryRun,
 		Desired:  desired{p.kube},
 		Observer: writerEvents{publishMetrics: obs, kube: p.kube},
 	})
@@ -317,6 +319,11 @@ func parsePublishOption(opt string, args []string, pc *publishConfig) (ok bool, 
 				err = writer.CheckLease(pc.lease, writer.DefaultElectionTTL)
 			}
 		}
+	case "dry-run":
+		if len(args) != 0 {
+			return true, errors.New("dry-run takes no arguments")
+		}
+		pc.dryRun = true
 	case "kubeconfig":
 		if len(args) < 1 || len(args) > 2 {
 			return true, errors.New("kubeconfig needs a file and optionally a context")

@@ -78,6 +78,7 @@ func TestParse(t *testing.T) {
 				policy upsert-only
 				conflict exclusive
 				lease 1m
+				dry-run
 				kubeconfig /etc/kube/config admin@eu1
 				domain-filter eu1.openmcp.cluster
 				exclude-domains internal.eu1.openmcp.cluster
@@ -96,7 +97,7 @@ func TestParse(t *testing.T) {
 				if p == nil || c.publishOnly {
 					t.Fatalf("publish %+v, publishOnly %v", p, c.publishOnly)
 				}
-				if p.owner != "landscape.ns.eu1" || p.policy != plan.UpsertOnly || p.conflicts != plan.Exclusive || p.lease != time.Minute {
+				if p.owner != "landscape.ns.eu1" || p.policy != plan.UpsertOnly || p.conflicts != plan.Exclusive || p.lease != time.Minute || !p.dryRun {
 					t.Errorf("%+v", p)
 				}
 				if !slices.Equal(p.kinds, []string{"HTTPRoute", "TLSRoute", "Ingress"}) {
@@ -139,6 +140,7 @@ func TestParse(t *testing.T) {
 		{name: "publishing options without owner", input: "gatewaydns {\n domain-filter eu1.openmcp.cluster\n}", wantErr: "publishing needs 'owner ID'"},
 		{name: "publish-only without owner", input: "gatewaydns {\n publish-only\n}", wantErr: "publishing needs 'owner ID'"},
 		{name: "unknown policy", input: "gatewaydns {\n owner eu1\n policy sometimes\n}", wantErr: "Testfile:3 - Error during parsing:"},
+		{name: "dry-run takes no argument", input: "gatewaydns {\n owner eu1\n dry-run yes\n}", wantErr: "Testfile:3 - Error during parsing: dry-run takes no arguments"},
 		{name: "unknown conflict mode", input: "gatewaydns {\n owner eu1\n conflict maybe\n}", wantErr: "Testfile:3"},
 		{name: "lease too short to outlive a failover", input: "gatewaydns {\n owner eu1\n lease 14s\n}", wantErr: "Testfile:3 - Error during parsing: lease 14s is shorter than the election TTL 10s plus 5s"},
 		{name: "owner with a slash", input: "gatewaydns {\n owner eu/1\n}", wantErr: "may not contain"},

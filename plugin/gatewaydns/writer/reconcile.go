@@ -191,6 +191,10 @@ func (w *Writer) reconcileOnce(ctx context.Context, term *Term, lease clientv3.L
 	for _, s := range p.Skipped {
 		w.reportSkip(s)
 	}
+	if w.cfg.DryRun {
+		w.plannedOnly(readable, p.Changes)
+		return nil
+	}
 	// What the plan read: a commit applies only if every key it touches is still so.
 	for _, kv := range current {
 		snap.keys[kv.Key] = kv.ModRevision

@@ -50,7 +50,7 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 
 	var lease clientv3.LeaseID
 	var leaseLost <-chan struct{}
-	if w.cfg.Lease > 0 {
+	if w.cfg.Lease > 0 && !w.cfg.DryRun {
 		var err error
 		lease, leaseLost, err = w.takeLease(ctx)
 		if err != nil {

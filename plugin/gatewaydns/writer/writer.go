@@ -136,6 +136,10 @@ type Config struct {
 	// AttemptTimeout bounds one attempt of a request (DefaultAttemptTimeout when 0, at most
 	// Timeout).
 	AttemptTimeout time.Duration
+	// DryRun plans as usual and tells the Observer (DryRunObserver) what it would change, but
+	// writes no record and takes no lease: for trying a writer beside a running external-dns.
+	// It still takes part in its owner's election, so that one replica tells.
+	DryRun bool
 	// Desired is what to publish.
 	Desired Desired
 	// Observer is told what happens (NopObserver when nil).
@@ -190,6 +194,9 @@ type Writer struct {
 	lost map[string]*lostWatch
 
 	reports reports
+
+	dryMu sync.Mutex
+	dry   map[string]string // name -> the change of a dry run last told
 }
 
 type lostWatch struct{ cancel context.CancelFunc }

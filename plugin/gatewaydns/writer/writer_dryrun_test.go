@@ -1,0 +1,75 @@
+package writer_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/writer"
+)
+
+// dryObserver records the changes a dry run tells.
+type dryObserver struct {
+	wtObserver
+	dmu     sync.Mutex
+	planned []string
+}
+
+func (o *dryObserver) Planned(c plan.Change) {
+	o.dmu.Lock()
+	o.planned = append(o.planned, c.String())
+	o.dmu.Unlock()
+}
+
+func (o *dryObserver) plannedCount() int {
+	o.dmu.Lock()
+	defer o.dmu.Unlock()
+	return len(o.planned)
+}
+
+// A dry run plans, tells each change once, and writes no record and no lease, with another
+// owner's records there and through resyncs and changes.
+func TestWriterDryRunTellsThePlanOnceAndWritesNothing(t *testing.T) {
+	e := testenv.StartEtcd(t)
+	cli := e.Client(t)
+	app, api, web := wtName("app"), wtName("api"), wtName("web")
+	wtPut(t, cli, "/skydns/cluster/openmcp/eu1/web/x1", `{"host":"10.9.9.9","owner":"other"}`)
+	d := wtWant(wtEP(app, "10.0.0.1"), wtEP(api, "10.0.0.2"), wtEP(web, "10.0.0.3"))
+	obs := &dryObserver{}
+	w, _ := wtStart(t, cli, writer.Config{Owner: "c1", Desired: d, Observer: obs, DryRun: true, Lease: 20 * time.Second})
+	wtEventually(t, 10*time.Second, "the three changes told", func() bool { return obs.plannedCount() == 3 })
+
+	for range 2 {
+		if _, err := w.Resync(wtCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.set(wtEP(api, "10.0.0.4"))
+	if _, err := w.Reconcile(wtCtx(t), []string{api}); err != nil {
+		t.Fatal(err)
+	}
+	if n := obs.plannedCount(); n != 4 {
+		t.Fatalf("told %d changes (%v), want 4: three at start, one for the changed name", n, obs.planned)
+	}
+	resp, err := cli.Get(wtCtx(t), "/skydns/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 || string(resp.Kvs[0].Key) != "/skydns/cluster/openmcp/eu1/web/x1" {
+		t.Fatalf("a dry run wrote records: %v", resp.Kvs)
+	}
+	leases, err := cli.Leases(wtCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leases.Leases) != 1 { // the election session's, and no records' lease
+		t.Fatalf("%d leases, want the election's alone", len(leases.Leases))
+	}
+	if obs.get(func(o *wtObserver) bool { return o.puts+o.dels > 0 }) {
+		t.Fatal("a dry run reported commits")
+	}
+}
