@@ -667,7 +667,9 @@ func TestDryRunWriterLogsThePlanAndWritesNothing(t *testing.T) {
 	w := runWriter(t, "eu1", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster", "dry-run")
 	w.waitReady(t, 60*time.Second)
 
-	line := func(name string) string { return `Dry run: owner "eu1" would write ` + name + " +/skydns/cluster/openmcp/eu1/" }
+	line := func(name string) string {
+		return `Dry run: owner "eu1" would write ` + name + " +/skydns/cluster/openmcp/eu1/"
+	}
 	waitLogged := func(what string) {
 		t.Helper()
 		for deadline := time.Now().Add(15 * time.Second); !strings.Contains(w.log.String(), what); time.Sleep(100 * time.Millisecond) {
