@@ -40,8 +40,8 @@ func ruledQuestion(qtype uint16) bool {
 
 // forQuestion is the set that answers qtype.
 func (s *answerSet) forQuestion(qtype uint16) *answerSet {
-	if s.ruled != nil && ruledQuestion(qtype) {
-		return s.ruled.set
+	if r := s.ruled(); r != nil && ruledQuestion(qtype) {
+		return r.set
 	}
 	return s
 }
@@ -56,7 +56,10 @@ func (s *answerSet) applyCNAMERule(created func(i int) int64) {
 	for i := range revs {
 		revs[i] = created(i)
 	}
-	s.ruled = &ruledSet{set: s.subset(keep), created: revs}
+	if s.rare == nil {
+		s.rare = &rareParts{}
+	}
+	s.rare.ruled = &ruledSet{set: s.subset(keep), created: revs}
 }
 
 // subset is a new set of the records at positions keep (ascending), leases and all.
@@ -65,7 +68,7 @@ func (s *answerSet) subset(keep []int) *answerSet {
 	for _, i := range keep {
 		if lr, ok := s.leasedAt(i); ok {
 			lr.pos = len(out.services)
-			out.leased = append(out.leased, lr)
+			out.addLeased(lr)
 		}
 		if s.services[i].Host == "" {
 			out.hostless = true

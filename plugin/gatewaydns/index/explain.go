@@ -35,7 +35,7 @@ func (ix *Index) Explain(ctx context.Context, state request.Request) ([]Origin, 
 			continue // changed since the read above
 		}
 		o := n.value.origin
-		out = append(out, Origin{Key: s.Key, Host: s.Host, Text: s.Text, Owner: o.owner, Sources: o.sources, Revision: o.revision, Seen: o.seen})
+		out = append(out, Origin{Key: s.Key, Host: s.Host, Text: s.Text, Owner: o.owner, Sources: o.sources, Revision: o.revision, Seen: time.Unix(0, o.seen)})
 	}
 	return out, nil
 }

@@ -288,7 +288,7 @@ func (ix *Index) decode(kv record.KV) (*entry, error) {
 		return nil, err
 	}
 	e := &entry{svc: v.Service, ttl: v.TTL, lease: kv.Lease, created: kv.Created,
-		origin: origin{owner: v.Owner, sources: v.Sources, revision: kv.Revision, seen: ix.opts.Now()}}
+		origin: origin{owner: v.Owner, sources: v.Sources, revision: kv.Revision, seen: ix.opts.Now().UnixNano()}}
 	if e.svc.TTL == 0 {
 		e.svc.TTL = DefaultTTL
 	}
@@ -452,12 +452,15 @@ Records:
 			leased = append(leased, lr)
 		}
 		matched = append(matched, set.services[i])
-		if set.ruled != nil {
-			created = append(created, set.ruled.created[i])
+		if r := set.ruled(); r != nil {
+			created = append(created, r.created[i])
 		}
 	}
-	sub := &answerSet{services: matched, leased: leased, hostless: set.hostless}
-	if set.ruled != nil {
+	sub := &answerSet{services: matched, hostless: set.hostless}
+	if len(leased) > 0 {
+		sub.rare = &rareParts{leased: leased}
+	}
+	if set.ruled() != nil {
 		sub.applyCNAMERule(func(i int) int64 { return created[i] })
 	}
 	return ix.finish(sub, qtype), nil
@@ -469,10 +472,10 @@ Records:
 func (ix *Index) finish(set *answerSet, qtype uint16) []msg.Service {
 	set = set.forQuestion(qtype)
 	sx := set.services
-	if len(set.leased) > 0 {
+	if leased := set.leased(); len(leased) > 0 {
 		sx = slices.Clone(sx)
 		now := ix.opts.Now()
-		for _, lr := range set.leased {
+		for _, lr := range leased {
 			sx[lr.pos].TTL = ix.leaseTTL(lr, now)
 		}
 	}

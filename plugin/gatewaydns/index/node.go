@@ -5,7 +5,6 @@ import (
 	"net"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/miekg/dns"
@@ -26,7 +25,7 @@ type origin struct {
 	owner    string
 	sources  []string
 	revision int64
-	seen     time.Time
+	seen     int64 // when this server learned the value, in Unix nanoseconds (a time.Time is 24 bytes)
 }
 
 // node is one path element of the key tree. Children and value change only under the index's
@@ -40,15 +39,42 @@ type node struct {
 	exact atomic.Pointer[answerSet] // what an exact read of this key returns
 }
 
-// answerSet is the records of one read, sorted by key as etcd returns them.
+// answerSet is the records of one read, sorted by key as etcd returns them. Every name asked
+// for holds one per level of its key, so what few sets need sits behind one pointer.
 type answerSet struct {
 	services []msg.Service
-	leased   []leasedRecord            // by position, ascending
 	hostless bool                      // some record has only text: leave it out unless TXT is asked
 	addrs    atomic.Pointer[addresses] // worked out on the first A or AAAA question
+	rare     *rareParts                // nil for a set of plain records
+}
+
+// rareParts are the parts of an answer set that few sets have.
+type rareParts struct {
+	leased []leasedRecord // by position, ascending
 	// ruled is set only when the records mix a CNAME with other data, or hold two CNAMEs: what
 	// A, AAAA, TXT and CNAME questions are answered from instead (cname.go).
 	ruled *ruledSet
+}
+
+func (s *answerSet) leased() []leasedRecord {
+	if s.rare == nil {
+		return nil
+	}
+	return s.rare.leased
+}
+
+func (s *answerSet) ruled() *ruledSet {
+	if s.rare == nil {
+		return nil
+	}
+	return s.rare.ruled
+}
+
+func (s *answerSet) addLeased(lr leasedRecord) {
+	if s.rare == nil {
+		s.rare = &rareParts{}
+	}
+	s.rare.leased = append(s.rare.leased, lr)
 }
 
 // Address is one record of an A or AAAA answer.
@@ -76,7 +102,7 @@ func (s *answerSet) addresses() *addresses {
 }
 
 func newAddresses(s *answerSet) *addresses {
-	if len(s.leased) > 0 {
+	if len(s.leased()) > 0 {
 		return &addresses{}
 	}
 	sx := s.services
@@ -109,7 +135,7 @@ type leasedRecord struct {
 }
 
 func (s *answerSet) leasedAt(pos int) (leasedRecord, bool) {
-	for _, lr := range s.leased {
+	for _, lr := range s.leased() {
 		if lr.pos == pos {
 			return lr, true
 		}
@@ -119,7 +145,7 @@ func (s *answerSet) leasedAt(pos int) (leasedRecord, bool) {
 
 func (s *answerSet) add(e *entry) {
 	if e.lease != 0 {
-		s.leased = append(s.leased, leasedRecord{pos: len(s.services), lease: e.lease, ttl: e.ttl})
+		s.addLeased(leasedRecord{pos: len(s.services), lease: e.lease, ttl: e.ttl})
 	}
 	if e.svc.Host == "" {
 		s.hostless = true
