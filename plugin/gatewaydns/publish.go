@@ -349,23 +349,32 @@ func parsePublishOption(opt string, args []string, pc *publishConfig) (ok bool, 
 		pc.excludeDomains, err = some()
 	case "namespaces":
 		pc.source.Namespaces, err = some()
-	case "label-filter", "annotation-filter":
-		// A selector may hold spaces ("expose in (yes,true)"): its words are joined again.
+	case "label-filter", "annotation-filter", "gateway-label-filter":
+		// A selector may hold spaces ("expose in (yes,true)"): its words are joined again, and
+		// parsed as external-dns parses its --label-filter, --annotation-filter and
+		// --gateway-label-filter.
 		var words []string
 		if words, err = some(); err == nil {
 			v := strings.Join(words, " ")
-			sel, perr := labels.Parse(v) // as external-dns --label-filter and --annotation-filter
+			sel, perr := labels.Parse(v)
 			if perr != nil {
 				return true, fmt.Errorf("%s %q: %w", opt, v, perr)
 			}
-			if opt == "label-filter" {
+			switch opt {
+			case "label-filter":
 				pc.source.LabelSelector = sel
-			} else {
+			case "annotation-filter":
 				pc.source.AnnotationFilter = sel
+			default:
+				pc.source.GatewayLabelSelector = sel
 			}
 		}
 	case "gateway-classes":
 		pc.source.GatewayClasses, err = some()
+	case "gateway-name":
+		pc.source.GatewayName, err = one()
+	case "gateway-namespace":
+		pc.source.GatewayNamespace, err = one()
 	case "ingress-classes":
 		pc.source.IngressClasses, err = some()
 	case "controller":

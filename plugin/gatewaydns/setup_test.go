@@ -86,6 +86,9 @@ func TestParse(t *testing.T) {
 				label-filter dns=public
 				annotation-filter expose in (yes,true)
 				gateway-classes istio
+				gateway-name public
+				gateway-namespace infra
+				gateway-label-filter dns in (public, both)
 				ingress-classes nginx
 				controller gatewaydns
 				ttl 2m
@@ -118,6 +121,10 @@ func TestParse(t *testing.T) {
 				}
 				if !s.AnnotationFilter.Matches(labels.Set{"expose": "yes"}) || s.AnnotationFilter.Matches(labels.Set{}) {
 					t.Errorf("annotation filter %v", s.AnnotationFilter)
+				}
+				if s.GatewayName != "public" || s.GatewayNamespace != "infra" ||
+					!s.GatewayLabelSelector.Matches(labels.Set{"dns": "both"}) || s.GatewayLabelSelector.Matches(labels.Set{"dns": "private"}) {
+					t.Errorf("gateway filters %q %q %v", s.GatewayName, s.GatewayNamespace, s.GatewayLabelSelector)
 				}
 				if !s.DomainFilter.Match("app.eu1.openmcp.cluster") || s.DomainFilter.Match("app.us1.openmcp.cluster") || s.DomainFilter.Match("x.internal.eu1.openmcp.cluster") {
 					t.Errorf("domain filter %+v", s.DomainFilter)

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
@@ -357,4 +358,45 @@ func TestIntegrationMissingCRDs(t *testing.T) {
 	if !w.Synced() {
 		t.Errorf("Synced() went false")
 	}
+}
+
+// TestIntegrationGatewayFilters: on a real kube-apiserver, gateway-label-filter and
+// gateway-namespace choose the Gateways routes publish through, and a Gateway relabelled into
+// the filter brings its routes' names with it.
+func TestIntegrationGatewayFilters(t *testing.T) {
+	c := startCluster(t)
+	c.namespace("infra", nil)
+	c.namespace("edge", nil)
+	c.gatewayClass()
+	all := listener("http", gatewayv1.HTTPProtocolType, 80, "", gatewayv1.NamespacesFromAll, nil)
+	public, private, other := newGateway("infra", "public", all), newGateway("infra", "private", all), newGateway("edge", "public", all)
+	public.Labels = map[string]string{"dns": "public"}
+	private.Labels = map[string]string{"dns": "private"}
+	other.Labels = map[string]string{"dns": "public"}
+	c.gateway(public, "192.0.2.31")
+	c.gateway(private, "192.0.2.32")
+	c.gateway(other, "192.0.2.33")
+	c.httpRoute("infra", "a", []string{"a.example.com"}, nil, parentRef("infra", "public", ""))
+	c.httpRoute("infra", "b", []string{"b.example.com"}, nil, parentRef("infra", "private", ""))
+	c.httpRoute("edge", "c", []string{"c.example.com"}, nil, parentRef("edge", "public", ""))
+
+	sel, err := labels.Parse("dns=public")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.watch(source.Config{GatewayLabelSelector: sel, GatewayNamespace: "infra"}, newRecordingObserver())
+	waitSynced(t, w)
+	eventually(t, waitFor, "a through the public Gateway of infra", endpointIs(w, "a.example.com", "192.0.2.31"))
+	for _, name := range []string{"b.example.com", "c.example.com"} {
+		if ok, state := endpointIs(w, name)(); !ok {
+			t.Errorf("published through a Gateway the filters leave out: %s", state)
+		}
+	}
+
+	gw, err := c.gw.GatewayV1().Gateways("infra").Get(c.ctx, "private", metav1.GetOptions{})
+	c.must(err)
+	gw.Labels = map[string]string{"dns": "public"}
+	_, err = c.gw.GatewayV1().Gateways("infra").Update(c.ctx, gw, metav1.UpdateOptions{})
+	c.must(err)
+	eventually(t, waitFor, "b once its Gateway is relabelled into the filter", endpointIs(w, "b.example.com", "192.0.2.32"))
 }

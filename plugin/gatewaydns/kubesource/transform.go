@@ -22,13 +22,16 @@ import (
 type slimmer struct {
 	// labelKeys are the label keys that Config.LabelSelector reads (nil: none is needed).
 	labelKeys map[string]bool
+	// gatewayLabelKeys are those that Config.GatewayLabelSelector reads.
+	gatewayLabelKeys map[string]bool
 	// annotationKeys are the annotation keys that Config.AnnotationFilter reads, besides the
 	// external-dns and gatewaydns annotations, which are always kept.
 	annotationKeys map[string]bool
 }
 
 func newSlimmer(cfg *source.Config) *slimmer {
-	return &slimmer{labelKeys: selectorKeys(cfg.LabelSelector), annotationKeys: selectorKeys(cfg.AnnotationFilter)}
+	return &slimmer{labelKeys: selectorKeys(cfg.LabelSelector), gatewayLabelKeys: selectorKeys(cfg.GatewayLabelSelector),
+		annotationKeys: selectorKeys(cfg.AnnotationFilter)}
 }
 
 func selectorKeys(sel labels.Selector) map[string]bool {
@@ -54,14 +57,14 @@ func (s *slimmer) keepAnnotation(key string) bool {
 }
 
 // meta keeps name, namespace, UID, resourceVersion, creationTimestamp, the annotations that are
-// read and, when allLabels is set, every label (else those the label selector reads).
-func (s *slimmer) meta(m *metav1.ObjectMeta, allLabels bool) metav1.ObjectMeta {
+// read and the labels of labelKeys.
+func (s *slimmer) meta(m *metav1.ObjectMeta, labelKeys map[string]bool) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID,
 		ResourceVersion: m.ResourceVersion, CreationTimestamp: m.CreationTimestamp,
 	}
 	for k, v := range m.Labels {
-		if allLabels || s.labelKeys[k] {
+		if labelKeys[k] {
 			if out.Labels == nil {
 				out.Labels = map[string]string{}
 			}
@@ -80,7 +83,7 @@ func (s *slimmer) meta(m *metav1.ObjectMeta, allLabels bool) metav1.ObjectMeta {
 }
 
 // routeMeta is meta for routes and Ingresses: labels only as the label selector needs them.
-func (s *slimmer) routeMeta(m *metav1.ObjectMeta) metav1.ObjectMeta { return s.meta(m, false) }
+func (s *slimmer) routeMeta(m *metav1.ObjectMeta) metav1.ObjectMeta { return s.meta(m, s.labelKeys) }
 
 // Transform is a cache.TransformFunc. Objects of other types (and tombstones) pass unchanged.
 func (s *slimmer) Transform(obj any) (any, error) {
@@ -134,8 +137,7 @@ func (s *slimmer) Transform(obj any) (any, error) {
 }
 
 func (s *slimmer) gateway(o *gatewayv1.Gateway) *gatewayv1.Gateway {
-	m := s.meta(&o.ObjectMeta, false)
-	m.Labels = nil // no Gateway filter reads labels
+	m := s.meta(&o.ObjectMeta, s.gatewayLabelKeys) // labels only as gateway-label-filter needs them
 	out := &gatewayv1.Gateway{ObjectMeta: m}
 	out.Spec.GatewayClassName = o.Spec.GatewayClassName
 	if len(o.Spec.Listeners) > 0 {

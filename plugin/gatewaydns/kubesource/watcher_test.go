@@ -376,3 +376,18 @@ func TestKindsLimitWhatIsWatched(t *testing.T) {
 		}
 	}
 }
+
+// A Gateway keeps the labels that gateway-label-filter reads, and those alone.
+func TestTransformKeepsTheGatewayLabelsTheFilterReads(t *testing.T) {
+	sel, err := labels.Parse("dns in (public)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSlimmer(&source.Config{GatewayLabelSelector: sel})
+	gw := newGateway("infra", "gw", listener("http", gatewayv1.HTTPProtocolType, 80, "", gatewayv1.NamespacesFromAll, nil))
+	gw.Labels = map[string]string{"dns": "public", "team": "web"}
+	got, _ := s.Transform(gw)
+	if slim := got.(*gatewayv1.Gateway); !reflect.DeepEqual(slim.Labels, map[string]string{"dns": "public"}) {
+		t.Fatalf("labels kept %v, want dns alone", slim.Labels)
+	}
+}

@@ -21,6 +21,12 @@ type Config struct {
 	// GatewayClasses limits the Gateways used to these spec.gatewayClassName values; empty
 	// means all.
 	GatewayClasses []string
+	// GatewayName, GatewayNamespace and GatewayLabelSelector limit the Gateways used to the one
+	// of that name, those of that namespace, and those whose labels match, as external-dns's
+	// --gateway-name, --gateway-namespace and --gateway-label-filter do; empty or nil: all.
+	GatewayName          string
+	GatewayNamespace     string
+	GatewayLabelSelector labels.Selector
 	// IngressClasses limits Ingresses to these classes (spec.ingressClassName, else the
 	// kubernetes.io/ingress.class annotation); empty means all.
 	IngressClasses []string

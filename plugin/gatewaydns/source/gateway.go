@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -18,9 +19,21 @@ func GatewayRef(gw *gatewayv1.Gateway) record.ObjectRef {
 	return record.ObjectRef{Kind: KindGateway, Namespace: gw.Namespace, Name: gw.Name}
 }
 
-// selectsGateway applies the GatewayClass filter.
+// selectsGateway applies the Gateway filters: class, name, namespace and labels. A route
+// attached to a Gateway they leave out publishes nothing through it, without a word: that
+// Gateway is another controller's business.
 func (c *Config) selectsGateway(gw *gatewayv1.Gateway) bool {
-	return len(c.GatewayClasses) == 0 || slices.Contains(c.GatewayClasses, string(gw.Spec.GatewayClassName))
+	switch {
+	case len(c.GatewayClasses) > 0 && !slices.Contains(c.GatewayClasses, string(gw.Spec.GatewayClassName)):
+		return false
+	case c.GatewayName != "" && gw.Name != c.GatewayName:
+		return false
+	case c.GatewayNamespace != "" && gw.Namespace != c.GatewayNamespace:
+		return false
+	case c.GatewayLabelSelector != nil && !c.GatewayLabelSelector.Matches(labels.Set(gw.Labels)):
+		return false
+	}
+	return true
 }
 
 // GatewayProgrammed reports whether a Gateway may carry traffic as far as its controller says:

@@ -26,6 +26,15 @@ func oneListenerGW(l gatewayv1.Listener) *gatewayv1.Gateway {
 	return gateway("app", "gw", []gatewayv1.Listener{l}, "10.0.0.1")
 }
 
+// gwLabels is gw with the labels kv (key, value, ...).
+func gwLabels(gw *gatewayv1.Gateway, kv ...string) *gatewayv1.Gateway {
+	gw.Labels = map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		gw.Labels[kv[i]] = kv[i+1]
+	}
+	return gw
+}
+
 func mustSelector(s string) labels.Selector {
 	sel, err := labels.Parse(s)
 	if err != nil {
@@ -446,6 +455,14 @@ func TestRouteFilters(t *testing.T) {
 	runRouteCases(t, []routeCase{
 		{name: "GatewayClass filter admits the Gateway's class", cfg: Config{GatewayClasses: []string{"other", "cls"}}, gateways: gws(), route: r, want: ok},
 		{name: "GatewayClass filter leaves out other classes silently", cfg: Config{GatewayClasses: []string{"other"}}, gateways: gws(), route: r},
+		{name: "gateway-name admits the Gateway of that name", cfg: Config{GatewayName: "gw"}, gateways: gws(), route: r, want: ok},
+		{name: "gateway-name leaves out other Gateways silently", cfg: Config{GatewayName: "other"}, gateways: gws(), route: r},
+		{name: "gateway-namespace admits Gateways of that namespace", cfg: Config{GatewayNamespace: "app"}, gateways: gws(), route: r, want: ok},
+		{name: "gateway-namespace leaves out Gateways of other namespaces silently", cfg: Config{GatewayNamespace: "infra"}, gateways: gws(), route: r},
+		{name: "gateway-label-filter admits Gateways whose labels match", cfg: Config{GatewayLabelSelector: mustSelector("dns=public")}, gateways: []*gatewayv1.Gateway{gwLabels(appsGW(), "dns", "public")}, route: r, want: ok},
+		{name: "gateway-label-filter leaves out other Gateways silently", cfg: Config{GatewayLabelSelector: mustSelector("dns=public")}, gateways: []*gatewayv1.Gateway{gwLabels(appsGW(), "dns", "private")}, route: r},
+		{name: "gateway-label-filter leaves out a Gateway without labels", cfg: Config{GatewayLabelSelector: mustSelector("dns=public")}, gateways: gws(), route: r},
+		{name: "the Gateway filters combine", cfg: Config{GatewayName: "gw", GatewayNamespace: "app", GatewayLabelSelector: mustSelector("dns")}, gateways: []*gatewayv1.Gateway{gwLabels(appsGW(), "dns", "x")}, route: r, want: ok},
 		{name: "controller annotation naming this controller is ours", cfg: Config{ControllerName: "gatewaydns"}, gateways: gws(),
 			route: withAnnotations(r, AnnotationPrefix+"controller", "gatewaydns"), want: ok},
 		{name: "controller annotation naming another controller is skipped", cfg: Config{ControllerName: "gatewaydns"}, gateways: gws(),
