@@ -43,6 +43,9 @@ func (g *GatewayDNS) explain(ctx context.Context, b *backend, zone string, state
 			txt = append(txt, "source="+s)
 		}
 		txt = append(txt, "revision="+strconv.FormatInt(o.Revision, 10), "seen="+o.Seen.UTC().Format(time.RFC3339))
+		if o.LeftOut != "" {
+			txt = append(txt, "left-out="+o.LeftOut)
+		}
 		for i := range txt {
 			if len(txt[i]) > 255 { // one character-string holds at most 255 bytes
 				txt[i] = txt[i][:252] + "..."

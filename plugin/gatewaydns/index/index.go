@@ -339,12 +339,24 @@ func (ix *Index) MinTTL(request.Request) uint32 { return soaMinTTL }
 // question matches any label at that position. A name that is not there is answered by a
 // stored "*" wildcard that covers it, as RFC 4592 says.
 func (ix *Index) Records(_ context.Context, state request.Request, exact bool) ([]msg.Service, error) {
+	return ix.records(state.Name(), state.QType(), exact, answered)
+}
+
+// view says which records of a read to return.
+type view uint8
+
+const (
+	answered view = iota // what a question of the type is answered from
+	everything           // every record the read finds, the CNAME rule's left-outs included (for Explain)
+)
+
+func (ix *Index) records(name string, qtype uint16, exact bool, v view) ([]msg.Service, error) {
 	var buf [16]string // most names have fewer labels: then finding them allocates nothing
-	labels, star := ix.labels(buf[:0], state.Name())
+	labels, star := ix.labels(buf[:0], name)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if star >= 0 {
-		return ix.wildcardQuery(labels, star, state.QType())
+		return ix.wildcardQuery(labels, star, qtype, v)
 	}
 	n := ix.tree.find(labels)
 	if n == nil {
@@ -362,7 +374,7 @@ func (ix *Index) Records(_ context.Context, state request.Request, exact bool) (
 			return nil, ErrNotFound
 		}
 	}
-	return ix.finish(set, state.QType()), nil
+	return ix.finish(set, qtype, v), nil
 }
 
 // Addresses is what plugin.A (qtype A) or plugin.AAAA (qtype AAAA) answers from Records for a
@@ -424,7 +436,7 @@ func (ix *Index) labels(dst []string, name string) ([]string, int) {
 
 // wildcardQuery answers a question with a "*" or "any" label: every key below the labels
 // before it whose elements match the question's, position by position.
-func (ix *Index) wildcardQuery(labels []string, star int, qtype uint16) ([]msg.Service, error) {
+func (ix *Index) wildcardQuery(labels []string, star int, qtype uint16, v view) ([]msg.Service, error) {
 	n, depth := ix.tree.walk(labels[:star])
 	if depth < star {
 		return nil, ErrNotFound
@@ -463,14 +475,16 @@ Records:
 	if set.ruled() != nil {
 		sub.applyCNAMERule(func(i int) int64 { return created[i] })
 	}
-	return ix.finish(sub, qtype), nil
+	return ix.finish(sub, qtype, v), nil
 }
 
 // finish applies what depends on the question and the clock to a cached answer set: leased
 // TTLs, and leaving out records without a host unless TXT was asked. It copies only when one
 // of them changes something.
-func (ix *Index) finish(set *answerSet, qtype uint16) []msg.Service {
-	set = set.forQuestion(qtype)
+func (ix *Index) finish(set *answerSet, qtype uint16, v view) []msg.Service {
+	if v == answered {
+		set = set.forQuestion(qtype)
+	}
 	sx := set.services
 	if leased := set.leased(); len(leased) > 0 {
 		sx = slices.Clone(sx)

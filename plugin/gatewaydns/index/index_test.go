@@ -265,6 +265,18 @@ func TestExplainTellsWhereEachRecordCameFrom(t *testing.T) {
 	if _, err := ix.Explain(context.Background(), query("nothere.zone.test", dns.TypeTXT)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown name: %v", err)
 	}
+
+	// A CNAME that the older addresses keep out of the answer is shown, and marked.
+	ix.Apply([]record.Change{{KV: record.KV{Key: "/skydns/test/zone/app/3", Value: []byte(`{"host":"lb.example.net"}`), Revision: 12, Created: 12}}})
+	got, err = ix.Explain(context.Background(), query("app.zone.test", dns.TypeTXT))
+	if err != nil || len(got) != 3 {
+		t.Fatalf("with a clash: %+v, %v", got, err)
+	}
+	for _, o := range got {
+		if want := map[bool]string{true: "cname-rule", false: ""}[o.Host == "lb.example.net"]; o.LeftOut != want {
+			t.Errorf("%s left out %q, want %q", o.Key, o.LeftOut, want)
+		}
+	}
 }
 
 func TestLoadPerPrefixReplacesOnlyItsSubtree(t *testing.T) {
