@@ -346,8 +346,8 @@ func (ix *Index) Records(_ context.Context, state request.Request, exact bool) (
 type view uint8
 
 const (
-	answered view = iota // what a question of the type is answered from
-	everything           // every record the read finds, the CNAME rule's left-outs included (for Explain)
+	answered   view = iota // what a question of the type is answered from
+	everything             // every record the read finds, the CNAME rule's left-outs included (for Explain)
 )
 
 func (ix *Index) records(name string, qtype uint16, exact bool, v view) ([]msg.Service, error) {
