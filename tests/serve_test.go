@@ -243,3 +243,38 @@ func TestExplainRevealsWhereAnswersComeFrom(t *testing.T) {
 		t.Fatalf("without explain, CH questions are refused, as CoreDNS does by default: %v %v", r, err)
 	}
 }
+
+// TestNegativeTTLIsTheSOAMinimum: negative-ttl sets how long resolvers cache NXDOMAIN and NODATA
+// (the SOA minimum and the SOA's own TTL, RFC 2308), over UDP and TCP; without it, the etcd
+// plugin's 30 s.
+func TestNegativeTTLIsTheSOAMinimum(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	if _, err := etcd.Client(t).Put(context.Background(), "/skydns/test/zone/web/1", `{"host":"203.0.113.10"}`); err != nil {
+		t.Fatal(err)
+	}
+	set, unset := freePort(t), freePort(t)
+	startCoreDNS(t, fmt.Sprintf("zone.test:%d {\n gatewaydns {\n  endpoint %s\n  negative-ttl 5\n }\n}\nzone.test:%d {\n gatewaydns {\n  endpoint %[2]s\n }\n}\n", set, etcd.ClientURL, unset))
+	for _, tc := range []struct {
+		port int
+		want uint32
+	}{{set, 5}, {unset, 30}} {
+		addr := fmt.Sprintf("127.0.0.1:%d", tc.port)
+		waitFor(t, 10*time.Second, addr, "web.zone.test.", dns.TypeA, answersWith("203.0.113.10"))
+		for _, q := range []struct {
+			name  string
+			qtype uint16
+			rcode int
+		}{{"nothere.zone.test.", dns.TypeA, dns.RcodeNameError}, {"web.zone.test.", dns.TypeMX, dns.RcodeSuccess}} {
+			for _, netw := range []string{"udp", "tcp"} {
+				r := ask(t, netw, addr, q.name, q.qtype)
+				if r.Rcode != q.rcode || len(r.Answer) != 0 || len(r.Ns) != 1 {
+					t.Fatalf("%s %s over %s: %v", q.name, dns.TypeToString[q.qtype], netw, r)
+				}
+				soa, ok := r.Ns[0].(*dns.SOA)
+				if !ok || soa.Minttl != tc.want || soa.Hdr.Ttl != tc.want {
+					t.Errorf("port %d, %s %s over %s: SOA %v, want minimum and TTL %d", tc.port, q.name, dns.TypeToString[q.qtype], netw, r.Ns[0], tc.want)
+				}
+			}
+		}
+	}
+}

@@ -45,6 +45,7 @@ type config struct {
 	options        []string // the stanza's option lines as written, for publishKey
 	minLeaseTTL    uint32
 	maxLeaseTTL    uint32
+	negativeTTL    uint32
 	noApexFallback bool
 	explain        bool
 	fall           []string // nil: no fallthrough; empty: every zone
@@ -84,6 +85,7 @@ func parse(c *caddy.Controller) (*config, error) {
 		etcd:        store.Config{Endpoints: []string{store.DefaultEndpoint}},
 		minLeaseTTL: index.DefaultMinLeaseTTL,
 		maxLeaseTTL: index.DefaultMaxLeaseTTL,
+		negativeTTL: index.DefaultNegativeTTL,
 	}
 	if !c.Next() {
 		return nil, c.ArgErr()
@@ -203,6 +205,18 @@ func parseOption(c *caddy.Controller, opt string, args []string, cfg *config, ro
 		} else {
 			cfg.maxLeaseTTL = ttl
 		}
+	case "negative-ttl":
+		if len(args) != 1 {
+			return c.Errf("negative-ttl needs exactly one duration")
+		}
+		ttl, err := parseTTL(args[0])
+		if err == nil && ttl > index.MaxNegativeTTL {
+			err = fmt.Errorf("at most %ds: CoreDNS gives the SOA record a TTL of at most that, and resolvers cache a negative answer for the smaller of the two", index.MaxNegativeTTL)
+		}
+		if err != nil {
+			return c.Errf("invalid negative-ttl %q: %v", args[0], err)
+		}
+		cfg.negativeTTL = ttl
 	case "publish-only":
 		if len(args) != 0 {
 			return c.Errf("publish-only takes no arguments")
@@ -265,8 +279,8 @@ func zonePrefixes(prefix string, zones []string) []string {
 // records, read from the same etcd as the same user, answered with the same options.
 func (c *config) feedKey() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%q %q %q %q %q %d %d\n", c.zones, c.prefix, c.etcd.Endpoints, c.etcd.Username,
-		c.etcd.Password, c.minLeaseTTL, c.maxLeaseTTL)
+	fmt.Fprintf(h, "%q %q %q %q %q %d %d %d\n", c.zones, c.prefix, c.etcd.Endpoints, c.etcd.Username,
+		c.etcd.Password, c.minLeaseTTL, c.maxLeaseTTL, c.negativeTTL)
 	h.Write(c.etcdTLSFiles)
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -23,7 +23,7 @@ func TestParse(t *testing.T) {
 			name:  "defaults are the stock etcd plugin's",
 			input: "gatewaydns",
 			check: func(t *testing.T, c *config) {
-				if c.prefix != "skydns" || !slices.Equal(c.etcd.Endpoints, []string{"http://localhost:2379"}) || c.minLeaseTTL != 30 || c.maxLeaseTTL != 86400 || c.fall != nil {
+				if c.prefix != "skydns" || !slices.Equal(c.etcd.Endpoints, []string{"http://localhost:2379"}) || c.minLeaseTTL != 30 || c.maxLeaseTTL != 86400 || c.negativeTTL != 30 || c.fall != nil {
 					t.Errorf("defaults: %+v", c)
 				}
 				if !slices.Equal(c.zones, []string{"example.org."}) {
@@ -40,6 +40,7 @@ func TestParse(t *testing.T) {
 				fallthrough in-addr.arpa
 				min-lease-ttl 1m
 				max-lease-ttl 3600
+				negative-ttl 5s
 				no_apex_fallback
 				explain
 			}`,
@@ -53,7 +54,7 @@ func TestParse(t *testing.T) {
 				if c.etcd.Username != "user" || c.etcd.Password != "secret" {
 					t.Errorf("credentials %q %q", c.etcd.Username, c.etcd.Password)
 				}
-				if !slices.Equal(c.fall, []string{"in-addr.arpa"}) || c.minLeaseTTL != 60 || c.maxLeaseTTL != 3600 || !c.noApexFallback || !c.explain {
+				if !slices.Equal(c.fall, []string{"in-addr.arpa"}) || c.minLeaseTTL != 60 || c.maxLeaseTTL != 3600 || c.negativeTTL != 5 || !c.noApexFallback || !c.explain {
 					t.Errorf("%+v", c)
 				}
 			},
@@ -160,6 +161,8 @@ func TestParse(t *testing.T) {
 		{name: "path with two arguments", input: "gatewaydns {\n path a b\n}", wantErr: "path needs exactly one argument"},
 		{name: "credentials need user and password", input: "gatewaydns {\n credentials user\n}", wantErr: "credentials needs 2 arguments"},
 		{name: "bad lease ttl", input: "gatewaydns {\n min-lease-ttl soon\n}", wantErr: `invalid min-lease-ttl "soon"`},
+		{name: "negative-ttl above what a resolver caches", input: "gatewaydns {\n negative-ttl 10m\n}", wantErr: `Testfile:2 - Error during parsing: invalid negative-ttl "10m": at most 300s`},
+		{name: "negative-ttl that is no duration", input: "gatewaydns {\n negative-ttl soon\n}", wantErr: `invalid negative-ttl "soon"`},
 		{name: "negative lease ttl", input: "gatewaydns {\n max-lease-ttl -5s\n}", wantErr: "out of range"},
 		{name: "explain takes no argument", input: "gatewaydns {\n explain all\n}", wantErr: "explain takes no arguments"},
 		{name: "no_apex_fallback takes no argument", input: "gatewaydns {\n no_apex_fallback yes\n}", wantErr: "no_apex_fallback takes no arguments"},

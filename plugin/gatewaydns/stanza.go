@@ -50,6 +50,7 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 		Prefix:      cfg.prefix,
 		Prefixes:    st.prefixes,
 		MinLeaseTTL: cfg.minLeaseTTL,
+		NegativeTTL: &cfg.negativeTTL,
 		MaxLeaseTTL: cfg.maxLeaseTTL,
 		Invalid: func(key string, err error) {
 			invalidRecords.WithLabelValues(zones).Inc()

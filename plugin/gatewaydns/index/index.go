@@ -31,7 +31,12 @@ const (
 	defaultPriority    = 10
 	DefaultMinLeaseTTL = 30
 	DefaultMaxLeaseTTL = 86400
-	soaMinTTL          = 30
+	// DefaultNegativeTTL is the SOA minimum the stock etcd plugin gives: how long resolvers
+	// cache NXDOMAIN and NODATA (RFC 2308).
+	DefaultNegativeTTL = 30
+	// MaxNegativeTTL is the most a negative answer can be cached: CoreDNS's plugin.SOA gives the
+	// SOA record itself a TTL of at most 300, and a resolver caches the smaller of the two.
+	MaxNegativeTTL = 300
 )
 
 // ErrNotFound is the name error: no key at or below the name.
@@ -42,6 +47,8 @@ type Options struct {
 	Prefix      string // etcd path prefix, "skydns" by default
 	MinLeaseTTL uint32 // clamp for the remaining life of a leased key
 	MaxLeaseTTL uint32
+	// NegativeTTL is the SOA minimum (RFC 2308 negative caching); nil: DefaultNegativeTTL.
+	NegativeTTL *uint32
 	// Invalid is told of every value that is skipped, once per key and value; may be nil.
 	Invalid func(key string, err error)
 	// Clash is told when the records of a name start (true) or stop (false) mixing a CNAME
@@ -330,8 +337,13 @@ func (ix *Index) Serial(request.Request) uint32 {
 	return uint32(ix.opts.Now().Unix()) // #nosec G115 -- SOA serial arithmetic wraps by design
 }
 
-// MinTTL implements plugin.ServiceBackend.
-func (ix *Index) MinTTL(request.Request) uint32 { return soaMinTTL }
+// MinTTL implements plugin.ServiceBackend: the SOA minimum, the negative-caching TTL.
+func (ix *Index) MinTTL(request.Request) uint32 {
+	if ix.opts.NegativeTTL != nil {
+		return *ix.opts.NegativeTTL
+	}
+	return DefaultNegativeTTL
+}
 
 // Records implements plugin.ServiceBackend: the records a stock etcd plugin would read for the
 // question's name. Not exact: the records of every key below the name's key, or, when there
