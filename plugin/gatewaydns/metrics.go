@@ -42,7 +42,7 @@ var (
 	}, []string{"zones", "op"})
 	cnameClashes = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "cname_clashes",
-		Help: "Names whose records mix a CNAME with other data, answered from the older claim only.",
+		Help: "Names whose records mix a CNAME with addresses, or hold CNAMEs to different targets: answered from the older claim only.",
 	}, []string{"zones"})
 	invalidRecords = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "invalid_records_total",

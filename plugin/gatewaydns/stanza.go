@@ -59,9 +59,9 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 		Clash: func(name string, clash bool, names int) {
 			cnameClashes.WithLabelValues(zones).Set(float64(names))
 			if clash {
-				log.Warningf("Records of %s mix a CNAME with other data; answering from the older claim only (CNAME rule)", name)
+				log.Warningf("Records of %s mix a CNAME with addresses or another CNAME; answering from the older claim only (CNAME rule)", name)
 			} else {
-				log.Infof("Records of %s no longer mix a CNAME with other data", name)
+				log.Infof("Records of %s no longer mix a CNAME with addresses or another CNAME", name)
 			}
 		},
 	})

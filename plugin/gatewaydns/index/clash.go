@@ -13,22 +13,27 @@ import (
 // one level below a name (the layout writers use) are looked at; a clash that only a subtree
 // read sees is ruled all the same, without a report.
 
-// clashes reports whether the records directly below n mix a CNAME with other data, or hold
-// CNAMEs to different targets.
+// clashes reports whether the records directly below n mix a CNAME with addresses, or hold
+// CNAMEs to different targets: what A questions see. A CNAME beside text (external-dns's
+// registry records of its older format) is ruled for TXT questions but not counted, as too
+// common to alert on.
 func (n *node) clashes() bool {
-	cname, other := "", false
+	cname, address := "", false
 	for c := range n.children.all {
 		if c.value == nil {
 			continue
 		}
-		if what, _ := c.value.svc.HostType(); what != dns.TypeCNAME {
-			other = true
-		} else if t := strings.ToLower(dns.Fqdn(c.value.svc.Host)); cname == "" {
+		switch kindOf(&c.value.svc) {
+		case kindAddress:
+			address = true
+		case kindCNAME:
+			t := strings.ToLower(dns.Fqdn(c.value.svc.Host))
+			if cname != "" && t != cname {
+				return true
+			}
 			cname = t
-		} else if t != cname {
-			return true
 		}
-		if other && cname != "" {
+		if address && cname != "" {
 			return true
 		}
 	}

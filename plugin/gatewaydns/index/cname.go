@@ -10,23 +10,46 @@ import (
 // and an address with the CNAME and the A record side by side, which resolvers reject or
 // misread. Writers keep such a name to the older claim (plan.cnameRule), but etcd may hold
 // anything: two writers in a race, a key written by hand or by external-dns. So the index
-// applies the same rule to every answer set it serves A, AAAA, TXT and CNAME questions from:
+// applies the same rule to the answers it gives, per kind of question:
 //
-//   - the records that answer with a CNAME (a host that is a name, no text) form one side, the
-//     others (addresses, text) the other;
-//   - the side whose oldest key was created first (etcd create revision) keeps the name; at
-//     equal revisions (one transaction) the other data does;
+//   - A, AAAA and CNAME questions: the records that answer with a CNAME (a host that is a name,
+//     no text) against the addresses. Text records take no part: they are not in these answers
+//     (external-dns's TXT registry records of its older format sit beside its CNAMEs, and must
+//     not take the CNAMEs away);
+//   - TXT questions: the CNAME records against the text records;
+//   - the side whose oldest key was created first (etcd create revision) answers; at equal
+//     revisions (one transaction) the other data does;
 //   - of the CNAMEs, only the oldest key's answers (the first in key order among equals).
 //
 // Sets without a clash, nearly all of them, are served as they are, at no cost per question.
 // SRV and MX answers are left as the stock plugin gives them: there a host name is a target,
 // not a CNAME.
 
-// ruledSet is what the rule keeps of a set with a clash, and the create revisions that a
-// query-wildcard subset of the set needs to apply the rule again.
-type ruledSet struct {
-	set     *answerSet
-	created []int64 // by position in the full set
+// ruledSets are what the rule keeps of a set with a clash, per kind of question, and the create
+// revisions that a query-wildcard subset of the set needs to apply the rule again.
+type ruledSets struct {
+	address *answerSet // for A, AAAA and CNAME questions; nil: no clash there
+	text    *answerSet // for TXT questions; nil: no clash there
+	created []int64    // by position in the full set
+}
+
+// kind is what a record gives an answer, as msg.Service.HostType tells it.
+type kind uint8
+
+const (
+	kindAddress kind = iota
+	kindCNAME
+	kindText
+)
+
+func kindOf(s *msg.Service) kind {
+	switch what, _ := s.HostType(); what {
+	case dns.TypeCNAME:
+		return kindCNAME
+	case dns.TypeTXT:
+		return kindText
+	}
+	return kindAddress
 }
 
 // ruledQuestion says whether the rule applies to answers of qtype.
@@ -40,26 +63,45 @@ func ruledQuestion(qtype uint16) bool {
 
 // forQuestion is the set that answers qtype.
 func (s *answerSet) forQuestion(qtype uint16) *answerSet {
-	if r := s.ruled(); r != nil && ruledQuestion(qtype) {
-		return r.set
+	if s.rare == nil || s.rare.ruled == nil {
+		return s
+	}
+	r := s.rare.ruled
+	switch qtype {
+	case dns.TypeA, dns.TypeAAAA, dns.TypeCNAME:
+		if r.address != nil {
+			return r.address
+		}
+	case dns.TypeTXT:
+		if r.text != nil {
+			return r.text
+		}
 	}
 	return s
 }
 
-// applyCNAMERule sets s.ruled when s has a clash; created gives each record's create revision.
+// applyCNAMERule sets the ruled sets of s where s has a clash; created gives each record's
+// create revision.
 func (s *answerSet) applyCNAMERule(created func(i int) int64) {
-	keep := cnameRule(s.services, created)
-	if keep == nil {
+	address := cnameRule(s.services, created, kindAddress)
+	text := cnameRule(s.services, created, kindText)
+	if address == nil && text == nil {
 		return
 	}
-	revs := make([]int64, len(s.services))
-	for i := range revs {
-		revs[i] = created(i)
+	r := &ruledSets{created: make([]int64, len(s.services))}
+	for i := range r.created {
+		r.created[i] = created(i)
+	}
+	if address != nil {
+		r.address = s.subset(address)
+	}
+	if text != nil {
+		r.text = s.subset(text)
 	}
 	if s.rare == nil {
 		s.rare = &rareParts{}
 	}
-	s.rare.ruled = &ruledSet{set: s.subset(keep), created: revs}
+	s.rare.ruled = r
 }
 
 // subset is a new set of the records at positions keep (ascending), leases and all.
@@ -78,41 +120,40 @@ func (s *answerSet) subset(keep []int) *answerSet {
 	return out
 }
 
-// cnameRule returns the positions of sx that the rule keeps, ascending, or nil when it keeps
-// them all.
-func cnameRule(sx []msg.Service, created func(i int) int64) []int {
-	oldestCNAME, oldestData := -1, -1
+// cnameRule returns the positions of sx that the rule keeps when CNAMEs meet records of kind
+// other, ascending, or nil when it keeps them all.
+func cnameRule(sx []msg.Service, created func(i int) int64, other kind) []int {
+	oldestCNAME, oldestOther, cnames := -1, -1, 0
 	for i := range sx {
-		if what, _ := sx[i].HostType(); what == dns.TypeCNAME {
+		switch kindOf(&sx[i]) {
+		case kindCNAME:
+			cnames++
 			if oldestCNAME < 0 || created(i) < created(oldestCNAME) {
 				oldestCNAME = i
 			}
-		} else if oldestData < 0 || created(i) < created(oldestData) {
-			oldestData = i
-		}
-	}
-	if oldestCNAME < 0 {
-		return nil // no CNAME: nothing to rule on
-	}
-	var keep []int
-	clash := false
-	if oldestData >= 0 && created(oldestData) <= created(oldestCNAME) {
-		// The other data is older: every CNAME goes.
-		for i := range sx {
-			if what, _ := sx[i].HostType(); what != dns.TypeCNAME {
-				keep = append(keep, i)
-			} else {
-				clash = true
+		case other:
+			if oldestOther < 0 || created(i) < created(oldestOther) {
+				oldestOther = i
 			}
 		}
-	} else {
-		// The oldest CNAME keeps the name alone: other data and other CNAMEs go, and so does a
-		// second key with the same target (one CNAME record, not two copies of it).
-		clash = len(sx) > 1
-		keep = []int{oldestCNAME}
 	}
-	if !clash {
-		return nil
+	if oldestCNAME < 0 || (oldestOther < 0 && cnames == 1) {
+		return nil // no CNAME, or one CNAME alone: nothing to rule on
+	}
+	keep := make([]int, 0, len(sx))
+	for i := range sx {
+		switch k := kindOf(&sx[i]); {
+		case oldestOther >= 0 && created(oldestOther) <= created(oldestCNAME):
+			if k != kindCNAME { // the other data is older: every CNAME goes
+				keep = append(keep, i)
+			}
+		case k == kindCNAME: // the oldest CNAME keeps the name alone
+			if i == oldestCNAME {
+				keep = append(keep, i)
+			}
+		case k != other:
+			keep = append(keep, i)
+		}
 	}
 	return keep
 }

@@ -29,13 +29,27 @@ func (ix *Index) Explain(ctx context.Context, state request.Request) ([]Origin, 
 	if err != nil {
 		return nil, err
 	}
-	answering, err := ix.records(state.Name(), dns.TypeTXT, false, answered)
-	if err != nil {
-		return nil, err
-	}
-	answers := make(map[string]bool, len(answering))
-	for _, s := range answering {
-		answers[s.Key] = true
+	// What the CNAME rule leaves out of A or TXT answers: the rule keeps the records it does
+	// not rule on, so a record missing from a ruled set was left out by it.
+	leftOut := map[string]bool{}
+	for _, qtype := range []uint16{dns.TypeA, dns.TypeTXT} {
+		all, err := ix.records(state.Name(), qtype, false, everything)
+		if err != nil {
+			return nil, err
+		}
+		kept, err := ix.records(state.Name(), qtype, false, answered)
+		if err != nil {
+			return nil, err
+		}
+		in := make(map[string]bool, len(kept))
+		for _, s := range kept {
+			in[s.Key] = true
+		}
+		for _, s := range all {
+			if !in[s.Key] {
+				leftOut[s.Key] = true
+			}
+		}
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
@@ -48,7 +62,7 @@ func (ix *Index) Explain(ctx context.Context, state request.Request) ([]Origin, 
 		}
 		o := n.value.origin
 		origin := Origin{Key: s.Key, Host: s.Host, Text: s.Text, Owner: o.owner, Sources: o.sources, Revision: o.revision, Seen: time.Unix(0, o.seen)}
-		if !answers[s.Key] {
+		if leftOut[s.Key] {
 			origin.LeftOut = "cname-rule"
 		}
 		out = append(out, origin)

@@ -53,7 +53,7 @@ type rareParts struct {
 	leased []leasedRecord // by position, ascending
 	// ruled is set only when the records mix a CNAME with other data, or hold two CNAMEs: what
 	// A, AAAA, TXT and CNAME questions are answered from instead (cname.go).
-	ruled *ruledSet
+	ruled *ruledSets
 }
 
 func (s *answerSet) leased() []leasedRecord {
@@ -63,7 +63,7 @@ func (s *answerSet) leased() []leasedRecord {
 	return s.rare.leased
 }
 
-func (s *answerSet) ruled() *ruledSet {
+func (s *answerSet) ruled() *ruledSets {
 	if s.rare == nil {
 		return nil
 	}

@@ -348,8 +348,10 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 }
 
 // cnameRule applies RFC 1034 3.6.2 across owners, in shared and exclusive mode alike: a name
-// with a CNAME has no other data, and one CNAME. When the endpoint and another owner's key (or
-// a key without owner) disagree on that, the older claim keeps the name: the create revision
+// with a CNAME has no addresses, and one CNAME. (Text records take no part: a writer publishes
+// none, and external-dns's TXT registry records of its older format sit beside its CNAMEs.)
+// When the endpoint and another owner's key (or a key without owner) disagree on that, the
+// older claim keeps the name: the create revision
 // of that key against the oldest of our own keys there (none: we are the later claimant). The
 // server applies the same rule to whatever etcd holds (index.cnameRule), so an answer is valid
 // DNS even while two writers race or a key was written by hand.
@@ -367,9 +369,9 @@ func cnameRule(owner, name string, ep record.Endpoint, cur []KV, ownClaim int64)
 		if o == owner {
 			continue
 		}
-		target, ok := record.CNAMETarget(kv.Value)
+		target, ok := record.AddressAnswer(kv.Value)
 		if !ok {
-			continue // not a record a reader could serve: it takes no part
+			continue // text, or not a record a reader could serve: no part of an address answer
 		}
 		clash := (ours == "") != (target == "") || (ours != "" && target != ours)
 		if clash && (oldest == nil || kv.CreateRevision < oldest.CreateRevision) {
@@ -387,9 +389,9 @@ func cnameRule(owner, name string, ep record.Endpoint, cur []KV, ownClaim int64)
 	var detail string
 	switch {
 	case ours != "" && theirs == "":
-		detail = fmt.Sprintf("a CNAME cannot share its name with other data, and %s has records there since revision %d", who, oldest.CreateRevision)
+		detail = fmt.Sprintf("a CNAME cannot share its name with addresses, and %s has addresses there since revision %d", who, oldest.CreateRevision)
 	case ours == "":
-		detail = fmt.Sprintf("the name is a CNAME to %s of %s since revision %d, and a CNAME cannot share its name with other data", theirs, who, oldest.CreateRevision)
+		detail = fmt.Sprintf("the name is a CNAME to %s of %s since revision %d, and a CNAME cannot share its name with addresses", theirs, who, oldest.CreateRevision)
 	default:
 		detail = fmt.Sprintf("the name is a CNAME to %s of %s since revision %d, and a name has one CNAME", theirs, who, oldest.CreateRevision)
 	}

@@ -152,16 +152,20 @@ func RecordName(prefix, key string) (name string, ok bool) {
 	return strings.Join(labels, "."), true
 }
 
-// CNAMETarget tells what a value answers an A question with, as msg.Service.HostType does: the
-// normalized CNAME target for a host that is a name (and no text), "" for other data (an
-// address, a text record). ok is false when the value is not a record a reader could serve.
-func CNAMETarget(value []byte) (target string, ok bool) {
+// AddressAnswer tells what a value gives an A question, as msg.Service.HostType does: the
+// normalized CNAME target for a host that is a name (and no text), "" for an IP host. ok is
+// false for a value that takes no part in address answers: a text record (external-dns's TXT
+// registry records among them), or a value a reader cannot serve.
+func AddressAnswer(value []byte) (cname string, ok bool) {
 	v, err := ParseValue(value)
-	if err != nil || (v.Host == "" && v.Text == "") {
+	if err != nil || v.Host == "" {
 		return "", false
 	}
-	if what, _ := v.HostType(); what == dns.TypeCNAME {
+	switch what, _ := v.HostType(); what {
+	case dns.TypeCNAME:
 		return NormalizeName(v.Host), true
+	case dns.TypeA, dns.TypeAAAA:
+		return "", true
 	}
-	return "", true
+	return "", false
 }
