@@ -11,30 +11,21 @@ type DryRunObserver interface {
 	Planned(c plan.Change)
 }
 
-// plannedOnly tells the Observer the changes of a dry run that it was not told yet, and forgets
-// the names of this reconcile that need none any more.
+// plannedOnly tells the Observer the changes of a dry run that it was not told yet (the same
+// once-per-outcome memory as the problems: reports), and forgets the names of this reconcile
+// that need none any more.
 func (w *Writer) plannedOnly(names []string, changes []plan.Change) {
 	do, _ := w.obs.(DryRunObserver)
-	w.dryMu.Lock()
-	defer w.dryMu.Unlock()
-	if w.dry == nil {
-		w.dry = make(map[string]string)
-	}
 	planned := make(map[string]bool, len(changes))
 	for _, c := range changes {
 		planned[c.Name] = true
-		s := c.String()
-		if w.dry[c.Name] == s {
-			continue
-		}
-		w.dry[c.Name] = s
-		if do != nil {
+		if w.reports.first(c.Name, reportPlanned, c.String()) && do != nil {
 			do.Planned(c)
 		}
 	}
 	for _, n := range names {
 		if !planned[n] {
-			delete(w.dry, n)
+			w.reports.forget(n, reportPlanned)
 		}
 	}
 }

@@ -32,6 +32,8 @@ const (
 	reportConflict reportKind = iota
 	reportSkip
 	reportFailure
+	// reportPlanned is a dry run's change (dryrun.go): not a problem, so settled keeps it.
+	reportPlanned
 )
 
 // first records outcome as the name's latest of this kind and reports whether it is new.
@@ -72,7 +74,14 @@ func (r *reports) untold(name, outcome string, objects []record.ObjectRef) (fres
 	return fresh, isNew || len(fresh) > 0
 }
 
-// settled forgets what was reported for name: it was reconciled without a problem.
+// forget forgets what was reported for name of one kind.
+func (r *reports) forget(name string, kind reportKind) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.last, reportKey{name, kind})
+}
+
+// settled forgets the problems reported for name: it was reconciled without one.
 func (r *reports) settled(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -194,9 +194,6 @@ type Writer struct {
 	lost map[string]*lostWatch
 
 	reports reports
-
-	dryMu sync.Mutex
-	dry   map[string]string // name -> the change of a dry run last told
 }
 
 type lostWatch struct{ cancel context.CancelFunc }
