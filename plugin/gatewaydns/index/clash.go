@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // Names whose records mix a CNAME with other data are answered by the CNAME rule (cname.go);
@@ -23,10 +25,10 @@ func (n *node) clashes() bool {
 		if c.value == nil {
 			continue
 		}
-		switch kindOf(&c.value.svc) {
-		case kindAddress:
+		switch record.KindOf(&c.value.svc) {
+		case record.Address:
 			address = true
-		case kindCNAME:
+		case record.CNAME:
 			t := strings.ToLower(dns.Fqdn(c.value.svc.Host))
 			if cname != "" && t != cname {
 				return true
@@ -40,15 +42,15 @@ func (n *node) clashes() bool {
 	return false
 }
 
-// checkClashLocked looks again at the name whose key has the path elements elems.
-func (ix *Index) checkClashLocked(elems []string) {
+// checkClashLocked looks again at the name whose key has the path elements elems, path being
+// them joined with "/".
+func (ix *Index) checkClashLocked(elems []string, path string) {
 	n, depth := ix.tree.walk(elems)
 	clash := depth == len(elems) && n.clashes()
-	ix.setClashLocked(elems, clash)
+	ix.setClashLocked(elems, path, clash)
 }
 
-func (ix *Index) setClashLocked(elems []string, clash bool) {
-	path := strings.Join(elems, "/")
+func (ix *Index) setClashLocked(elems []string, path string, clash bool) {
 	if ix.clashes[path] == clash {
 		return
 	}
@@ -68,7 +70,7 @@ func (ix *Index) checkClashesBelowLocked(base []string) {
 	prefix := strings.Join(base, "/")
 	for path := range ix.clashes {
 		if path == prefix || strings.HasPrefix(path, prefix+"/") || prefix == "" {
-			ix.checkClashLocked(strings.Split(path, "/"))
+			ix.checkClashLocked(strings.Split(path, "/"), path)
 		}
 	}
 	n, depth := ix.tree.walk(base)
@@ -78,20 +80,13 @@ func (ix *Index) checkClashesBelowLocked(base []string) {
 	var visit func(n *node, elems []string)
 	visit = func(n *node, elems []string) {
 		if n.clashes() {
-			ix.setClashLocked(elems, true)
+			ix.setClashLocked(elems, strings.Join(elems, "/"), true)
 		}
 		for name, c := range n.children.named {
 			visit(c, append(elems, name))
 		}
 	}
 	visit(n, slices.Clone(base))
-}
-
-// Clashes is how many names have records that mix a CNAME with other data.
-func (ix *Index) Clashes() int {
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	return len(ix.clashes)
 }
 
 // domainOf is the DNS name of a key's path elements below the root.

@@ -3,6 +3,8 @@ package index
 import (
 	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // The CNAME rule. A name with a CNAME has no other data, and has one CNAME (RFC 1034 3.6.2,
@@ -33,34 +35,6 @@ type ruledSets struct {
 	created []int64    // by position in the full set
 }
 
-// kind is what a record gives an answer, as msg.Service.HostType tells it.
-type kind uint8
-
-const (
-	kindAddress kind = iota
-	kindCNAME
-	kindText
-)
-
-func kindOf(s *msg.Service) kind {
-	switch what, _ := s.HostType(); what {
-	case dns.TypeCNAME:
-		return kindCNAME
-	case dns.TypeTXT:
-		return kindText
-	}
-	return kindAddress
-}
-
-// ruledQuestion says whether the rule applies to answers of qtype.
-func ruledQuestion(qtype uint16) bool {
-	switch qtype {
-	case dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeCNAME:
-		return true
-	}
-	return false
-}
-
 // forQuestion is the set that answers qtype.
 func (s *answerSet) forQuestion(qtype uint16) *answerSet {
 	if s.rare == nil || s.rare.ruled == nil {
@@ -83,8 +57,8 @@ func (s *answerSet) forQuestion(qtype uint16) *answerSet {
 // applyCNAMERule sets the ruled sets of s where s has a clash; created gives each record's
 // create revision.
 func (s *answerSet) applyCNAMERule(created func(i int) int64) {
-	address := cnameRule(s.services, created, kindAddress)
-	text := cnameRule(s.services, created, kindText)
+	address := cnameRule(s.services, created, record.Address)
+	text := cnameRule(s.services, created, record.Text)
 	if address == nil && text == nil {
 		return
 	}
@@ -122,11 +96,11 @@ func (s *answerSet) subset(keep []int) *answerSet {
 
 // cnameRule returns the positions of sx that the rule keeps when CNAMEs meet records of kind
 // other, ascending, or nil when it keeps them all.
-func cnameRule(sx []msg.Service, created func(i int) int64, other kind) []int {
+func cnameRule(sx []msg.Service, created func(i int) int64, other record.AnswerKind) []int {
 	oldestCNAME, oldestOther, cnames := -1, -1, 0
 	for i := range sx {
-		switch kindOf(&sx[i]) {
-		case kindCNAME:
+		switch record.KindOf(&sx[i]) {
+		case record.CNAME:
 			cnames++
 			if oldestCNAME < 0 || created(i) < created(oldestCNAME) {
 				oldestCNAME = i
@@ -142,12 +116,12 @@ func cnameRule(sx []msg.Service, created func(i int) int64, other kind) []int {
 	}
 	keep := make([]int, 0, len(sx))
 	for i := range sx {
-		switch k := kindOf(&sx[i]); {
+		switch k := record.KindOf(&sx[i]); {
 		case oldestOther >= 0 && created(oldestOther) <= created(oldestCNAME):
-			if k != kindCNAME { // the other data is older: every CNAME goes
+			if k != record.CNAME { // the other data is older: every CNAME goes
 				keep = append(keep, i)
 			}
-		case k == kindCNAME: // the oldest CNAME keeps the name alone
+		case k == record.CNAME: // the oldest CNAME keeps the name alone
 			if i == oldestCNAME {
 				keep = append(keep, i)
 			}

@@ -19,6 +19,15 @@ func at(rev int64, key, value string) record.KV {
 	return record.KV{Key: key, Value: []byte(value), Revision: rev, Created: rev}
 }
 
+// ruledQuestion says whether the CNAME rule applies to answers of qtype (forQuestion).
+func ruledQuestion(qtype uint16) bool {
+	switch qtype {
+	case dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeCNAME:
+		return true
+	}
+	return false
+}
+
 // answer builds the answer section as the handler does, through CoreDNS's plugin functions.
 func answer(t *testing.T, ix *Index, name string, qtype uint16) []string {
 	t.Helper()

@@ -33,9 +33,11 @@ func (ix *Index) Explain(ctx context.Context, state request.Request) ([]Origin, 
 	// not rule on, so a record missing from a ruled set was left out by it.
 	leftOut := map[string]bool{}
 	for _, qtype := range []uint16{dns.TypeA, dns.TypeTXT} {
-		all, err := ix.records(state.Name(), qtype, false, everything)
-		if err != nil {
-			return nil, err
+		all := services
+		if qtype != dns.TypeTXT {
+			if all, err = ix.records(state.Name(), qtype, false, everything); err != nil {
+				return nil, err
+			}
 		}
 		kept, err := ix.records(state.Name(), qtype, false, answered)
 		if err != nil {

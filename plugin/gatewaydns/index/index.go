@@ -185,6 +185,9 @@ func (ix *Index) Apply(changes []record.Change) {
 	}
 	// skipped holds the revision of keys put with an invalid value earlier in this batch.
 	skipped := map[string]int64{}
+	// The names whose records changed, to look again at whether they mix a CNAME with other
+	// data once the whole batch is in.
+	names := make(map[string][]string, len(changes))
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for i, c := range changes {
@@ -192,6 +195,10 @@ func (ix *Index) Apply(changes []record.Change) {
 			continue
 		}
 		elems := ix.elements(c.Key)
+		if len(elems) > 0 {
+			name := elems[:len(elems)-1]
+			names[strings.Join(name, "/")] = name
+		}
 		newRev := c.Revision
 		if c.Deleted {
 			newRev = 0
@@ -222,20 +229,8 @@ func (ix *Index) Apply(changes []record.Change) {
 			}
 		}
 	}
-	checked := make(map[string]bool, len(changes))
-	for _, c := range changes {
-		if !strings.HasPrefix(c.Key, ix.root) {
-			continue
-		}
-		elems := ix.elements(c.Key)
-		if len(elems) == 0 {
-			continue
-		}
-		name := elems[:len(elems)-1]
-		if k := strings.Join(name, "/"); !checked[k] {
-			checked[k] = true
-			ix.checkClashLocked(name)
-		}
+	for path, name := range names {
+		ix.checkClashLocked(name, path)
 	}
 	// Only values still in place at the end of the batch are skipped ones: a later put or
 	// delete of the same key in this batch replaced them.

@@ -152,19 +152,44 @@ func RecordName(prefix, key string) (name string, ok bool) {
 	return strings.Join(labels, "."), true
 }
 
-// AddressAnswer tells what a value gives an A question, as msg.Service.HostType does: the
-// normalized CNAME target for a host that is a name (and no text), "" for an IP host. ok is
-// false for a value that takes no part in address answers: a text record (external-dns's TXT
-// registry records among them), or a value a reader cannot serve.
+// AnswerKind is what a record gives an answer, as msg.Service.HostType tells it: the one
+// classification the CNAME rule uses, when writers plan (package plan) and when the server
+// answers (package index).
+type AnswerKind uint8
+
+const (
+	// Address: an IP host, answering A or AAAA.
+	Address AnswerKind = iota
+	// CNAME: a host that is a name, without text.
+	CNAME
+	// Text: text (with a host that is a name, or none), answering TXT only.
+	Text
+)
+
+// KindOf is the AnswerKind of s.
+func KindOf(s *msg.Service) AnswerKind {
+	switch what, _ := s.HostType(); what {
+	case dns.TypeCNAME:
+		return CNAME
+	case dns.TypeTXT:
+		return Text
+	}
+	return Address
+}
+
+// AddressAnswer tells what a value gives an A question: the normalized CNAME target for a
+// CNAME, "" for an address. ok is false for a value that takes no part in address answers: a
+// text record (external-dns's TXT registry records among them), or a value a reader cannot
+// serve.
 func AddressAnswer(value []byte) (cname string, ok bool) {
 	v, err := ParseValue(value)
 	if err != nil || v.Host == "" {
 		return "", false
 	}
-	switch what, _ := v.HostType(); what {
-	case dns.TypeCNAME:
+	switch KindOf(&v.Service) {
+	case CNAME:
 		return NormalizeName(v.Host), true
-	case dns.TypeA, dns.TypeAAAA:
+	case Address:
 		return "", true
 	}
 	return "", false
