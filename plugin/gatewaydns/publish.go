@@ -163,9 +163,7 @@ func (w writerEvents) Conflict(c plan.Conflict) {
 		w.rejectName(c.Name, source.CauseConflict, reason)
 		return
 	}
-	for _, ref := range c.Sources { // the objects not told yet
-		w.kube.Reject(source.Rejection{Object: ref, Hostname: c.Name, Cause: source.CauseConflict, Reason: reason})
-	}
+	w.reject(c.Sources, c.Name, source.CauseConflict, reason) // the objects not told yet
 }
 
 func (w writerEvents) Failed(name string, err error) {
@@ -179,7 +177,12 @@ func (w writerEvents) rejectName(name string, cause source.Cause, reason string)
 		w.warnOnce(name, reason)
 		return
 	}
-	for _, ref := range ep.Sources {
+	w.reject(ep.Sources, name, cause, reason)
+}
+
+// reject reports name on each of objects.
+func (w writerEvents) reject(objects []record.ObjectRef, name string, cause source.Cause, reason string) {
+	for _, ref := range objects {
 		w.kube.Reject(source.Rejection{Object: ref, Hostname: name, Cause: cause, Reason: reason})
 	}
 }
@@ -265,9 +268,6 @@ func (r *publishRole) stop() {
 	}
 }
 
-// ready: the sources have synced, or, while they sync after a reload that changed the
-// stanza, those of its predecessor had: the cluster's names were being published, and a
-// reload must not make a replica unready.
 // started reports whether start has run and stop has not.
 func (r *publishRole) started() bool {
 	r.mu.Lock()
@@ -275,6 +275,9 @@ func (r *publishRole) started() bool {
 	return r.p != nil
 }
 
+// ready: the sources have synced, or, while they sync after a reload that changed the
+// stanza, those of its predecessor had: the cluster's names were being published, and a
+// reload must not make a replica unready.
 func (r *publishRole) ready() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
