@@ -44,16 +44,7 @@ func TestCNAMEOfOneClusterAndAddressOfAnotherNeverShareAName(t *testing.T) {
 
 	us1 := runWriter(t, "us1", etcd.ClientURL, "us1", kube.KubeconfigFile, "global.openmcp.cluster", "namespaces us1")
 	us1.waitReady(t, 60*time.Second)
-	waitForEvent := func(ns string) {
-		t.Helper()
-		for deadline := time.Now().Add(15 * time.Second); len(k8s.WarningEvents(ns, "HTTPRoute", "app", "Conflict")) == 0; time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s's route got no Conflict Event within 15s", ns)
-			}
-		}
-	}
-	waitForEvent("us1")
-	ev := k8s.WarningEvents("us1", "HTTPRoute", "app", "Conflict")[0]
+	ev := k8s.WaitWarningEvents("us1", "HTTPRoute", "app", "Conflict", 15*time.Second)[0]
 	if !strings.Contains(ev.Message, "CNAME") || !strings.Contains(ev.Message, "eu1") {
 		t.Errorf("the Conflict Event does not say what holds the name: %q", ev.Message)
 	}
@@ -78,11 +69,7 @@ func TestCNAMEOfOneClusterAndAddressOfAnotherNeverShareAName(t *testing.T) {
 	k8s.HTTPRoute("us1", "app2", "us1", "gw", host, "other.global.openmcp.cluster")
 	waitFor(t, 15*time.Second, central.DNS, "other.global.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.72"))
 	// The route that joined the lost name is told, once; the first one is not told again.
-	for deadline := time.Now().Add(10 * time.Second); len(k8s.WarningEvents("us1", "HTTPRoute", "app2", "Conflict")) == 0; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the route that joined the lost name got no Conflict Event within 10s")
-		}
-	}
+	k8s.WaitWarningEvents("us1", "HTTPRoute", "app2", "Conflict", 10*time.Second)
 	for _, route := range []string{"app", "app2"} {
 		if evs := k8s.WarningEvents("us1", "HTTPRoute", route, "Conflict"); len(evs) != 1 || evs[0].Count > 1 {
 			t.Errorf("Conflict Events on us1's route %s: %d (count %d), want one, reported once", route, len(evs), evs[0].Count)

@@ -78,13 +78,7 @@ func TestPublishesClusterObjectsAndAnswersThem(t *testing.T) {
 	// Gateway whose listener takes any hostname, so that only the domain filter stops it).
 	k8s.Gateway("infra", "open", gatewayv1.HTTPProtocolType, 80, "", "203.0.113.40")
 	k8s.HTTPRoute("shop", "intruder", "infra", "open", "web.us1.openmcp.cluster")
-	deadline := time.Now().Add(10 * time.Second)
-	for len(k8s.WarningEvents("shop", "HTTPRoute", "intruder", "DomainFilter")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no DomainFilter Warning Event on the route that asked for a name outside the domain filter")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	k8s.WaitWarningEvents("shop", "HTTPRoute", "intruder", "DomainFilter", 10*time.Second)
 	if evs := k8s.WarningEvents("shop", "Ingress", "public-site", "DomainFilter"); len(evs) > 0 {
 		t.Errorf("another controller's Ingress got a Warning: %s", evs[0].Message)
 	}

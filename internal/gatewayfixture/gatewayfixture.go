@@ -7,6 +7,7 @@ import (
 	"context"
 	"net"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -177,4 +178,18 @@ func (c *Cluster) WarningEvents(namespace, kind, name, reason string) []corev1.E
 		}
 	}
 	return out
+}
+
+// WaitWarningEvents waits until the object kind/namespace/name has a Warning Event with reason
+// and returns them; the test fails when none came within the given time.
+func (c *Cluster) WaitWarningEvents(namespace, kind, name, reason string, within time.Duration) []corev1.Event {
+	c.t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+		if evs := c.WarningEvents(namespace, kind, name, reason); len(evs) > 0 {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("no %s Warning Event on %s %s/%s within %s", reason, kind, namespace, name, within)
+		}
+	}
 }
