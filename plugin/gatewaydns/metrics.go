@@ -218,7 +218,7 @@ func (m *publishMetrics) Synced(at time.Time) {
 	writerLastSync.WithLabelValues(m.owner).Set(float64(at.UnixNano()) / 1e9)
 	records := 0
 	for _, ep := range m.desired.Endpoints() {
-		records += len(ep.Targets)
+		records += len(ep.Targets) + len(ep.Records)
 	}
 	writerDesired.WithLabelValues(m.owner).Set(float64(records))
 }

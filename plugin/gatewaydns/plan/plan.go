@@ -272,6 +272,19 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 			}
 			want[k] = Put{Key: k, Value: record.NewValue(ep, in.Owner, t).Encode(), Lease: in.Lease}
 		}
+		for _, r := range ep.Records {
+			k := r.Key(in.Prefix, name, in.Owner)
+			if o, ok := byKey[k]; ok && o != in.Owner {
+				holder := "no owner"
+				if o != "" {
+					holder = "owner " + o
+				}
+				p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonNotOwned,
+					Detail: fmt.Sprintf("key %s (%s) is held by %s", k, r, holder)})
+				return
+			}
+			want[k] = Put{Key: k, Value: record.NewTypedValue(ep, in.Owner, r).Encode(), Lease: in.Lease}
+		}
 	}
 
 	if wanted {
@@ -348,19 +361,25 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 }
 
 // cnameRule applies RFC 1034 3.6.2 across owners, in shared and exclusive mode alike: a name
-// with a CNAME has no addresses, and one CNAME. (Text records take no part: a writer publishes
-// none, and external-dns's TXT registry records of its older format sit beside its CNAMEs.)
+// with a CNAME has no other data (addresses, SRV or MX records), and one CNAME. (Text records
+// take no part: external-dns's TXT registry records of its older format sit beside its CNAMEs.
+// An SRV or MX record's host name is its target, not a CNAME: record.KindOf tells them apart.)
 // When the endpoint and another owner's key (or a key without owner) disagree on that, the
 // older claim keeps the name: the create revision
 // of that key against the oldest of our own keys there (none: we are the later claimant). The
 // server applies the same rule to whatever etcd holds (index.cnameRule), so an answer is valid
 // DNS even while two writers race or a key was written by hand.
 func cnameRule(owner, name string, ep record.Endpoint, cur []KV, ownClaim int64) (Conflict, bool) {
-	ours := ""
+	ours, data := "", record.HasType(ep.Records, record.TypeSRV) || record.HasType(ep.Records, record.TypeMX)
 	for _, t := range ep.Targets {
 		if net.ParseIP(t) == nil {
 			ours = record.NormalizeName(t)
+		} else {
+			data = true
 		}
+	}
+	if ours == "" && !data {
+		return Conflict{}, false // text only: no part in the rule
 	}
 	var oldest *KV
 	var theirs string
@@ -369,9 +388,9 @@ func cnameRule(owner, name string, ep record.Endpoint, cur []KV, ownClaim int64)
 		if o == owner {
 			continue
 		}
-		target, ok := record.AddressAnswer(kv.Value)
+		target, ok := record.DataAnswer(kv.Value)
 		if !ok {
-			continue // text, or not a record a reader could serve: no part of an address answer
+			continue // text, or not a record a reader could serve: no part in the rule
 		}
 		clash := (ours == "") != (target == "") || (ours != "" && target != ours)
 		if clash && (oldest == nil || kv.CreateRevision < oldest.CreateRevision) {
@@ -389,9 +408,9 @@ func cnameRule(owner, name string, ep record.Endpoint, cur []KV, ownClaim int64)
 	var detail string
 	switch {
 	case ours != "" && theirs == "":
-		detail = fmt.Sprintf("a CNAME cannot share its name with addresses, and %s has addresses there since revision %d", who, oldest.CreateRevision)
+		detail = fmt.Sprintf("a CNAME cannot share its name with other data, and %s has %s there since revision %d", who, dataOf(oldest.Value), oldest.CreateRevision)
 	case ours == "":
-		detail = fmt.Sprintf("the name is a CNAME to %s of %s since revision %d, and a CNAME cannot share its name with addresses", theirs, who, oldest.CreateRevision)
+		detail = fmt.Sprintf("the name is a CNAME to %s of %s since revision %d, and a CNAME cannot share its name with %s", theirs, who, oldest.CreateRevision, oursData(ep))
 	default:
 		detail = fmt.Sprintf("the name is a CNAME to %s of %s since revision %d, and a name has one CNAME", theirs, who, oldest.CreateRevision)
 	}
@@ -400,6 +419,29 @@ func cnameRule(owner, name string, ep record.Endpoint, cur []KV, ownClaim int64)
 		c.OwnRevision = ownClaim
 	}
 	return c, true
+}
+
+// dataOf names the data of a value that is not a CNAME, for a Conflict's detail.
+func dataOf(value []byte) string {
+	v, err := record.ParseValue(value)
+	if err == nil && record.KindOf(&v.Service) == record.Target {
+		if v.Mail {
+			return "an MX record"
+		}
+		return "an SRV record"
+	}
+	return "addresses"
+}
+
+// oursData names the data of an endpoint without a CNAME, for a Conflict's detail.
+func oursData(ep record.Endpoint) string {
+	if len(ep.Targets) > 0 {
+		return "addresses"
+	}
+	if record.HasType(ep.Records, record.TypeSRV) {
+		return "SRV records"
+	}
+	return "MX records"
 }
 
 // loses reports whether some other owner's claim is older than ours.

@@ -8,6 +8,9 @@ type Endpoint struct {
 	Name string
 	// Targets are sorted and unique: IP addresses (A/AAAA) or exactly one host name (CNAME).
 	Targets []string
+	// Records are the name's TXT, SRV and MX records, sorted by canonical form and unique
+	// (SortTyped). A name with a CNAME target has none (RFC 1034: a CNAME has no other data).
+	Records []Typed
 	// TTL in seconds; 0 means the plugin default.
 	TTL uint32
 	// Sources are the objects that asked for this name, sorted; a person reading a record

@@ -35,16 +35,21 @@ func NewValue(ep Endpoint, owner, target string) Value {
 	v.Host = target
 	v.TTL = ep.TTL
 	v.TargetStrip = 1
-	if len(ep.Sources) > 0 {
-		v.Sources = make([]string, min(len(ep.Sources), MaxSources))
+	v.setSources(ep.Sources)
+	return v
+}
+
+// setSources lists the first MaxSources of sources, and how many there are when that is more.
+func (v *Value) setSources(sources []ObjectRef) {
+	if len(sources) > 0 {
+		v.Sources = make([]string, min(len(sources), MaxSources))
 		for i := range v.Sources {
-			v.Sources[i] = ep.Sources[i].String()
+			v.Sources[i] = sources[i].String()
 		}
 	}
-	if len(ep.Sources) > MaxSources {
-		v.SourceCount = len(ep.Sources)
+	if len(sources) > MaxSources {
+		v.SourceCount = len(sources)
 	}
-	return v
 }
 
 // Encode is the JSON of v. The field order is fixed, so equal values encode to equal bytes.
@@ -164,12 +169,19 @@ const (
 	CNAME
 	// Text: text (with a host that is a name, or none), answering TXT only.
 	Text
+	// Target: a host that is a name, without text, with a port or "mail": an SRV or MX
+	// target, not a CNAME. The stock plugin answers it to A questions as a CNAME all the same;
+	// the CNAME rule lets it do so only on a name that holds nothing else (see index.cnameRule).
+	Target
 )
 
 // KindOf is the AnswerKind of s.
 func KindOf(s *msg.Service) AnswerKind {
 	switch what, _ := s.HostType(); what {
 	case dns.TypeCNAME:
+		if s.Port > 0 || s.Mail {
+			return Target
+		}
 		return CNAME
 	case dns.TypeTXT:
 		return Text
@@ -177,11 +189,11 @@ func KindOf(s *msg.Service) AnswerKind {
 	return Address
 }
 
-// AddressAnswer tells what a value gives an A question: the normalized CNAME target for a
-// CNAME, "" for an address. ok is false for a value that takes no part in address answers: a
-// text record (external-dns's TXT registry records among them), or a value a reader cannot
-// serve.
-func AddressAnswer(value []byte) (cname string, ok bool) {
+// DataAnswer tells what a value is to the CNAME rule: the normalized CNAME target for a
+// CNAME, "" for other data a CNAME cannot share its name with (an address, an SRV or MX
+// target). ok is false for a value that takes no part: a text record (external-dns's TXT
+// registry records among them), or a value a reader cannot serve.
+func DataAnswer(value []byte) (cname string, ok bool) {
 	v, err := ParseValue(value)
 	if err != nil || v.Host == "" {
 		return "", false
@@ -189,7 +201,7 @@ func AddressAnswer(value []byte) (cname string, ok bool) {
 	switch KindOf(&v.Service) {
 	case CNAME:
 		return NormalizeName(v.Host), true
-	case Address:
+	case Address, Target:
 		return "", true
 	}
 	return "", false
