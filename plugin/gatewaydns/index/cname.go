@@ -26,6 +26,14 @@ import (
 // Sets without a clash, nearly all of them, are served as they are, at no cost per question.
 // SRV and MX answers are left as the stock plugin gives them: there a host name is a target,
 // not a CNAME.
+//
+// An SRV or MX record with a host-name target (record.Target: a port or "mail") is not a
+// CNAME: the stock plugin answers it to A, AAAA and TXT questions as a CNAME to its target
+// all the same. The rule keeps that only for a set that holds nothing but such records (an
+// SRV name like _sip._tcp.example.com, as the stock plugin answers it, the targets then ruled
+// as CNAMEs are); beside any other data (addresses, text, a CNAME) they are left out of A,
+// AAAA, CNAME and TXT answers, so that an MX beside a name's addresses or its SPF text
+// does not turn the name into a CNAME.
 
 // ruledSets are what the rule keeps of a set with a clash, per kind of question, and the create
 // revisions that a query-wildcard subset of the set needs to apply the rule again.
@@ -78,6 +86,9 @@ func (s *answerSet) applyCNAMERule(created func(i int) int64) {
 	s.rare.ruled = r
 }
 
+// leftOut is the part in the rule of a record that the answer leaves out whatever the ages.
+const leftOut record.AnswerKind = 255
+
 // subset is a new set of the records at positions keep (ascending), leases and all.
 func (s *answerSet) subset(keep []int) *answerSet {
 	out := &answerSet{services: make([]msg.Service, 0, len(keep))}
@@ -97,9 +108,29 @@ func (s *answerSet) subset(keep []int) *answerSet {
 // cnameRule returns the positions of sx that the rule keeps when CNAMEs meet records of kind
 // other, ascending, or nil when it keeps them all.
 func cnameRule(sx []msg.Service, created func(i int) int64, other record.AnswerKind) []int {
+	targets, rest := 0, 0
+	for i := range sx {
+		if record.KindOf(&sx[i]) == record.Target {
+			targets++
+		} else {
+			rest++
+		}
+	}
+	// kind is the record's part in this rule: a Target is a CNAME in a set of Targets only,
+	// else it is left out.
+	kind := func(i int) record.AnswerKind {
+		k := record.KindOf(&sx[i])
+		if k == record.Target {
+			if rest == 0 {
+				return record.CNAME
+			}
+			return leftOut
+		}
+		return k
+	}
 	oldestCNAME, oldestOther, cnames := -1, -1, 0
 	for i := range sx {
-		switch record.KindOf(&sx[i]) {
+		switch kind(i) {
 		case record.CNAME:
 			cnames++
 			if oldestCNAME < 0 || created(i) < created(oldestCNAME) {
@@ -111,12 +142,15 @@ func cnameRule(sx []msg.Service, created func(i int) int64, other record.AnswerK
 			}
 		}
 	}
-	if oldestCNAME < 0 || (oldestOther < 0 && cnames == 1) {
-		return nil // no CNAME, or one CNAME alone: nothing to rule on
+	if (oldestCNAME < 0 || (oldestOther < 0 && cnames == 1)) && (targets == 0 || rest == 0) {
+		return nil // no CNAME, or one CNAME alone, and no Target to leave out: nothing to rule on
 	}
 	keep := make([]int, 0, len(sx))
 	for i := range sx {
-		switch k := record.KindOf(&sx[i]); {
+		switch k := kind(i); {
+		case k == leftOut:
+		case oldestCNAME < 0: // only Targets to leave out
+			keep = append(keep, i)
 		case oldestOther >= 0 && created(oldestOther) <= created(oldestCNAME):
 			if k != record.CNAME { // the other data is older: every CNAME goes
 				keep = append(keep, i)

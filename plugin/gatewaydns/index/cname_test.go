@@ -41,6 +41,8 @@ func answer(t *testing.T, ix *Index, name string, qtype uint16) []string {
 		rrs, _, err = plugin.TXT(ctx, b, fuzzZone, state, nil, plugin.Options{})
 	case dns.TypeSRV:
 		rrs, _, err = plugin.SRV(ctx, b, fuzzZone, state, plugin.Options{})
+	case dns.TypeMX:
+		rrs, _, err = plugin.MX(ctx, b, fuzzZone, state, plugin.Options{})
 	}
 	if err != nil && !ix.IsNameError(err) {
 		t.Fatalf("%s %s: %v", name, dns.TypeToString[qtype], err)
@@ -105,6 +107,43 @@ func TestAnswerNeverMixesACNAMEWithOtherData(t *testing.T) {
 			[]record.KV{at(5, "/skydns/test/zone/n/a", `{"host":"app.zone.test","port":80}`), at(9, "/skydns/test/zone/n/b", `{"host":"10.9.0.1","port":81}`)},
 			"n.zone.test", dns.TypeSRV,
 			[]string{"n.zone.test. SRV 10 50 80 app.zone.test.", "n.zone.test. SRV 10 50 81 b.n.zone.test."}},
+		// SRV and MX targets (a host name with a port or "mail") are not CNAMEs.
+		{"an MX target older than the addresses does not take the name: A answers the addresses",
+			[]record.KV{at(5, "/skydns/test/zone/n/m", `{"host":"mx.zone.test","priority":10,"mail":true}`), at(9, "/skydns/test/zone/n/b", `{"host":"10.9.0.1"}`)},
+			"n.zone.test", dns.TypeA,
+			[]string{"n.zone.test. A 10.9.0.1"}},
+		{"the MX beside addresses answers MX",
+			[]record.KV{at(5, "/skydns/test/zone/n/m", `{"host":"app.zone.test","priority":20,"mail":true}`), at(9, "/skydns/test/zone/n/b", `{"host":"10.9.0.1"}`)},
+			"n.zone.test", dns.TypeMX,
+			[]string{"n.zone.test. MX 20 app.zone.test."}},
+		{"an SRV target older than the addresses does not take the name",
+			[]record.KV{at(5, "/skydns/test/zone/n/s", `{"host":"app.zone.test","port":443,"priority":10,"weight":5}`), at(9, "/skydns/test/zone/n/b", `{"host":"10.9.0.1"}`)},
+			"n.zone.test", dns.TypeA,
+			[]string{"n.zone.test. A 10.9.0.1"}},
+		{"an SRV target beside a CNAME is no second CNAME: the CNAME answers alone",
+			[]record.KV{at(5, "/skydns/test/zone/n/s", `{"host":"other.zone.test","port":443}`), at(9, "/skydns/test/zone/n/a", `{"host":"app.zone.test"}`)},
+			"n.zone.test", dns.TypeA,
+			[]string{"app.zone.test. A 10.0.0.1", "n.zone.test. CNAME app.zone.test."}},
+		{"an MX target beside text: TXT answers the text, not a CNAME to the mail host",
+			[]record.KV{at(5, "/skydns/test/zone/n/m", `{"host":"app.zone.test","mail":true}`), at(9, "/skydns/test/zone/n/t", `{"text":"v=spf1 -all","owner":"c1","sources":["DNSEndpoint/ns/e"]}`)},
+			"n.zone.test", dns.TypeTXT,
+			[]string{`n.zone.test. TXT "v=spf1 -all"`}},
+		{"an MX target beside text only: no CNAME for an A question",
+			[]record.KV{at(5, "/skydns/test/zone/n/m", `{"host":"app.zone.test","mail":true}`), at(9, "/skydns/test/zone/n/t", `{"text":"v=spf1 -all"}`)},
+			"n.zone.test", dns.TypeA,
+			nil},
+		{"a name of SRV targets alone answers A with a CNAME to the oldest target, as the stock plugin (one CNAME)",
+			[]record.KV{at(9, "/skydns/test/zone/_x/_tcp/n/1", `{"host":"app.zone.test","port":443}`), at(5, "/skydns/test/zone/_x/_tcp/n/2", `{"host":"other.zone.test","port":443}`)},
+			"n._tcp._x.zone.test", dns.TypeA,
+			[]string{"n._tcp._x.zone.test. CNAME other.zone.test.", "other.zone.test. A 10.0.0.2"}},
+		{"a name of SRV targets answers SRV with both",
+			[]record.KV{at(9, "/skydns/test/zone/_x/_tcp/n/1", `{"host":"app.zone.test","port":443}`), at(5, "/skydns/test/zone/_x/_tcp/n/2", `{"host":"other.zone.test","port":8443}`)},
+			"n._tcp._x.zone.test", dns.TypeSRV,
+			[]string{"n._tcp._x.zone.test. SRV 10 50 443 app.zone.test.", "n._tcp._x.zone.test. SRV 10 50 8443 other.zone.test."}},
+		{"a text record as gatewaydns writes it (owner, sources) is served",
+			[]record.KV{at(5, "/skydns/test/zone/n/t", `{"text":"hello world","ttl":60,"owner":"c1","sources":["DNSEndpoint/ns/e"]}`)},
+			"n.zone.test", dns.TypeTXT,
+			[]string{`n.zone.test. TXT "hello world"`}},
 		{"a query wildcard over a clash is ruled too",
 			[]record.KV{at(5, "/skydns/test/zone/w/x/a", `{"host":"app.zone.test"}`), at(9, "/skydns/test/zone/w/y/b", `{"host":"10.9.0.1"}`)},
 			"*.w.zone.test", dns.TypeA,
