@@ -42,12 +42,15 @@ func (d *Desired) Set(ref record.ObjectRef, claims []Claim) []string {
 	for _, c := range claims {
 		c.Source = ref
 		c.Targets = slices.Clone(c.Targets)
+		c.Records = slices.Clone(c.Records)
 		if prev, ok := byName[c.Name]; ok {
 			c.Targets = append(c.Targets, prev.Targets...)
+			c.Records = append(c.Records, prev.Records...)
 			c.TTL = minTTL(prev.TTL, c.TTL)
 		}
 		slices.Sort(c.Targets)
 		c.Targets = slices.Compact(c.Targets)
+		c.Records = record.SortTyped(c.Records)
 		byName[c.Name] = c
 	}
 	next := slices.Collect(maps.Values(byName))
@@ -157,12 +160,14 @@ func (d *Desired) Claims(ref record.ObjectRef) []Claim {
 
 func equalMerged(a, b merged) bool {
 	return a.ep.Name == b.ep.Name && a.ep.TTL == b.ep.TTL &&
-		slices.Equal(a.ep.Targets, b.ep.Targets) && slices.Equal(a.ep.Sources, b.ep.Sources) &&
+		slices.Equal(a.ep.Targets, b.ep.Targets) && slices.Equal(a.ep.Records, b.ep.Records) &&
+		slices.Equal(a.ep.Sources, b.ep.Sources) &&
 		slices.Equal(a.conflicts, b.conflicts)
 }
 
 func cloneEndpoint(ep record.Endpoint) record.Endpoint {
 	ep.Targets = slices.Clone(ep.Targets)
+	ep.Records = slices.Clone(ep.Records)
 	ep.Sources = slices.Clone(ep.Sources)
 	return ep
 }

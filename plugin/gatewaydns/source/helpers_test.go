@@ -181,7 +181,11 @@ func fmtEndpoints(eps []record.Endpoint) []string {
 		for _, s := range e.Sources {
 			src = append(src, s.String())
 		}
-		out = append(out, fmt.Sprintf("%s -> %s ttl=%d from %s", e.Name, strings.Join(e.Targets, ","), e.TTL, strings.Join(src, ",")))
+		line := fmt.Sprintf("%s -> %s ttl=%d from %s", e.Name, strings.Join(e.Targets, ","), e.TTL, strings.Join(src, ","))
+		for _, r := range e.Records {
+			line += " | " + r.String()
+		}
+		out = append(out, line)
 	}
 	return out
 }

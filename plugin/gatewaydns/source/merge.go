@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // Merge merges the claims of all objects into endpoints, one per name, sorted by name. On each
-// name, A/AAAA targets are unioned and sorted. A CNAME allows one target, so a host-name target
-// beside A/AAAA targets loses to them, and of differing host-name targets the one of the oldest
+// name, A/AAAA targets are unioned and sorted, and so are TXT, SRV and MX records. A CNAME
+// has no other data and one target (RFC 1034 3.6.2), so a host-name target beside A/AAAA
+// targets or typed records loses to them, and of differing host-name targets the one of the oldest
 // claim (creationTimestamp, then kind, namespace, name; the first in sort order within one
 // claim) wins. Every losing target is reported on the object that asked for it. The TTL of an
 // endpoint is the smallest non-zero TTL of the claims it publishes.
@@ -67,15 +69,29 @@ func mergeName(name string, claims []Claim) (ep record.Endpoint, ok bool, rej []
 		}
 	}
 
+	typed := map[string]record.Typed{}
+	var typedHolder *Claim // the oldest claim with a typed record
+	for i := range order {
+		for _, r := range order[i].Records {
+			typed[r.String()] = r
+			if typedHolder == nil {
+				typedHolder = &order[i]
+			}
+		}
+	}
+
 	var winners []Claim
-	if len(ips) > 0 {
+	if len(ips) > 0 || len(typed) > 0 {
 		for _, c := range order {
-			published := false
+			published := len(c.Records) > 0
 			for _, t := range c.Targets {
-				if isIPTarget(t) {
+				switch {
+				case isIPTarget(t):
 					published = true
-				} else {
+				case ipHolder != nil:
 					conflict(c, fmt.Sprintf("CNAME target %s conflicts with the A/AAAA records of the name (from %s); a CNAME cannot share its name", t, ipHolder.Source))
+				default:
+					conflict(c, fmt.Sprintf("CNAME target %s conflicts with the %s records of the name (from %s); a CNAME cannot share its name", t, typedTypes(typed), typedHolder.Source))
 				}
 			}
 			if published {
@@ -83,6 +99,9 @@ func mergeName(name string, claims []Claim) (ep record.Endpoint, ok bool, rej []
 			}
 		}
 		ep.Targets = sortedSet(ips)
+		if len(typed) > 0 {
+			ep.Records = record.SortTyped(slices.Collect(maps.Values(typed)))
+		}
 	} else {
 		var cname string
 		var holder record.ObjectRef
@@ -120,4 +139,13 @@ func mergeName(name string, claims []Claim) (ep record.Endpoint, ok bool, rej []
 	ep.Sources = slices.Compact(ep.Sources)
 	slices.SortFunc(rej, compareRejections)
 	return ep, true, rej
+}
+
+// typedTypes lists the record types among records, e.g. "MX/TXT".
+func typedTypes(records map[string]record.Typed) string {
+	set := map[string]struct{}{}
+	for _, r := range records {
+		set[r.Type] = struct{}{}
+	}
+	return strings.Join(sortedSet(set), "/")
 }

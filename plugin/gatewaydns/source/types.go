@@ -31,6 +31,9 @@ type Claim struct {
 	// Targets are sorted and unique: IP addresses and/or host names. Merge decides what a
 	// mix of them becomes.
 	Targets []string
+	// Records are TXT, SRV and MX records (record.SortTyped form); only a DNSEndpoint asks
+	// for them. Merge unions them per name; a CNAME cannot share its name with them.
+	Records []record.Typed
 	// TTL in seconds; 0 means the plugin default.
 	TTL uint32
 	// Source is the object that asked for the name.
