@@ -8,7 +8,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // discoveryLoop looks for the Gateway API kinds not watched yet, at once and then every
@@ -46,15 +45,15 @@ func (w *Watcher) discover(ctx context.Context) bool {
 		err       error
 	}
 	answers := map[string]answer{}
-	lookup := func(version string) answer {
-		if a, ok := answers[version]; ok {
+	lookup := func(groupVersion string) answer {
+		if a, ok := answers[groupVersion]; ok {
 			return a
 		}
 		a := answer{resources: map[string]bool{}}
 		// A black-holed API server would hold the discovery forever (its context ends only at
 		// Stop): bound each request so that the loop retries instead.
 		rctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
-		list, err := w.resources(rctx, gatewayv1.GroupName+"/"+version)
+		list, err := w.resources(rctx, groupVersion)
 		cancel()
 		switch {
 		case apierrors.IsNotFound(err):
@@ -65,13 +64,13 @@ func (w *Watcher) discover(ctx context.Context) bool {
 				a.resources[r.Name] = true
 			}
 		}
-		answers[version] = a
+		answers[groupVersion] = a
 		return a
 	}
 	complete := true
 	var failed error
 	defer func() { w.reportDiscovery(ctx, failed) }()
-	for _, gk := range gatewayKinds {
+	for _, gk := range w.discoveredKinds() {
 		if ctx.Err() != nil {
 			return false
 		}
@@ -80,9 +79,9 @@ func (w *Watcher) discover(ctx context.Context) bool {
 		}
 		version, known := "", true
 		for _, v := range gk.versions {
-			a := lookup(v)
+			a := lookup(gk.groupName() + "/" + v)
 			if a.err != nil {
-				failed = fmt.Errorf("discovery of %s/%s: %w", gatewayv1.GroupName, v, a.err)
+				failed = fmt.Errorf("discovery of %s/%s: %w", gk.groupName(), v, a.err)
 				known = false
 				break
 			}
@@ -96,7 +95,7 @@ func (w *Watcher) discover(ctx context.Context) bool {
 			continue
 		}
 		if version != "" {
-			w.startInformer(ctx, gk.kind, version, gk.route, gk.informer(w.gw, version, w.opts.ResyncPeriod))
+			w.startInformer(ctx, gk.kind, version, gk.route, gk.newInformer(ctx, w, version))
 		}
 		w.reportServed(gk, version)
 	}
@@ -132,9 +131,9 @@ func (w *Watcher) reportServed(gk gatewayKind, version string) {
 	switch {
 	case version == "":
 		log.Infof("%s is not served by the API server (no CRD %s.%s): skipped; looking again every %s",
-			gk.kind, gk.resource, gatewayv1.GroupName, w.interval)
+			gk.kind, gk.resource, gk.groupName(), w.interval)
 	case seen:
-		log.Infof("%s is now served (%s/%s): watching it", gk.kind, gatewayv1.GroupName, version)
+		log.Infof("%s is now served (%s/%s): watching it", gk.kind, gk.groupName(), version)
 	}
 	w.observer.KindServed(gk.kind, version, version != "")
 }

@@ -168,8 +168,15 @@ func (c *cluster) ingress(namespace, name, host, lbIP string) {
 // when the test ends.
 func (c *cluster) watch(cfg source.Config, obs Observer) *Watcher {
 	c.t.Helper()
+	return c.watchWith(Options{Config: cfg, Observer: obs})
+}
+
+// watchWith is watch with more options; the discovery interval is always short.
+func (c *cluster) watchWith(opts Options) *Watcher {
+	c.t.Helper()
 	before := goroutines()
-	w, err := New(c.env.Config, Options{Config: cfg, Observer: obs, DiscoveryInterval: 500 * time.Millisecond})
+	opts.DiscoveryInterval = 500 * time.Millisecond
+	w, err := New(c.env.Config, opts)
 	c.must(err)
 	c.must(w.Start(c.ctx))
 	c.t.Cleanup(func() {

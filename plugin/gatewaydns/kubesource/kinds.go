@@ -1,6 +1,7 @@
 package kubesource
 
 import (
+	"context"
 	"time"
 
 	coreinformers "k8s.io/client-go/informers/core/v1"
@@ -29,6 +30,10 @@ type gatewayKind struct {
 	versions []string
 	informer func(c gwclient.Interface, version string, resync time.Duration) cache.SharedIndexInformer
 	route    bool
+	// group is the API group; "" is the Gateway API's. dynamic, when set, builds the informer
+	// instead of informer (a kind read with the dynamic client: DNSEndpoint).
+	group   string
+	dynamic func(ctx context.Context, w *Watcher, version string) cache.SharedIndexInformer
 }
 
 // gatewayKinds are the Gateway API kinds watched, Gateway first. The versions are those that
@@ -92,6 +97,8 @@ func apiVersionOf(kind, version string) string {
 		return "networking.k8s.io/v1"
 	case KindNamespace:
 		return "v1"
+	case source.KindDNSEndpoint:
+		return source.DNSEndpointGVR.Group + "/" + version
 	}
 	return gatewayv1.GroupName + "/" + version
 }

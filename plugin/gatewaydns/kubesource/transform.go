@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -128,6 +129,10 @@ func (s *slimmer) Transform(obj any) (any, error) {
 		return out, nil
 	case *networkingv1.Ingress:
 		return s.ingress(o), nil
+	case *unstructured.Unstructured:
+		if k := o.GetKind(); k == source.KindDNSEndpoint || k == "" { // only DNSEndpoints are read unstructured
+			return s.dnsEndpoint(o), nil
+		}
 	case *corev1.Namespace:
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion, Labels: o.Labels,

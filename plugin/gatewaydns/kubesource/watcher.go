@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -85,13 +86,14 @@ type Options struct {
 	// Component is the source component of the Events; "" means DefaultComponent.
 	Component string
 	// Kinds limits the objects read to these route kinds and Ingress (source.Kind*); empty
-	// means all. Gateways and Namespaces are read whenever a route kind is.
+	// means all but the opt-in kinds (DNSEndpoint), read only when named. Gateways and
+	// Namespaces are read whenever a route kind is.
 	Kinds []string
 }
 
-// watches tells whether the options ask for kind.
+// watches tells whether the options ask for kind; an opt-in kind only when Kinds names it.
 func (o *Options) watches(kind string) bool {
-	return len(o.Kinds) == 0 || slices.Contains(o.Kinds, kind)
+	return (len(o.Kinds) == 0 && !optInKinds[kind]) || slices.Contains(o.Kinds, kind)
 }
 
 // kindInformer is one started informer.
@@ -110,6 +112,7 @@ type Watcher struct {
 	interval  time.Duration
 	kube      kubernetes.Interface
 	gw        gwclient.Interface
+	dyn       dynamic.Interface // nil: no DNSEndpoints
 	slim      *slimmer
 	desired   *source.Desired
 	resources func(ctx context.Context, groupVersion string) (*metav1.APIResourceList, error)
@@ -139,6 +142,10 @@ type Watcher struct {
 	reported  map[dnsrecord.ObjectRef]reportedSet
 	conflicts map[string]map[source.Rejection]struct{}
 	pending   []string
+	// statusPending: DNSEndpoints whose status to write once their names are handed on.
+	statusPending []dnsrecord.ObjectRef
+
+	status atomic.Pointer[statusWriter] // started with the DNSEndpoint informer
 }
 
 // New returns a Watcher that talks to the API server of rc. Start starts it.
@@ -160,8 +167,13 @@ func New(rc *rest.Config, opts Options) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway-api client: %w", err)
 	}
+	dyn, err := dynamic.NewForConfig(gcfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
 	w := NewForClients(kube, gw, opts)
 	w.health = health
+	w.dyn = dyn
 	return w, nil
 }
 

@@ -85,6 +85,7 @@ func (w *Watcher) work() bool {
 
 // flush hands the names changed since the last flush to OnChange.
 func (w *Watcher) flush() {
+	defer w.handOffStatus()
 	if len(w.pending) == 0 {
 		return
 	}
@@ -135,6 +136,8 @@ func (w *Watcher) process(ref dnsrecord.ObjectRef) {
 			objs, _ := ki.informer.GetIndexer().ByIndex(gatewayIndex, source.GatewayKey(ref.Namespace, ref.Name))
 			w.enqueueRoutes(objs)
 		}
+	case source.KindDNSEndpoint:
+		w.processDNSEndpoint(ref)
 	case source.KindIngress:
 		obj, _, ok := w.get(ref)
 		ing, isIng := obj.(*networkingv1.Ingress)

@@ -87,6 +87,12 @@ func DNSEndpointRef(d *DNSEndpoint) record.ObjectRef {
 	return record.ObjectRef{Kind: KindDNSEndpoint, Namespace: d.Namespace, Name: d.Name}
 }
 
+// SelectsDNSEndpoint reports whether the namespace, label, annotation and controller filters
+// select the DNSEndpoint: whether it is this controller's to map and to write status on.
+func (c *Config) SelectsDNSEndpoint(d *DNSEndpoint) bool {
+	return c.selects(d.Namespace, d.Labels, d.Annotations)
+}
+
 // DNSEndpointClaims maps one DNSEndpoint to the names it publishes: one claim per valid
 // spec.endpoints[] entry inside the domain filter. An invalid entry (a name that is not a DNS
 // name, an unsupported type, a target that does not fit the type, a CNAME with several
@@ -95,7 +101,7 @@ func DNSEndpointRef(d *DNSEndpoint) record.ObjectRef {
 // default TTL used, as for a ttl annotation. A DNSEndpoint that the
 // namespace, label, annotation and controller filters leave out yields nothing.
 func (c *Config) DNSEndpointClaims(d *DNSEndpoint) ([]Claim, []Rejection) {
-	if !c.selects(d.Namespace, d.Labels, d.Annotations) {
+	if !c.SelectsDNSEndpoint(d) {
 		return nil, nil
 	}
 	ref := DNSEndpointRef(d)
