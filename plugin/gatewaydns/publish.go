@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,12 +34,15 @@ type publishConfig struct {
 	kubecontext    string
 	domainFilter   []string
 	excludeDomains []string
-	kinds          []string // empty: every kind
+	kinds          []string // empty: every kind but the opt-in ones (kubesource: DNSEndpoint)
 	source         source.Config
 }
 
-// sourceKinds maps external-dns's --source names to the kinds they read.
+// sourceKinds maps external-dns's --source names to the kinds they read. Without a sources
+// option every kind is read except crd (DNSEndpoint): it is read only when named, as a
+// DNSEndpoint publishes whatever names and records its author writes.
 var sourceKinds = map[string]string{
+	"crd":               source.KindDNSEndpoint,
 	"gateway-httproute": source.KindHTTPRoute,
 	"gateway-grpcroute": source.KindGRPCRoute,
 	"gateway-tlsroute":  source.KindTLSRoute,
@@ -341,7 +346,7 @@ func parsePublishOption(opt string, args []string, pc *publishConfig) (ok bool, 
 			for _, n := range names {
 				kind, known := sourceKinds[n]
 				if !known {
-					return true, fmt.Errorf("unknown source %q, want some of gateway-httproute, gateway-grpcroute, gateway-tlsroute, gateway-tcproute, gateway-udproute, ingress", n)
+					return true, fmt.Errorf("unknown source %q, want some of %s", n, strings.Join(slices.Sorted(maps.Keys(sourceKinds)), ", "))
 				}
 				pc.kinds = append(pc.kinds, kind)
 			}

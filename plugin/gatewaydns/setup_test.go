@@ -153,6 +153,11 @@ func TestParse(t *testing.T) {
 		{name: "lease too short to outlive a failover", input: "gatewaydns {\n owner eu1\n lease 14s\n}", wantErr: "Testfile:3 - Error during parsing: lease 14s is shorter than the election TTL 10s plus 5s"},
 		{name: "owner with a slash", input: "gatewaydns {\n owner eu/1\n}", wantErr: "may not contain"},
 		{name: "bad label selector", input: "gatewaydns {\n owner eu1\n label-filter a=(b\n}", wantErr: "label-filter"},
+		{name: "crd is a source to name", input: "gatewaydns {\n owner eu1\n sources crd ingress\n}", check: func(t *testing.T, c *config) {
+			if !slices.Equal(c.publish.kinds, []string{"DNSEndpoint", "Ingress"}) {
+				t.Errorf("sources %v", c.publish.kinds)
+			}
+		}},
 		{name: "unknown source", input: "gatewaydns {\n owner eu1\n sources gateway-httproute service\n}", wantErr: `unknown source "service"`},
 		{name: "zero ttl", input: "gatewaydns {\n owner eu1\n ttl 0\n}", wantErr: "at least 1s"},
 		{name: "kubeconfig with three arguments", input: "gatewaydns {\n owner eu1\n kubeconfig a b c\n}", wantErr: "kubeconfig needs a file"},
