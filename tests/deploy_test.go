@@ -492,12 +492,18 @@ func gatewaydnsReads() []access {
 			out = append(out, access{verb: verb, group: gatewayGroup, resource: r})
 		}
 		out = append(out, access{verb: verb, group: "networking.k8s.io", resource: "ingresses"},
+			access{verb: verb, group: externalDNSGroup, resource: "dnsendpoints"},
 			access{verb: verb, resource: "namespaces"})
 	}
 	return out
 }
 
 var eventWrites = []access{{verb: "create", resource: "events"}, {verb: "patch", resource: "events"}}
+
+const externalDNSGroup = "externaldns.k8s.io"
+
+// dnsEndpointStatusWrites is the one write besides Events: a DNSEndpoint's observedGeneration.
+var dnsEndpointStatusWrites = []access{{verb: "patch", group: externalDNSGroup, resource: "dnsendpoints", subresource: "status"}}
 
 // neverAllowed is what neither role may do.
 func neverAllowed() []access {
@@ -518,6 +524,10 @@ func neverAllowed() []access {
 		{verb: "create", group: "discovery.k8s.io", resource: "endpointslices"},
 		{verb: "update", resource: "services"},
 	}
+	for _, verb := range []string{"get", "create", "update", "patch", "delete"} {
+		out = append(out, access{verb: verb, group: externalDNSGroup, resource: "dnsendpoints"})
+	}
+	out = append(out, access{verb: "update", group: externalDNSGroup, resource: "dnsendpoints", subresource: "status"})
 	for _, r := range append([]string{"gatewayclasses"}, gatewayResources...) {
 		for _, verb := range []string{"create", "update", "patch", "delete", "deletecollection"} {
 			out = append(out, access{verb: verb, group: gatewayGroup, resource: r})
@@ -629,7 +639,7 @@ func TestDeploy(t *testing.T) {
 	centralSA := k.UserConfig(t, "system:serviceaccount:kube-system:coredns-central", saGroups...)
 
 	t.Run("WorkloadRBAC", func(t *testing.T) {
-		allowed := slices.Concat(kubernetesPluginReads, gatewaydnsReads(), eventWrites)
+		allowed := slices.Concat(kubernetesPluginReads, gatewaydnsReads(), eventWrites, dnsEndpointStatusWrites)
 		checkAccess(t, "workload coredns", workloadSA, allowed, neverAllowed())
 		// And the actual lists the informers make, on whatever version is served.
 		for _, r := range gatewayResources {
@@ -652,6 +662,7 @@ func TestDeploy(t *testing.T) {
 		var denied []access
 		denied = append(denied, neverAllowed()...)
 		denied = append(denied, eventWrites...)
+		denied = append(denied, dnsEndpointStatusWrites...)
 		for _, a := range gatewaydnsReads() {
 			if a.resource != "namespaces" {
 				denied = append(denied, a)
