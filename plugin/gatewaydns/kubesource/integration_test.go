@@ -164,12 +164,12 @@ func (c *cluster) ingress(namespace, name, host, lbIP string) {
 	c.must(err)
 }
 
-// watch starts a Watcher on the cluster; it is stopped (and checked for leftover goroutines)
+// watch starts a Watcher on the cluster for kinds (none: the default ones); it is stopped (and checked for leftover goroutines)
 // when the test ends.
-func (c *cluster) watch(cfg source.Config, obs Observer) *Watcher {
+func (c *cluster) watch(cfg source.Config, obs Observer, kinds ...string) *Watcher {
 	c.t.Helper()
 	before := goroutines()
-	w, err := New(c.env.Config, Options{Config: cfg, Observer: obs, DiscoveryInterval: 500 * time.Millisecond})
+	w, err := New(c.env.Config, Options{Config: cfg, Observer: obs, DiscoveryInterval: 500 * time.Millisecond, Kinds: kinds})
 	c.must(err)
 	c.must(w.Start(c.ctx))
 	c.t.Cleanup(func() {

@@ -3,7 +3,9 @@ package kubesource
 import (
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -17,6 +19,21 @@ import (
 
 // KindNamespace is the kind of the Namespace informer (watched for allowedRoutes selectors).
 const KindNamespace = "Namespace"
+
+// KindEndpointSlice and KindNode are the kinds of the informers that Services read besides
+// themselves: a headless or NodePort Service's names change with its endpoints and the nodes.
+const (
+	KindEndpointSlice = "EndpointSlice"
+	KindNode          = "Node"
+)
+
+// optInKinds are read only when the sources option names them: external-dns users run them
+// as separate --source flags, and a stanza written before they existed must not start
+// publishing every annotated Service.
+var optInKinds = []string{source.KindService}
+
+// serviceIndex is the name of the EndpointSlice informer's index by the Service they belong to.
+const serviceIndex = "service"
 
 // gatewayIndex is the name of the route informers' index of source.ParentGatewayKeys.
 const gatewayIndex = "gateway"
@@ -81,6 +98,28 @@ func newIngressInformer(c kubernetes.Interface, resync time.Duration) cache.Shar
 	return networkinginformers.NewIngressInformer(c, "", resync, cache.Indexers{})
 }
 
+func newServiceInformer(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	return coreinformers.NewServiceInformer(c, "", resync, cache.Indexers{})
+}
+
+func newEndpointSliceInformer(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	return discoveryinformers.NewEndpointSliceInformer(c, "", resync, cache.Indexers{serviceIndex: endpointSliceService})
+}
+
+func newNodeInformer(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+	return coreinformers.NewNodeInformer(c, resync, cache.Indexers{})
+}
+
+// endpointSliceService indexes an EndpointSlice by "namespace/name" of its Service (the
+// kubernetes.io/service-name label, which the EndpointSlice controller sets).
+func endpointSliceService(obj any) ([]string, error) {
+	es, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok || es.Labels[discoveryv1.LabelServiceName] == "" {
+		return nil, nil
+	}
+	return []string{es.Namespace + "/" + es.Labels[discoveryv1.LabelServiceName]}, nil
+}
+
 func newNamespaceInformer(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 	return coreinformers.NewNamespaceInformer(c, resync, cache.Indexers{})
 }
@@ -90,7 +129,7 @@ func apiVersionOf(kind, version string) string {
 	switch kind {
 	case source.KindIngress:
 		return "networking.k8s.io/v1"
-	case KindNamespace:
+	case KindNamespace, source.KindService:
 		return "v1"
 	}
 	return gatewayv1.GroupName + "/" + version

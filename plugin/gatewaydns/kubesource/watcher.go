@@ -84,14 +84,19 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Component is the source component of the Events; "" means DefaultComponent.
 	Component string
-	// Kinds limits the objects read to these route kinds and Ingress (source.Kind*); empty
-	// means all. Gateways and Namespaces are read whenever a route kind is.
+	// Kinds limits the objects read to these route kinds, Ingress and Service (source.Kind*);
+	// empty means every route kind and Ingress: Services are read only when named. Gateways
+	// and Namespaces are read whenever a route kind is; EndpointSlices and Nodes when Services
+	// are.
 	Kinds []string
 }
 
 // watches tells whether the options ask for kind.
 func (o *Options) watches(kind string) bool {
-	return len(o.Kinds) == 0 || slices.Contains(o.Kinds, kind)
+	if len(o.Kinds) == 0 {
+		return !slices.Contains(optInKinds, kind)
+	}
+	return slices.Contains(o.Kinds, kind)
 }
 
 // kindInformer is one started informer.
@@ -235,6 +240,9 @@ func (w *Watcher) Start(ctx context.Context) error {
 		w.startInformer(ctx, source.KindIngress, "v1", false, newIngressInformer(w.kube, w.opts.ResyncPeriod))
 	}
 	w.startInformer(ctx, KindNamespace, "v1", false, newNamespaceInformer(w.kube, w.opts.ResyncPeriod))
+	if w.opts.watches(source.KindService) {
+		w.startServiceInformers(ctx)
+	}
 	w.wg.Add(2)
 	go func() {
 		defer w.wg.Done()

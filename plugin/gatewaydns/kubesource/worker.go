@@ -135,6 +135,10 @@ func (w *Watcher) process(ref dnsrecord.ObjectRef) {
 			objs, _ := ki.informer.GetIndexer().ByIndex(gatewayIndex, source.GatewayKey(ref.Namespace, ref.Name))
 			w.enqueueRoutes(objs)
 		}
+	case source.KindService:
+		w.processService(ref)
+	case KindNode:
+		w.enqueueNodePortServices()
 	case source.KindIngress:
 		obj, _, ok := w.get(ref)
 		ing, isIng := obj.(*networkingv1.Ingress)
