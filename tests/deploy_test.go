@@ -492,7 +492,7 @@ func gatewaydnsReads() []access {
 			out = append(out, access{verb: verb, group: gatewayGroup, resource: r})
 		}
 		out = append(out, access{verb: verb, group: "networking.k8s.io", resource: "ingresses"},
-			access{verb: verb, resource: "namespaces"})
+			access{verb: verb, resource: "namespaces"}, access{verb: verb, resource: "nodes"})
 	}
 	return out
 }
@@ -517,6 +517,7 @@ func neverAllowed() []access {
 		{verb: "update", group: "networking.k8s.io", resource: "ingresses", subresource: "status"},
 		{verb: "create", group: "discovery.k8s.io", resource: "endpointslices"},
 		{verb: "update", resource: "services"},
+		{verb: "get", resource: "nodes"}, {verb: "update", resource: "nodes"},
 	}
 	for _, r := range append([]string{"gatewayclasses"}, gatewayResources...) {
 		for _, verb := range []string{"create", "update", "patch", "delete", "deletecollection"} {
@@ -637,7 +638,7 @@ func TestDeploy(t *testing.T) {
 				t.Errorf("workload coredns lists %s: %v", r, err)
 			}
 		}
-		for _, gr := range [][2]string{{"networking.k8s.io", "ingresses"}, {"", "namespaces"}, {"", "services"}, {"discovery.k8s.io", "endpointslices"}} {
+		for _, gr := range [][2]string{{"networking.k8s.io", "ingresses"}, {"", "namespaces"}, {"", "services"}, {"discovery.k8s.io", "endpointslices"}, {"", "nodes"}} {
 			if err := listAs(t, workloadSA, gr[0], gr[1]); err != nil {
 				t.Errorf("workload coredns lists %s: %v", gr[1], err)
 			}

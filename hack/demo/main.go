@@ -8,8 +8,8 @@
 // CRDs; a central CoreDNS running gatewaydns as the server of openmcp.cluster
 // (corefile.d/central-tls.Corefile); and per cluster a CoreDNS running gatewaydns as writer
 // (owner = cluster name, domain filter <cluster>.openmcp.cluster) that forwards the zone to the
-// central server (corefile.d/workload-tls.Corefile). Sample Gateways, routes and Ingresses are
-// applied with their status set as a gateway controller would.
+// central server (corefile.d/workload-tls.Corefile). Sample Gateways, routes, Ingresses and a
+// LoadBalancer Service are applied with their status set as their controllers would.
 //
 // `up` starts a background process (`serve`, a copy of this program in .cache/demo) that owns
 // the landscape: it starts every component, reports progress in .cache/demo/progress.log, and
@@ -283,7 +283,7 @@ The landscape keeps running. Query it yourself:
   dig @127.0.0.1 -p %d db.eu1.%s          # us1's CoreDNS
   bin/etcdctl --endpoints %s --cacert %s --cert %s --key %s \
       get --prefix /skydns/cluster/openmcp                     # the records, with their owners
-  kubectl --kubeconfig %s get gateways,httproutes,tlsroutes,ingresses -A
+  kubectl --kubeconfig %s get gateways,httproutes,tlsroutes,ingresses,services -A
 Change a Gateway's address as its controller would, and ask again (answered within milliseconds):
   go run ./hack/demo set-address eu1 203.0.113.99 && dig @127.0.0.1 -p %d web.eu1.%s +short
 Metrics: %s
@@ -952,8 +952,12 @@ func applySamples(cluster string, rc *rest.Config) ([]nameInfo, []refusedInfo, e
 		if err := createIngress(ctx, kube, "legacy", "legacy."+domain, "203.0.113.12"); err != nil {
 			return nil, nil, err
 		}
+		if err := createLoadBalancerService(ctx, kube, "mqtt", "mqtt."+domain, "203.0.113.13"); err != nil {
+			return nil, nil, err
+		}
 		return []nameInfo{
 			{"web." + domain, "203.0.113.10"}, {"db." + domain, "203.0.113.11"}, {"legacy." + domain, "203.0.113.12"},
+			{"mqtt." + domain, "203.0.113.13"},
 		}, nil, nil
 	default:
 		// Its listener takes any hostname: only gatewaydns's domain filter keeps this cluster
@@ -1057,6 +1061,26 @@ func createTLSRoute(ctx context.Context, gw gwclient.Interface, name, gateway, h
 	r.Status.Parents = accepted(ref, r.Generation)
 	if _, err := gw.GatewayV1().TLSRoutes("shop").UpdateStatus(ctx, r, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("TLSRoute shop/%s status: %w", name, err)
+	}
+	return nil
+}
+
+// createLoadBalancerService creates a LoadBalancer Service named in external-dns's hostname
+// annotation and gives it the address a cloud provider would.
+func createLoadBalancerService(ctx context.Context, kube kubernetes.Interface, name, host, ip string) error {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name,
+			Annotations: map[string]string{"external-dns.kubernetes.io/hostname": host}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{Name: "mqtts", Port: 8883, Protocol: corev1.ProtocolTCP}}},
+	}
+	svc, err := kube.CoreV1().Services("shop").Create(ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("Service shop/%s: %w", name, err)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+	if _, err := kube.CoreV1().Services("shop").UpdateStatus(ctx, svc, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("Service shop/%s status: %w", name, err)
 	}
 	return nil
 }
