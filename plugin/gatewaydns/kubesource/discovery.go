@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -96,7 +97,8 @@ func (w *Watcher) discover(ctx context.Context) bool {
 			continue
 		}
 		if version != "" {
-			w.startInformer(ctx, gk.kind, version, gk.route, gk.informer(w.gw, version, w.opts.ResyncPeriod))
+			build := func(ns string) cache.SharedIndexInformer { return gk.informer(w.gw, version, ns, w.opts.ResyncPeriod) }
+			w.startInformer(ctx, gk.kind, version, gk.route, build, w.namespacesOf(gk.kind))
 		}
 		w.reportServed(gk, version)
 	}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
@@ -168,8 +169,14 @@ func (c *cluster) ingress(namespace, name, host, lbIP string) {
 // when the test ends.
 func (c *cluster) watch(cfg source.Config, obs Observer, kinds ...string) *Watcher {
 	c.t.Helper()
+	return c.watchAs(c.env.Config, cfg, obs, kinds...)
+}
+
+// watchAs is watch with the identity of rc.
+func (c *cluster) watchAs(rc *rest.Config, cfg source.Config, obs Observer, kinds ...string) *Watcher {
+	c.t.Helper()
 	before := goroutines()
-	w, err := New(c.env.Config, Options{Config: cfg, Observer: obs, DiscoveryInterval: 500 * time.Millisecond, Kinds: kinds})
+	w, err := New(rc, Options{Config: cfg, Observer: obs, DiscoveryInterval: 500 * time.Millisecond, Kinds: kinds})
 	c.must(err)
 	c.must(w.Start(c.ctx))
 	c.t.Cleanup(func() {

@@ -17,10 +17,10 @@ import (
 // unless the service-types filter leaves NodePort Services out (Nodes are cluster-scoped: a
 // cluster that publishes no NodePort Service then needs no ClusterRole for them).
 func (w *Watcher) startServiceInformers(ctx context.Context) {
-	w.startInformer(ctx, source.KindService, "v1", false, newServiceInformer(w.kube, w.opts.ResyncPeriod))
-	w.startInformer(ctx, KindEndpointSlice, "v1", false, newEndpointSliceInformer(w.kube, w.opts.ResyncPeriod))
+	w.startInformer(ctx, source.KindService, "v1", false, newServiceInformer(w.kube, w.opts.ResyncPeriod), w.namespacesOf(source.KindService))
+	w.startInformer(ctx, KindEndpointSlice, "v1", false, newEndpointSliceInformer(w.kube, w.opts.ResyncPeriod), w.namespacesOf(KindEndpointSlice))
 	if w.readsNodes() {
-		w.startInformer(ctx, KindNode, "v1", false, newNodeInformer(w.kube, w.opts.ResyncPeriod))
+		w.startInformer(ctx, KindNode, "v1", false, newNodeInformer(w.kube, w.opts.ResyncPeriod), w.namespacesOf(KindNode))
 	}
 }
 
@@ -48,7 +48,7 @@ func (w *Watcher) enqueueNodePortServices() {
 	if ki == nil {
 		return
 	}
-	for _, obj := range ki.informer.GetStore().List() {
+	for _, obj := range ki.list() {
 		if svc, ok := obj.(*corev1.Service); ok && svc.Spec.Type == corev1.ServiceTypeNodePort {
 			w.queue.Add(source.ServiceRef(svc))
 		}
@@ -61,7 +61,7 @@ func (w *Watcher) endpointSlices(namespace, name string) []*discoveryv1.Endpoint
 	if ki == nil {
 		return nil
 	}
-	objs, _ := ki.informer.GetIndexer().ByIndex(serviceIndex, namespace+"/"+name)
+	objs := ki.byIndex(serviceIndex, namespace+"/"+name)
 	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
 	for _, o := range objs {
 		if es, ok := o.(*discoveryv1.EndpointSlice); ok {
@@ -77,7 +77,7 @@ func (w *Watcher) nodes() []*corev1.Node {
 	if ki == nil {
 		return nil
 	}
-	objs := ki.informer.GetStore().List()
+	objs := ki.list()
 	out := make([]*corev1.Node, 0, len(objs))
 	for _, o := range objs {
 		if n, ok := o.(*corev1.Node); ok {

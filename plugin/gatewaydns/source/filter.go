@@ -11,8 +11,9 @@ import (
 // Config holds the filters and defaults of one gatewaydns stanza. The zero value selects every
 // object and publishes every valid name with the plugin default TTL (0).
 type Config struct {
-	// Namespaces limits routes, Ingresses and Services to these namespaces; empty means all. Gateways
-	// are not filtered by namespace: routes may attach to a Gateway in another namespace.
+	// Namespaces limits routes, Ingresses and Services to these namespaces; empty means all
+	// (kubesource then lists and watches only these namespaces). Gateways are not filtered by
+	// namespace: routes may attach to a Gateway in another namespace (see GatewayNamespace).
 	Namespaces []string
 	// LabelSelector selects routes and Ingresses by their labels; nil selects all.
 	LabelSelector labels.Selector
