@@ -73,6 +73,7 @@ type Index struct {
 	invalid map[string]invalidValue // key -> the value that was rejected, to report each once
 	digests map[string]*Digest      // loaded prefix -> what it holds, for the consistency check
 	clashes map[string]bool         // path of a name whose records mix a CNAME with other data
+	serials map[string]int64        // prefix -> revision of its last change (serial.go)
 
 	loadedPrefixes map[string]bool
 	loaded         atomic.Bool // every prefix of Options.Prefixes has been loaded
@@ -104,6 +105,7 @@ func New(opts Options) *Index {
 		invalid:        map[string]invalidValue{},
 		digests:        map[string]*Digest{},
 		clashes:        map[string]bool{},
+		serials:        map[string]int64{},
 		loadedPrefixes: map[string]bool{},
 	}
 }
@@ -148,6 +150,9 @@ func (ix *Index) Load(prefix string, kvs []record.KV) {
 		}
 	}
 	ix.mu.Lock()
+	for _, kr := range held {
+		ix.noteChangeLocked(kr.key, kr.rev)
+	}
 	ix.loadDigestsLocked(prefix, base, held)
 	ix.count += count - ix.tree.graft(base, sub)
 	for key := range ix.invalid {
@@ -208,6 +213,7 @@ func (ix *Index) Apply(changes []record.Change) {
 			oldRev = ix.revisionLocked(c.Key, elems)
 		}
 		ix.applyDigestLocked(c.Key, oldRev, newRev)
+		ix.noteChangeLocked(c.Key, c.Revision)
 		delete(skipped, c.Key)
 		switch {
 		case entries[i] != nil:
@@ -326,11 +332,6 @@ func (ix *Index) Reverse(ctx context.Context, state request.Request, exact bool,
 
 // IsNameError implements plugin.ServiceBackend.
 func (ix *Index) IsNameError(err error) bool { return errors.Is(err, ErrNotFound) }
-
-// Serial implements plugin.ServiceBackend the way the stock plugin does.
-func (ix *Index) Serial(request.Request) uint32 {
-	return uint32(ix.opts.Now().Unix()) // #nosec G115 -- SOA serial arithmetic wraps by design
-}
 
 // MinTTL implements plugin.ServiceBackend: the SOA minimum, the negative-caching TTL.
 func (ix *Index) MinTTL(request.Request) uint32 {
