@@ -59,6 +59,10 @@ type Options struct {
 	// Prefixes are the key prefixes the index mirrors, each loaded on its own (one per zone,
 	// so that a server needs read access to its zones only); the root when empty.
 	Prefixes []string
+	// ExactNames answers a name from its own key and its record-id children only, as a plain
+	// zone (and a secondary that transferred it) would: see names.go. Off: the stock plugin's
+	// subtree reads and query wildcards.
+	ExactNames bool
 }
 
 // Index holds the records of one prefix.
@@ -377,12 +381,21 @@ func (ix *Index) records(name string, qtype uint16, exact bool, v view) ([]msg.S
 		}
 		set = n.exactSet()
 	} else {
-		set = n.answerSet()
+		set = ix.nameSet(n)
 		if set == nil {
 			return nil, ErrNotFound
 		}
 	}
 	return ix.finish(set, qtype, v), nil
+}
+
+// nameSet is what a question for n's name is answered from: its subtree, or with ExactNames
+// its own records. Nil: the name does not exist.
+func (ix *Index) nameSet(n *node) *answerSet {
+	if ix.opts.ExactNames {
+		return n.namesSet()
+	}
+	return n.answerSet()
 }
 
 // Addresses is what plugin.A (qtype A) or plugin.AAAA (qtype AAAA) answers from Records for a
@@ -402,7 +415,7 @@ func (ix *Index) Addresses(name string, qtype uint16) (addrs []Address, ok bool,
 	if n == nil {
 		return nil, true, ErrNotFound
 	}
-	set := n.answerSet()
+	set := ix.nameSet(n)
 	if set == nil {
 		return nil, true, ErrNotFound
 	}
@@ -433,6 +446,9 @@ func (ix *Index) labels(dst []string, name string) ([]string, int) {
 		}
 	}
 	star := -1
+	if ix.opts.ExactNames {
+		return dst, star // a plain zone has no query wildcards: "*" is a name like any other
+	}
 	for i, l := range dst {
 		if l == "*" || l == "any" {
 			star = i
@@ -490,15 +506,19 @@ Records:
 // TTLs, and leaving out records without a host unless TXT was asked. It copies only when one
 // of them changes something.
 func (ix *Index) finish(set *answerSet, qtype uint16, v view) []msg.Service {
+	return finish(set, qtype, v, ix.leaseTTLs(ix.leases))
+}
+
+func finish(set *answerSet, qtype uint16, v view, ttls leaseTTLs) []msg.Service {
 	if v == answered {
 		set = set.forQuestion(qtype)
 	}
 	sx := set.services
 	if leased := set.leased(); len(leased) > 0 {
 		sx = slices.Clone(sx)
-		now := ix.opts.Now()
+		now := ttls.opts.Now()
 		for _, lr := range leased {
-			sx[lr.pos].TTL = ix.leaseTTL(lr, now)
+			sx[lr.pos].TTL = ttls.ttl(lr, now)
 		}
 	}
 	if set.hostless && qtype != dns.TypeTXT {
@@ -521,14 +541,14 @@ func withHost(sx []msg.Service) []msg.Service {
 // leaseTTL is the stock plugin's TTL of a leased key: the smaller of the record's ttl and the
 // lease's remaining life clamped to [min-lease-ttl, max-lease-ttl]; a lease past its known
 // expiry counts as min-lease-ttl.
-func (ix *Index) leaseTTL(lr leasedRecord, now time.Time) uint32 {
+func (t leaseTTLs) ttl(lr leasedRecord, now time.Time) uint32 {
 	var leaseTTL uint32
-	if exp, ok := ix.leases[lr.lease]; ok {
+	if exp, ok := t.leases[lr.lease]; ok {
 		// Past its known expiry the lease was not seen refreshed (etcd partitioned, or the
 		// writer gone): the key is about to be deleted, so it gets the shortest life allowed,
 		// never the record's full ttl.
 		left := max(int64(exp.Sub(now)/time.Second), 0)
-		leaseTTL = uint32(min(max(left, int64(ix.opts.MinLeaseTTL)), int64(ix.opts.MaxLeaseTTL))) // #nosec G115 -- clamped to uint32 bounds
+		leaseTTL = uint32(min(max(left, int64(t.opts.MinLeaseTTL)), int64(t.opts.MaxLeaseTTL))) // #nosec G115 -- clamped to uint32 bounds
 	}
 	switch {
 	case leaseTTL == 0 && lr.ttl == 0:
@@ -539,4 +559,14 @@ func (ix *Index) leaseTTL(lr leasedRecord, now time.Time) uint32 {
 		return leaseTTL
 	}
 	return min(leaseTTL, lr.ttl)
+}
+
+// leaseTTLs works out the TTLs of leased records from when their leases expire.
+type leaseTTLs struct {
+	leases map[int64]time.Time
+	opts   *Options
+}
+
+func (ix *Index) leaseTTLs(leases map[int64]time.Time) leaseTTLs {
+	return leaseTTLs{leases: leases, opts: &ix.opts}
 }
