@@ -15,8 +15,8 @@ import (
 // index: the index may be shared with the next instance across a reload, the notifier is the
 // instance's, like the transfer plugin it sends through.
 const (
-	notifyPoll   = 100 * time.Millisecond // how often the serials are read: a map lookup each
-	notifyQuiet  = 100 * time.Millisecond // a burst ends when the serial stays this long
+	notifyPoll   = 50 * time.Millisecond  // how often the serials are read: a map lookup each
+	notifyQuiet  = 50 * time.Millisecond  // a burst ends when the serial stays this long
 	notifyAtMost = 500 * time.Millisecond // and a NOTIFY goes out this long after a burst began, whatever
 )
 
