@@ -207,3 +207,73 @@ func TestSecondaryHoldsTheZoneAndFollowsChangesByNotify(t *testing.T) {
 		}
 	}
 }
+
+// TestAXFRRequiresTSIGWithTheStockTSIGPlugin: with tsig requiring it, an unsigned AXFR is
+// refused and a signed one transfers the zone, signed.
+func TestAXFRRequiresTSIGWithTheStockTSIGPlugin(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	if _, err := etcd.Client(t).Put(context.Background(), "/skydns/cluster/openmcp/eu1/app/3e6bee2e", `{"host":"203.0.113.10"}`); err != nil {
+		t.Fatal(err)
+	}
+	const key, secret = "xfr.openmcp.cluster.", "c2VjcmV0LWZvci10aGUtdGVzdA=="
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	startCoreDNS(t, fmt.Sprintf(`openmcp.cluster:%s {
+    tsig {
+        secret %s %s
+        require AXFR IXFR
+    }
+    transfer {
+        to *
+    }
+    gatewaydns {
+        endpoint %s
+    }
+}`, strings.TrimPrefix(addr, "127.0.0.1:"), key, secret, etcd.ClientURL))
+	waitFor(t, 10*time.Second, addr, "app.eu1.openmcp.cluster.", dns.TypeA, hasAnswer)
+
+	axfr := func(signed bool) ([]dns.RR, error) {
+		m := new(dns.Msg)
+		m.SetAxfr("openmcp.cluster.")
+		tr := &dns.Transfer{}
+		if signed {
+			m.SetTsig(key, dns.HmacSHA256, 300, time.Now().Unix())
+			tr.TsigSecret = map[string]string{key: secret}
+		}
+		c, err := dns.Dial("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		tr.Conn = c
+		ch, err := tr.In(m, addr)
+		if err != nil {
+			return nil, err
+		}
+		var rrs []dns.RR
+		for env := range ch {
+			if env.Error != nil {
+				return rrs, env.Error
+			}
+			rrs = append(rrs, env.RR...)
+		}
+		return rrs, nil
+	}
+	if rrs, err := axfr(false); err == nil {
+		t.Errorf("an unsigned AXFR transferred %d records, want it refused", len(rrs))
+	}
+	rrs, err := axfr(true)
+	if err != nil {
+		t.Fatalf("signed AXFR: %v", err)
+	}
+	if len(rrs) < 3 || rrs[0].Header().Rrtype != dns.TypeSOA || rrs[len(rrs)-1].Header().Rrtype != dns.TypeSOA {
+		t.Fatalf("signed AXFR: %v", rrs)
+	}
+	found := false
+	for _, rr := range rrs {
+		if a, ok := rr.(*dns.A); ok && a.Hdr.Name == "app.eu1.openmcp.cluster." && a.A.String() == "203.0.113.10" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("signed AXFR lacks app.eu1.openmcp.cluster. A 203.0.113.10: %v", rrs)
+	}
+}
