@@ -225,3 +225,33 @@ func answer(t *testing.T, h handler, name string, qtype uint16) string {
 	}
 	return fmt.Sprintf("%s answer [%s] ns [%s]", dns.RcodeToString[m.Rcode], section(m.Answer), section(m.Ns))
 }
+
+// BenchmarkTransfer100k is one AXFR of 100k names in the writers' layout, from the copy to the
+// last record handed to the transfer plugin (which then only frames them).
+func BenchmarkTransfer100k(b *testing.B) {
+	cfg, err := parse(caddy.NewTestController("dns", "gatewaydns openmcp.cluster"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, st := newStanza(cfg)
+	kvs := make([]record.KV, 0, 100000)
+	for i := range 100000 {
+		kvs = append(kvs, record.KV{Key: fmt.Sprintf("/skydns/cluster/openmcp/c%d/app%d/3e6bee2e", i%7, i),
+			Value: []byte(fmt.Sprintf(`{"host":"10.%d.%d.%d","ttl":60,"targetstrip":1}`, i/65536, i/256%256, i%256)), Revision: int64(i + 2)})
+	}
+	for _, p := range st.prefixes {
+		st.index.Load(p, kvs)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ch, err := g.Transfer("openmcp.cluster.", 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for rrs := range ch {
+			n += len(rrs)
+		}
+		b.ReportMetric(float64(n), "records")
+	}
+}
