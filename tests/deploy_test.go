@@ -493,7 +493,7 @@ func gatewaydnsReads() []access {
 		}
 		out = append(out, access{verb: verb, group: "networking.k8s.io", resource: "ingresses"},
 			access{verb: verb, group: externalDNSGroup, resource: "dnsendpoints"},
-			access{verb: verb, resource: "namespaces"})
+			access{verb: verb, resource: "namespaces"}, access{verb: verb, resource: "nodes"})
 	}
 	return out
 }
@@ -523,6 +523,7 @@ func neverAllowed() []access {
 		{verb: "update", group: "networking.k8s.io", resource: "ingresses", subresource: "status"},
 		{verb: "create", group: "discovery.k8s.io", resource: "endpointslices"},
 		{verb: "update", resource: "services"},
+		{verb: "get", resource: "nodes"}, {verb: "update", resource: "nodes"},
 	}
 	for _, verb := range []string{"get", "create", "update", "patch", "delete"} {
 		out = append(out, access{verb: verb, group: externalDNSGroup, resource: "dnsendpoints"})
@@ -647,7 +648,7 @@ func TestDeploy(t *testing.T) {
 				t.Errorf("workload coredns lists %s: %v", r, err)
 			}
 		}
-		for _, gr := range [][2]string{{"networking.k8s.io", "ingresses"}, {"", "namespaces"}, {"", "services"}, {"discovery.k8s.io", "endpointslices"}} {
+		for _, gr := range [][2]string{{"networking.k8s.io", "ingresses"}, {"", "namespaces"}, {"", "services"}, {"discovery.k8s.io", "endpointslices"}, {"", "nodes"}} {
 			if err := listAs(t, workloadSA, gr[0], gr[1]); err != nil {
 				t.Errorf("workload coredns lists %s: %v", gr[1], err)
 			}

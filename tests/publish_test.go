@@ -17,8 +17,8 @@ import (
 
 // TestPublishesClusterObjectsAndAnswersThem runs corefile.d/all-in-one.Corefile (writer and
 // server in one stanza) on the built binary against a real kube-apiserver and a real etcd:
-// Gateway API and Ingress objects become records owned by the cluster, and every change is
-// answered within a second.
+// Gateway API, Ingress and Service objects become records owned by the cluster, and every change
+// is answered within a second.
 func TestPublishesClusterObjectsAndAnswersThem(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	kube := testenv.StartKubeAPIServer(t)
@@ -70,6 +70,21 @@ func TestPublishesClusterObjectsAndAnswersThem(t *testing.T) {
 		"api.eu1.openmcp.cluster.", isNXDOMAIN)
 	within("Ingress", time.Second, func() { k8s.Ingress("shop", "legacy", "legacy.eu1.openmcp.cluster", "203.0.113.30") },
 		"legacy.eu1.openmcp.cluster.", answersWith("203.0.113.30"))
+
+	// A LoadBalancer Service is reported while its load balancer is pending, then answered over
+	// UDP and TCP within a second of getting an address.
+	k8s.LoadBalancerService("shop", "api-lb", "lb.eu1.openmcp.cluster")
+	k8s.WaitWarningEvents("shop", "Service", "api-lb", "NoTargets", 10*time.Second)
+	within("LoadBalancer Service", time.Second, func() { k8s.SetLoadBalancerIngress("shop", "api-lb", "203.0.113.50", "2001:db8::50") },
+		"lb.eu1.openmcp.cluster.", answersWith("203.0.113.50"))
+	for _, proto := range []string{"udp", "tcp"} {
+		if r := ask(t, proto, p.DNS, "lb.eu1.openmcp.cluster.", dns.TypeA); !answersWith("203.0.113.50")(r) {
+			t.Errorf("%s A lb.eu1: %v", proto, r)
+		}
+		if r := ask(t, proto, p.DNS, "lb.eu1.openmcp.cluster.", dns.TypeAAAA); !answersWith("2001:db8::50")(r) {
+			t.Errorf("%s AAAA lb.eu1: %v", proto, r)
+		}
+	}
 
 	// An Ingress for a public name, outside the zone (external-dns's, say), is another
 	// controller's: left alone without a word. Created first, its Events would come first.

@@ -34,8 +34,11 @@ func serveZone(t *testing.T, endpoint string, cli *clientv3.Client) string {
 func addresses(r *dns.Msg) []string {
 	var out []string
 	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
+		switch a := rr.(type) {
+		case *dns.A:
 			out = append(out, a.A.String())
+		case *dns.AAAA:
+			out = append(out, a.AAAA.String())
 		}
 	}
 	sort.Strings(out)

@@ -1,5 +1,6 @@
 // Package gatewayfixture plays a gateway controller against a real kube-apiserver in tests:
-// it creates Gateways, routes and Ingresses and sets their status as a controller would, so
+// it creates Gateways, routes, Ingresses and Services and sets their status as a controller (or a
+// cloud provider) would, so
 // that gatewaydns sees what it sees in a cluster.
 package gatewayfixture
 
@@ -150,6 +151,38 @@ func (c *Cluster) Ingress(namespace, name, host, ip string) {
 	c.must(err)
 	ing.Status.LoadBalancer.Ingress = []networkingv1.IngressLoadBalancerIngress{{IP: ip}}
 	_, err = c.Kube.NetworkingV1().Ingresses(namespace).UpdateStatus(ctx, ing, metav1.UpdateOptions{})
+	c.must(err)
+}
+
+// LoadBalancerService creates a Service of type LoadBalancer named in the external-dns hostname
+// annotation (a comma list) and, when ips are given, sets its load balancer addresses as a cloud
+// provider would.
+func (c *Cluster) LoadBalancerService(namespace, name, hostnames string, ips ...string) {
+	c.t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name,
+			Annotations: map[string]string{"external-dns.kubernetes.io/hostname": hostnames}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP}}},
+	}
+	_, err := c.Kube.CoreV1().Services(namespace).Create(context.Background(), svc, metav1.CreateOptions{})
+	c.must(err)
+	if len(ips) > 0 {
+		c.SetLoadBalancerIngress(namespace, name, ips...)
+	}
+}
+
+// SetLoadBalancerIngress sets a Service's status.loadBalancer.ingress to ips.
+func (c *Cluster) SetLoadBalancerIngress(namespace, name string, ips ...string) {
+	c.t.Helper()
+	ctx := context.Background()
+	svc, err := c.Kube.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	c.must(err)
+	svc.Status.LoadBalancer.Ingress = nil
+	for _, ip := range ips {
+		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
+	_, err = c.Kube.CoreV1().Services(namespace).UpdateStatus(ctx, svc, metav1.UpdateOptions{})
 	c.must(err)
 }
 

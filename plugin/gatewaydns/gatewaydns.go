@@ -81,7 +81,7 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	}
 
 	opt := plugin.Options{NoApexFallback: g.NoApexFallback}
-	records, extra, truncated, err := g.lookup(ctx, b, zone, state, opt)
+	records, extra, truncated, err := lookup(ctx, b, zone, state, opt)
 	if err != nil && b.IsNameError(err) {
 		if g.Fall.Through(state.Name()) {
 			return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
@@ -105,12 +105,13 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	return dns.RcodeSuccess, nil
 }
 
-// lookup finds the records that answer the question, as the stock etcd plugin finds them.
-func (g *GatewayDNS) lookup(ctx context.Context, b *backend, zone string, state request.Request, opt plugin.Options) (records, extra []dns.RR, truncated bool, err error) {
+// lookup finds the records that answer the question, as the stock etcd plugin finds them. b
+// is the live backend, or a zone being transferred (transfer.go).
+func lookup(ctx context.Context, b plugin.ServiceBackend, zone string, state request.Request, opt plugin.Options) (records, extra []dns.RR, truncated bool, err error) {
 	switch qtype := state.QType(); qtype {
 	case dns.TypeA, dns.TypeAAAA:
-		if state.Name() != zone {
-			if records, ok, err := addressRecords(b.Index, state, qtype); ok {
+		if live, ok := b.(*backend); ok && state.Name() != zone {
+			if records, ok, err := addressRecords(live.Index, state, qtype); ok {
 				return records, nil, false, err
 			}
 		}
@@ -191,7 +192,7 @@ func matchZone(zones []string, name string) string {
 // plugin. Records one level down (".../app/3e6bee2e", the layout external-dns and gatewaydns
 // write) give the CNAMEs that an A question for the name returns, where the stock plugin says
 // NXDOMAIN although it answers the A question with that very CNAME.
-func cname(ctx context.Context, b *backend, zone string, state request.Request, opt plugin.Options) ([]dns.RR, error) {
+func cname(ctx context.Context, b plugin.ServiceBackend, zone string, state request.Request, opt plugin.Options) ([]dns.RR, error) {
 	records, err := plugin.CNAME(ctx, b, zone, state, opt)
 	if err == nil || !b.IsNameError(err) {
 		return records, err

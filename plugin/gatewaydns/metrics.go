@@ -273,6 +273,7 @@ func metricsAtZero(zones string) {
 	indexRecords.WithLabelValues(zones)
 	lastUpdate.WithLabelValues(zones)
 	etcdReachable.WithLabelValues(zones)
+	transferMetricsAtZero(zones)
 }
 
 // atZero creates the publish role's series of the owner at zero, as metricsAtZero does: a
@@ -293,5 +294,26 @@ func (m *publishMetrics) atZero() {
 		for _, op := range []string{"put", "delete"} {
 			writerDryRun.WithLabelValues(m.owner, op)
 		}
+	}
+}
+
+// Zone transfers (transfer.go, notify.go).
+var (
+	transfers = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "transfers_total",
+		Help: "Zone transfers served, by kind (full: the whole zone; current: an IXFR from a secondary that was up to date).",
+	}, []string{"zones", "kind"})
+	notifies = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "notifies_total",
+		Help: "NOTIFY rounds sent to the transfer plugin's secondaries after a change, by result (ok, failed).",
+	}, []string{"zones", "result"})
+)
+
+func transferMetricsAtZero(zones string) {
+	for _, kind := range []string{"full", "current"} {
+		transfers.WithLabelValues(zones, kind)
+	}
+	for _, result := range []string{"ok", "failed"} {
+		notifies.WithLabelValues(zones, result)
 	}
 }

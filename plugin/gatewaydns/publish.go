@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/kubesource"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
@@ -34,21 +30,8 @@ type publishConfig struct {
 	kubecontext    string
 	domainFilter   []string
 	excludeDomains []string
-	kinds          []string // empty: every kind but the opt-in ones (kubesource: DNSEndpoint)
+	kinds          []string // empty: every kind but the opt-in ones (kubesource: Service, DNSEndpoint)
 	source         source.Config
-}
-
-// sourceKinds maps external-dns's --source names to the kinds they read. Without a sources
-// option every kind is read except crd (DNSEndpoint): it is read only when named, as a
-// DNSEndpoint publishes whatever names and records its author writes.
-var sourceKinds = map[string]string{
-	"crd":               source.KindDNSEndpoint,
-	"gateway-httproute": source.KindHTTPRoute,
-	"gateway-grpcroute": source.KindGRPCRoute,
-	"gateway-tlsroute":  source.KindTLSRoute,
-	"gateway-tcproute":  source.KindTCPRoute,
-	"gateway-udproute":  source.KindUDPRoute,
-	"ingress":           source.KindIngress,
 }
 
 // publisher keeps this cluster's names in etcd: Kubernetes objects -> kubesource -> Writer.
@@ -287,122 +270,4 @@ func (r *publishRole) ready() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.p != nil && (r.p.ready() || time.Now().Before(r.readyUntil))
-}
-
-// parsePublishOption reads one option of the publish role; ok is false for an option that is
-// not one of them.
-func parsePublishOption(opt string, args []string, pc *publishConfig) (ok bool, err error) {
-	one := func() (string, error) {
-		if len(args) != 1 {
-			return "", fmt.Errorf("%s needs exactly one argument", opt)
-		}
-		return args[0], nil
-	}
-	some := func() ([]string, error) {
-		if len(args) == 0 {
-			return nil, fmt.Errorf("%s needs at least one argument", opt)
-		}
-		return args, nil
-	}
-	switch opt {
-	case "owner":
-		pc.owner, err = one()
-		if err == nil && strings.ContainsAny(pc.owner, "/\"\\ ") {
-			err = fmt.Errorf("owner %q may not contain '/', quotes, backslashes or spaces", pc.owner)
-		}
-	case "policy":
-		var v string
-		if v, err = one(); err == nil {
-			pc.policy, err = plan.ParsePolicy(v)
-		}
-	case "conflict":
-		var v string
-		if v, err = one(); err == nil {
-			pc.conflicts, err = plan.ParseConflictMode(v)
-		}
-	case "lease":
-		var v string
-		if v, err = one(); err == nil {
-			if pc.lease, err = time.ParseDuration(v); err == nil {
-				err = writer.CheckLease(pc.lease, writer.DefaultElectionTTL)
-			}
-		}
-	case "dry-run":
-		if len(args) != 0 {
-			return true, errors.New("dry-run takes no arguments")
-		}
-		pc.dryRun = true
-	case "kubeconfig":
-		if len(args) < 1 || len(args) > 2 {
-			return true, errors.New("kubeconfig needs a file and optionally a context")
-		}
-		pc.kubeconfig = args[0]
-		if len(args) == 2 {
-			pc.kubecontext = args[1]
-		}
-	case "sources":
-		var names []string
-		if names, err = some(); err == nil {
-			for _, n := range names {
-				kind, known := sourceKinds[n]
-				if !known {
-					return true, fmt.Errorf("unknown source %q, want some of %s", n, strings.Join(slices.Sorted(maps.Keys(sourceKinds)), ", "))
-				}
-				pc.kinds = append(pc.kinds, kind)
-			}
-		}
-	case "domain-filter":
-		pc.domainFilter, err = some()
-	case "exclude-domains":
-		pc.excludeDomains, err = some()
-	case "namespaces":
-		pc.source.Namespaces, err = some()
-	case "label-filter", "annotation-filter", "gateway-label-filter":
-		// A selector may hold spaces ("expose in (yes,true)"): its words are joined again, and
-		// parsed as external-dns parses its --label-filter, --annotation-filter and
-		// --gateway-label-filter.
-		var words []string
-		if words, err = some(); err == nil {
-			v := strings.Join(words, " ")
-			sel, perr := labels.Parse(v)
-			if perr != nil {
-				return true, fmt.Errorf("%s %q: %w", opt, v, perr)
-			}
-			switch opt {
-			case "label-filter":
-				pc.source.LabelSelector = sel
-			case "annotation-filter":
-				pc.source.AnnotationFilter = sel
-			default:
-				pc.source.GatewayLabelSelector = sel
-			}
-		}
-	case "gateway-classes":
-		pc.source.GatewayClasses, err = some()
-	case "gateway-name":
-		pc.source.GatewayName, err = one()
-	case "gateway-namespace":
-		pc.source.GatewayNamespace, err = one()
-	case "ingress-classes":
-		pc.source.IngressClasses, err = some()
-	case "controller":
-		pc.source.ControllerName, err = one()
-	case "ttl":
-		var v string
-		if v, err = one(); err == nil {
-			var ttl uint32
-			if ttl, err = parseTTL(v); err == nil && ttl == 0 {
-				err = errors.New("ttl must be at least 1s")
-			}
-			pc.source.DefaultTTL = ttl
-		}
-	case "base-domain-from-gateway":
-		if len(args) != 0 {
-			return true, errors.New("base-domain-from-gateway takes no arguments")
-		}
-		pc.source.BaseDomainFromGateway = true
-	default:
-		return false, nil
-	}
-	return true, err
 }

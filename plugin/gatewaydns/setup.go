@@ -18,6 +18,7 @@ import (
 	"github.com/coredns/coredns/plugin/etcd/msg"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	mwtls "github.com/coredns/coredns/plugin/pkg/tls"
+	"github.com/coredns/coredns/plugin/transfer"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -48,6 +49,7 @@ type config struct {
 	negativeTTL    uint32
 	noApexFallback bool
 	explain        bool
+	exactNames     bool     // answer a name from its own key and record-id children only
 	fall           []string // nil: no fallthrough; empty: every zone
 
 	publish     *publishConfig // nil: this stanza does not publish
@@ -68,6 +70,9 @@ func setup(c *caddy.Controller) error {
 			return err
 		}
 		starting.add(st)
+		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && st.own != nil {
+			st.notifyThrough(g, t)
+		}
 		return nil
 	})
 	c.OnShutdown(st.stop)
@@ -222,6 +227,11 @@ func parseOption(c *caddy.Controller, opt string, args []string, cfg *config, ro
 			return c.Errf("publish-only takes no arguments")
 		}
 		cfg.publishOnly = true
+	case "exact-names":
+		if len(args) != 0 {
+			return c.Errf("exact-names takes no arguments")
+		}
+		cfg.exactNames = true
 	case "explain":
 		if len(args) != 0 {
 			return c.Errf("explain takes no arguments")
@@ -279,8 +289,8 @@ func zonePrefixes(prefix string, zones []string) []string {
 // records, read from the same etcd as the same user, answered with the same options.
 func (c *config) feedKey() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%q %q %q %q %q %d %d %d\n", c.zones, c.prefix, c.etcd.Endpoints, c.etcd.Username,
-		c.etcd.Password, c.minLeaseTTL, c.maxLeaseTTL, c.negativeTTL)
+	fmt.Fprintf(h, "%q %q %q %q %q %d %d %d %t\n", c.zones, c.prefix, c.etcd.Endpoints, c.etcd.Username,
+		c.etcd.Password, c.minLeaseTTL, c.maxLeaseTTL, c.negativeTTL, c.exactNames)
 	h.Write(c.etcdTLSFiles)
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/coredns/caddy"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
@@ -94,7 +95,9 @@ func TestParse(t *testing.T) {
 				controller gatewaydns
 				ttl 2m
 				base-domain-from-gateway
-				sources gateway-httproute gateway-tlsroute ingress
+				sources gateway-httproute gateway-tlsroute ingress service
+				service-types LoadBalancer NodePort
+				publish-internal-services
 			}`,
 			check: func(t *testing.T, c *config) {
 				p := c.publish
@@ -104,7 +107,7 @@ func TestParse(t *testing.T) {
 				if p.owner != "landscape.ns.eu1" || p.policy != plan.UpsertOnly || p.conflicts != plan.Exclusive || p.lease != time.Minute || !p.dryRun {
 					t.Errorf("%+v", p)
 				}
-				if !slices.Equal(p.kinds, []string{"HTTPRoute", "TLSRoute", "Ingress"}) {
+				if !slices.Equal(p.kinds, []string{"HTTPRoute", "TLSRoute", "Ingress", "Service"}) {
 					t.Errorf("sources %v", p.kinds)
 				}
 				if p.kubeconfig != "/etc/kube/config" || p.kubecontext != "admin@eu1" {
@@ -113,6 +116,9 @@ func TestParse(t *testing.T) {
 				s := p.source
 				if !slices.Equal(s.Namespaces, []string{"team-a", "team-b"}) || !slices.Equal(s.GatewayClasses, []string{"istio"}) || !slices.Equal(s.IngressClasses, []string{"nginx"}) {
 					t.Errorf("filters %+v", s)
+				}
+				if !slices.Equal(s.ServiceTypes, []corev1.ServiceType{"LoadBalancer", "NodePort"}) || !s.PublishInternal {
+					t.Errorf("service filters %v %v", s.ServiceTypes, s.PublishInternal)
 				}
 				if s.ControllerName != "gatewaydns" || s.DefaultTTL != 120 || !s.BaseDomainFromGateway {
 					t.Errorf("%+v", s)
@@ -158,7 +164,10 @@ func TestParse(t *testing.T) {
 				t.Errorf("sources %v", c.publish.kinds)
 			}
 		}},
-		{name: "unknown source", input: "gatewaydns {\n owner eu1\n sources gateway-httproute service\n}", wantErr: `unknown source "service"`},
+		{name: "unknown source names the known ones", input: "gatewaydns {\n owner eu1\n sources gateway-httproute pod\n}",
+			wantErr: `unknown source "pod", want some of crd, gateway-grpcroute, gateway-httproute, gateway-tcproute, gateway-tlsroute, gateway-udproute, ingress, service`},
+		{name: "unknown service type", input: "gatewaydns {\n owner eu1\n service-types LoadBalancer Headless\n}", wantErr: `Testfile:3 - Error during parsing: unknown service type "Headless"`},
+		{name: "publish-internal-services takes no argument", input: "gatewaydns {\n owner eu1\n publish-internal-services yes\n}", wantErr: "publish-internal-services takes no arguments"},
 		{name: "zero ttl", input: "gatewaydns {\n owner eu1\n ttl 0\n}", wantErr: "at least 1s"},
 		{name: "kubeconfig with three arguments", input: "gatewaydns {\n owner eu1\n kubeconfig a b c\n}", wantErr: "kubeconfig needs a file"},
 		{name: "unknown option names itself and its line", input: "gatewaydns {\n endpoint http://e:2379\n bogus 1\n}", wantErr: "Testfile:3 - Error during parsing: unknown property 'bogus'"},

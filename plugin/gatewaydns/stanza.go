@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coredns/coredns/plugin/pkg/upstream"
+	"github.com/coredns/coredns/plugin/transfer"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 )
@@ -33,6 +34,7 @@ type stanza struct {
 	bridge  *feed
 	cancel  context.CancelFunc // ends the wait for the feed's first load
 	stopped chan struct{}      // closed when that wait returned
+	notify  *notifier          // NOTIFYs the transfer plugin's secondaries; nil without one
 }
 
 func newStanza(cfg *config) (*GatewayDNS, *stanza) {
@@ -52,6 +54,7 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 		MinLeaseTTL: cfg.minLeaseTTL,
 		NegativeTTL: &cfg.negativeTTL,
 		MaxLeaseTTL: cfg.maxLeaseTTL,
+		ExactNames:  cfg.exactNames,
 		Invalid: func(key string, err error) {
 			invalidRecords.WithLabelValues(zones).Inc()
 			log.Warningf("Skipping a value that cannot be served: %v", err)
@@ -145,6 +148,14 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 	return true
 }
 
+// notifyThrough starts sending the transfer plugin's NOTIFYs for the stanza's zones; stop ends it.
+func (s *stanza) notifyThrough(g *GatewayDNS, t *transfer.Transfer) {
+	n := startNotifier(g, t)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notify = n
+}
+
 // stop stops the publish role and lets go of the feed and the bridge. Every wait in it is
 // bounded, so a reload or SIGTERM finishes in seconds whatever state etcd and the Kubernetes
 // API are in.
@@ -153,9 +164,10 @@ func (s *stanza) stop() error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.publish.stop() })
 	s.mu.Lock()
-	f, b, cancel, stopped := s.feed, s.bridge, s.cancel, s.stopped
-	s.feed, s.bridge, s.cancel, s.stopped = nil, nil, nil, nil
+	f, b, cancel, stopped, notify := s.feed, s.bridge, s.cancel, s.stopped, s.notify
+	s.feed, s.bridge, s.cancel, s.stopped, s.notify = nil, nil, nil, nil, nil
 	s.mu.Unlock()
+	notify.stop()
 	if cancel != nil {
 		cancel()
 		<-stopped // returns at once: it only waits on the index and the context

@@ -59,6 +59,10 @@ type Options struct {
 	// Prefixes are the key prefixes the index mirrors, each loaded on its own (one per zone,
 	// so that a server needs read access to its zones only); the root when empty.
 	Prefixes []string
+	// ExactNames answers a name from its own key and its record-id children only, as a plain
+	// zone (and a secondary that transferred it) would: see names.go. Off: the stock plugin's
+	// subtree reads and query wildcards.
+	ExactNames bool
 }
 
 // Index holds the records of one prefix.
@@ -73,6 +77,7 @@ type Index struct {
 	invalid map[string]invalidValue // key -> the value that was rejected, to report each once
 	digests map[string]*Digest      // loaded prefix -> what it holds, for the consistency check
 	clashes map[string]bool         // path of a name whose records mix a CNAME with other data
+	serials map[string]int64        // prefix -> revision of its last change (serial.go)
 
 	loadedPrefixes map[string]bool
 	loaded         atomic.Bool // every prefix of Options.Prefixes has been loaded
@@ -104,6 +109,7 @@ func New(opts Options) *Index {
 		invalid:        map[string]invalidValue{},
 		digests:        map[string]*Digest{},
 		clashes:        map[string]bool{},
+		serials:        map[string]int64{},
 		loadedPrefixes: map[string]bool{},
 	}
 }
@@ -148,6 +154,9 @@ func (ix *Index) Load(prefix string, kvs []record.KV) {
 		}
 	}
 	ix.mu.Lock()
+	for _, kr := range held {
+		ix.noteChangeLocked(kr.key, kr.rev)
+	}
 	ix.loadDigestsLocked(prefix, base, held)
 	ix.count += count - ix.tree.graft(base, sub)
 	for key := range ix.invalid {
@@ -208,6 +217,7 @@ func (ix *Index) Apply(changes []record.Change) {
 			oldRev = ix.revisionLocked(c.Key, elems)
 		}
 		ix.applyDigestLocked(c.Key, oldRev, newRev)
+		ix.noteChangeLocked(c.Key, c.Revision)
 		delete(skipped, c.Key)
 		switch {
 		case entries[i] != nil:
@@ -327,11 +337,6 @@ func (ix *Index) Reverse(ctx context.Context, state request.Request, exact bool,
 // IsNameError implements plugin.ServiceBackend.
 func (ix *Index) IsNameError(err error) bool { return errors.Is(err, ErrNotFound) }
 
-// Serial implements plugin.ServiceBackend the way the stock plugin does.
-func (ix *Index) Serial(request.Request) uint32 {
-	return uint32(ix.opts.Now().Unix()) // #nosec G115 -- SOA serial arithmetic wraps by design
-}
-
 // MinTTL implements plugin.ServiceBackend: the SOA minimum, the negative-caching TTL.
 func (ix *Index) MinTTL(request.Request) uint32 {
 	if ix.opts.NegativeTTL != nil {
@@ -376,12 +381,21 @@ func (ix *Index) records(name string, qtype uint16, exact bool, v view) ([]msg.S
 		}
 		set = n.exactSet()
 	} else {
-		set = n.answerSet()
+		set = ix.nameSet(n)
 		if set == nil {
 			return nil, ErrNotFound
 		}
 	}
 	return ix.finish(set, qtype, v), nil
+}
+
+// nameSet is what a question for n's name is answered from: its subtree, or with ExactNames
+// its own records. Nil: the name does not exist.
+func (ix *Index) nameSet(n *node) *answerSet {
+	if ix.opts.ExactNames {
+		return n.namesSet()
+	}
+	return n.answerSet()
 }
 
 // Addresses is what plugin.A (qtype A) or plugin.AAAA (qtype AAAA) answers from Records for a
@@ -401,7 +415,7 @@ func (ix *Index) Addresses(name string, qtype uint16) (addrs []Address, ok bool,
 	if n == nil {
 		return nil, true, ErrNotFound
 	}
-	set := n.answerSet()
+	set := ix.nameSet(n)
 	if set == nil {
 		return nil, true, ErrNotFound
 	}
@@ -432,6 +446,9 @@ func (ix *Index) labels(dst []string, name string) ([]string, int) {
 		}
 	}
 	star := -1
+	if ix.opts.ExactNames {
+		return dst, star // a plain zone has no query wildcards: "*" is a name like any other
+	}
 	for i, l := range dst {
 		if l == "*" || l == "any" {
 			star = i
@@ -489,15 +506,19 @@ Records:
 // TTLs, and leaving out records without a host unless TXT was asked. It copies only when one
 // of them changes something.
 func (ix *Index) finish(set *answerSet, qtype uint16, v view) []msg.Service {
+	return finish(set, qtype, v, ix.leaseTTLs(ix.leases))
+}
+
+func finish(set *answerSet, qtype uint16, v view, ttls leaseTTLs) []msg.Service {
 	if v == answered {
 		set = set.forQuestion(qtype)
 	}
 	sx := set.services
 	if leased := set.leased(); len(leased) > 0 {
 		sx = slices.Clone(sx)
-		now := ix.opts.Now()
+		now := ttls.opts.Now()
 		for _, lr := range leased {
-			sx[lr.pos].TTL = ix.leaseTTL(lr, now)
+			sx[lr.pos].TTL = ttls.ttl(lr, now)
 		}
 	}
 	if set.hostless && qtype != dns.TypeTXT {
@@ -520,14 +541,14 @@ func withHost(sx []msg.Service) []msg.Service {
 // leaseTTL is the stock plugin's TTL of a leased key: the smaller of the record's ttl and the
 // lease's remaining life clamped to [min-lease-ttl, max-lease-ttl]; a lease past its known
 // expiry counts as min-lease-ttl.
-func (ix *Index) leaseTTL(lr leasedRecord, now time.Time) uint32 {
+func (t leaseTTLs) ttl(lr leasedRecord, now time.Time) uint32 {
 	var leaseTTL uint32
-	if exp, ok := ix.leases[lr.lease]; ok {
+	if exp, ok := t.leases[lr.lease]; ok {
 		// Past its known expiry the lease was not seen refreshed (etcd partitioned, or the
 		// writer gone): the key is about to be deleted, so it gets the shortest life allowed,
 		// never the record's full ttl.
 		left := max(int64(exp.Sub(now)/time.Second), 0)
-		leaseTTL = uint32(min(max(left, int64(ix.opts.MinLeaseTTL)), int64(ix.opts.MaxLeaseTTL))) // #nosec G115 -- clamped to uint32 bounds
+		leaseTTL = uint32(min(max(left, int64(t.opts.MinLeaseTTL)), int64(t.opts.MaxLeaseTTL))) // #nosec G115 -- clamped to uint32 bounds
 	}
 	switch {
 	case leaseTTL == 0 && lr.ttl == 0:
@@ -538,4 +559,14 @@ func (ix *Index) leaseTTL(lr leasedRecord, now time.Time) uint32 {
 		return leaseTTL
 	}
 	return min(leaseTTL, lr.ttl)
+}
+
+// leaseTTLs works out the TTLs of leased records from when their leases expire.
+type leaseTTLs struct {
+	leases map[int64]time.Time
+	opts   *Options
+}
+
+func (ix *Index) leaseTTLs(leases map[int64]time.Time) leaseTTLs {
+	return leaseTTLs{leases: leases, opts: &ix.opts}
 }

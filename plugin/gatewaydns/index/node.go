@@ -37,6 +37,14 @@ type node struct {
 
 	below atomic.Pointer[answerSet] // what a subtree read of this key returns
 	exact atomic.Pointer[answerSet] // what an exact read of this key returns
+	names atomic.Pointer[answerSet] // what the name answers with exact names (names.go)
+}
+
+// stale drops what a write at or below n changes: the subtree read and the exact-names set
+// (a child that becomes, or stops being, a record of the name).
+func (n *node) stale() {
+	n.below.Store(nil)
+	n.names.Store(nil)
 }
 
 // answerSet is the records of one read, sorted by key as etcd returns them. Every name asked
@@ -186,7 +194,7 @@ func (n *node) walk(elems []string) (*node, int) {
 // put stores e at elems and reports whether the key is new.
 func (n *node) put(elems []string, e *entry) bool {
 	for _, el := range elems {
-		n.below.Store(nil)
+		n.stale()
 		c := n.children.get(el)
 		if c == nil {
 			c = &node{}
@@ -194,7 +202,7 @@ func (n *node) put(elems []string, e *entry) bool {
 		}
 		n = c
 	}
-	n.below.Store(nil)
+	n.stale()
 	n.exact.Store(nil)
 	added := n.value == nil
 	n.value = e
@@ -218,7 +226,7 @@ func (n *node) remove(elems []string) bool {
 	n.value = nil
 	n.exact.Store(nil)
 	for _, p := range path {
-		p.below.Store(nil)
+		p.stale()
 	}
 	for i := len(path) - 1; i > 0; i-- {
 		if p := path[i]; p.value != nil || p.children.len() > 0 {
@@ -236,7 +244,7 @@ func (n *node) graft(path []string, sub *node) (removed int) {
 	if len(path) == 0 {
 		removed = n.countValues()
 		n.children = sub.children
-		n.below.Store(nil)
+		n.stale()
 		return removed
 	}
 	nodes := []*node{n}
@@ -250,7 +258,7 @@ func (n *node) graft(path []string, sub *node) (removed int) {
 		n = c
 	}
 	for _, p := range nodes {
-		p.below.Store(nil)
+		p.stale()
 	}
 	last := path[len(path)-1]
 	if old := n.children.get(last); old != nil {
@@ -306,12 +314,18 @@ func (n *node) answerSet() *answerSet {
 	default:
 		return nil
 	}
+	s := newAnswerSet(entries)
+	n.below.Store(s)
+	return s
+}
+
+// newAnswerSet is the set of entries, sorted by key, with the CNAME rule applied.
+func newAnswerSet(entries []*entry) *answerSet {
 	s := &answerSet{services: make([]msg.Service, 0, len(entries))}
 	for _, e := range entries {
 		s.add(e)
 	}
 	s.applyCNAMERule(func(i int) int64 { return entries[i].created })
-	n.below.Store(s)
 	return s
 }
 

@@ -95,7 +95,7 @@ func (w *Watcher) discover(ctx context.Context) bool {
 			continue
 		}
 		if version != "" {
-			w.startInformer(ctx, gk.kind, version, gk.route, gk.newInformer(ctx, w, version))
+			w.startInformer(ctx, gk.kind, version, gk.route, gk.builder(ctx, w, version), w.namespacesOf(gk.kind))
 		}
 		w.reportServed(gk, version)
 	}

@@ -22,20 +22,15 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 )
 
-// optInKinds are read only when Options.Kinds names them: an empty Kinds ("every kind") leaves
-// them out. A DNSEndpoint publishes whatever names and records its author writes, so a cluster
-// reads them only when its operator asks for it, as external-dns does with --source=crd.
-var optInKinds = map[string]bool{source.KindDNSEndpoint: true}
-
 // dnsEndpointKind is the DNSEndpoint kind as discovery looks for it.
 var dnsEndpointKind = gatewayKind{
 	kind: source.KindDNSEndpoint, group: source.DNSEndpointGVR.Group, resource: source.DNSEndpointGVR.Resource,
 	versions: []string{source.DNSEndpointGVR.Version},
-	dynamic: func(ctx context.Context, w *Watcher, version string) cache.SharedIndexInformer {
+	dynamic: func(ctx context.Context, w *Watcher, version, namespace string) cache.SharedIndexInformer {
 		w.startStatusWriter(ctx)
 		gvr := source.DNSEndpointGVR
 		gvr.Version = version
-		return dynamicinformer.NewFilteredDynamicInformer(w.dyn, gvr, metav1.NamespaceAll, w.opts.ResyncPeriod, cache.Indexers{}, nil).Informer()
+		return dynamicinformer.NewFilteredDynamicInformer(w.dyn, gvr, namespace, w.opts.ResyncPeriod, cache.Indexers{}, nil).Informer()
 	},
 }
 
@@ -56,12 +51,12 @@ func (gk gatewayKind) groupName() string {
 	return gk.group
 }
 
-// newInformer builds the kind's informer at version.
-func (gk gatewayKind) newInformer(ctx context.Context, w *Watcher, version string) cache.SharedIndexInformer {
+// builder builds the kind's informers at version, one per namespace.
+func (gk gatewayKind) builder(ctx context.Context, w *Watcher, version string) newInformer {
 	if gk.dynamic != nil {
-		return gk.dynamic(ctx, w, version)
+		return func(ns string) cache.SharedIndexInformer { return gk.dynamic(ctx, w, version, ns) }
 	}
-	return gk.informer(w.gw, version, w.opts.ResyncPeriod)
+	return func(ns string) cache.SharedIndexInformer { return gk.informer(w.gw, version, ns, w.opts.ResyncPeriod) }
 }
 
 // dnsEndpoint is the transform of a DNSEndpoint read by the dynamic informer: the typed slim

@@ -60,7 +60,7 @@ func TestIntegrationDNSEndpoint(t *testing.T) {
 	des := dyn.Resource(source.DNSEndpointGVR).Namespace("apps")
 
 	obs := newRecordingObserver()
-	w := c.watchWith(Options{Observer: obs, Kinds: []string{source.KindDNSEndpoint}})
+	w := c.watch(source.Config{}, obs, source.KindDNSEndpoint)
 	waitSynced(t, w)
 	if h := obs.servedHistory(source.KindDNSEndpoint); !slices.Equal(h, []bool{false}) {
 		t.Fatalf("DNSEndpoint served history %v, want [false]", h)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
@@ -164,19 +165,18 @@ func (c *cluster) ingress(namespace, name, host, lbIP string) {
 	c.must(err)
 }
 
-// watch starts a Watcher on the cluster; it is stopped (and checked for leftover goroutines)
+// watch starts a Watcher on the cluster for kinds (none: the default ones); it is stopped (and checked for leftover goroutines)
 // when the test ends.
-func (c *cluster) watch(cfg source.Config, obs Observer) *Watcher {
+func (c *cluster) watch(cfg source.Config, obs Observer, kinds ...string) *Watcher {
 	c.t.Helper()
-	return c.watchWith(Options{Config: cfg, Observer: obs})
+	return c.watchAs(c.env.Config, cfg, obs, kinds...)
 }
 
-// watchWith is watch with more options; the discovery interval is always short.
-func (c *cluster) watchWith(opts Options) *Watcher {
+// watchAs is watch with the identity of rc.
+func (c *cluster) watchAs(rc *rest.Config, cfg source.Config, obs Observer, kinds ...string) *Watcher {
 	c.t.Helper()
 	before := goroutines()
-	opts.DiscoveryInterval = 500 * time.Millisecond
-	w, err := New(c.env.Config, opts)
+	w, err := New(rc, Options{Config: cfg, Observer: obs, DiscoveryInterval: 500 * time.Millisecond, Kinds: kinds})
 	c.must(err)
 	c.must(w.Start(c.ctx))
 	c.t.Cleanup(func() {

@@ -4,7 +4,11 @@ import (
 	"context"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	coreinformers "k8s.io/client-go/informers/core/v1"
+	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -19,6 +23,22 @@ import (
 // KindNamespace is the kind of the Namespace informer (watched for allowedRoutes selectors).
 const KindNamespace = "Namespace"
 
+// KindEndpointSlice and KindNode are the kinds of the informers that Services read besides
+// themselves: a headless or NodePort Service's names change with its endpoints and the nodes.
+const (
+	KindEndpointSlice = "EndpointSlice"
+	KindNode          = "Node"
+)
+
+// optInKinds are read only when the sources option names them: external-dns users run them
+// as separate --source flags, and a stanza written before they existed must not start
+// publishing every annotated Service, or whatever names and records a DNSEndpoint's author
+// writes.
+var optInKinds = []string{source.KindService, source.KindDNSEndpoint}
+
+// serviceIndex is the name of the EndpointSlice informer's index by the Service they belong to.
+const serviceIndex = "service"
+
 // gatewayIndex is the name of the route informers' index of source.ParentGatewayKeys.
 const gatewayIndex = "gateway"
 
@@ -28,12 +48,12 @@ type gatewayKind struct {
 	kind     string
 	resource string
 	versions []string
-	informer func(c gwclient.Interface, version string, resync time.Duration) cache.SharedIndexInformer
+	informer func(c gwclient.Interface, version, namespace string, resync time.Duration) cache.SharedIndexInformer
 	route    bool
 	// group is the API group; "" is the Gateway API's. dynamic, when set, builds the informer
 	// instead of informer (a kind read with the dynamic client: DNSEndpoint).
 	group   string
-	dynamic func(ctx context.Context, w *Watcher, version string) cache.SharedIndexInformer
+	dynamic func(ctx context.Context, w *Watcher, version, namespace string) cache.SharedIndexInformer
 }
 
 // gatewayKinds are the Gateway API kinds watched, Gateway first. The versions are those that
@@ -41,37 +61,37 @@ type gatewayKind struct {
 // UDPRoute from v1.6), v1alpha2 for clusters whose CRDs are older.
 var gatewayKinds = []gatewayKind{
 	{kind: source.KindGateway, resource: "gateways", versions: []string{"v1"},
-		informer: func(c gwclient.Interface, _ string, resync time.Duration) cache.SharedIndexInformer {
-			return gwinformersv1.NewGatewayInformer(c, "", resync, cache.Indexers{})
+		informer: func(c gwclient.Interface, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+			return gwinformersv1.NewGatewayInformer(c, ns, resync, cache.Indexers{})
 		}},
 	{kind: source.KindHTTPRoute, resource: "httproutes", versions: []string{"v1"}, route: true,
-		informer: func(c gwclient.Interface, _ string, resync time.Duration) cache.SharedIndexInformer {
-			return gwinformersv1.NewHTTPRouteInformer(c, "", resync, routeIndexers())
+		informer: func(c gwclient.Interface, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+			return gwinformersv1.NewHTTPRouteInformer(c, ns, resync, routeIndexers())
 		}},
 	{kind: source.KindGRPCRoute, resource: "grpcroutes", versions: []string{"v1"}, route: true,
-		informer: func(c gwclient.Interface, _ string, resync time.Duration) cache.SharedIndexInformer {
-			return gwinformersv1.NewGRPCRouteInformer(c, "", resync, routeIndexers())
+		informer: func(c gwclient.Interface, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+			return gwinformersv1.NewGRPCRouteInformer(c, ns, resync, routeIndexers())
 		}},
 	{kind: source.KindTLSRoute, resource: "tlsroutes", versions: []string{"v1", "v1alpha2"}, route: true,
-		informer: func(c gwclient.Interface, version string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, version, ns string, resync time.Duration) cache.SharedIndexInformer {
 			if version == "v1alpha2" {
-				return gwinformersv1alpha2.NewTLSRouteInformer(c, "", resync, routeIndexers())
+				return gwinformersv1alpha2.NewTLSRouteInformer(c, ns, resync, routeIndexers())
 			}
-			return gwinformersv1.NewTLSRouteInformer(c, "", resync, routeIndexers())
+			return gwinformersv1.NewTLSRouteInformer(c, ns, resync, routeIndexers())
 		}},
 	{kind: source.KindTCPRoute, resource: "tcproutes", versions: []string{"v1", "v1alpha2"}, route: true,
-		informer: func(c gwclient.Interface, version string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, version, ns string, resync time.Duration) cache.SharedIndexInformer {
 			if version == "v1alpha2" {
-				return gwinformersv1alpha2.NewTCPRouteInformer(c, "", resync, routeIndexers())
+				return gwinformersv1alpha2.NewTCPRouteInformer(c, ns, resync, routeIndexers())
 			}
-			return gwinformersv1.NewTCPRouteInformer(c, "", resync, routeIndexers())
+			return gwinformersv1.NewTCPRouteInformer(c, ns, resync, routeIndexers())
 		}},
 	{kind: source.KindUDPRoute, resource: "udproutes", versions: []string{"v1", "v1alpha2"}, route: true,
-		informer: func(c gwclient.Interface, version string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, version, ns string, resync time.Duration) cache.SharedIndexInformer {
 			if version == "v1alpha2" {
-				return gwinformersv1alpha2.NewUDPRouteInformer(c, "", resync, routeIndexers())
+				return gwinformersv1alpha2.NewUDPRouteInformer(c, ns, resync, routeIndexers())
 			}
-			return gwinformersv1.NewUDPRouteInformer(c, "", resync, routeIndexers())
+			return gwinformersv1.NewUDPRouteInformer(c, ns, resync, routeIndexers())
 		}},
 }
 
@@ -82,12 +102,69 @@ func routeIndexers() cache.Indexers {
 	}
 }
 
-func newIngressInformer(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-	return networkinginformers.NewIngressInformer(c, "", resync, cache.Indexers{})
+func newIngressInformer(c kubernetes.Interface, resync time.Duration) newInformer {
+	return func(ns string) cache.SharedIndexInformer {
+		return networkinginformers.NewIngressInformer(c, ns, resync, cache.Indexers{})
+	}
 }
 
-func newNamespaceInformer(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-	return coreinformers.NewNamespaceInformer(c, resync, cache.Indexers{})
+func newServiceInformer(c kubernetes.Interface, resync time.Duration) newInformer {
+	return func(ns string) cache.SharedIndexInformer {
+		return coreinformers.NewServiceInformer(c, ns, resync, cache.Indexers{})
+	}
+}
+
+func newEndpointSliceInformer(c kubernetes.Interface, resync time.Duration) newInformer {
+	return func(ns string) cache.SharedIndexInformer {
+		return discoveryinformers.NewEndpointSliceInformer(c, ns, resync, cache.Indexers{serviceIndex: endpointSliceService})
+	}
+}
+
+func newNodeInformer(c kubernetes.Interface, resync time.Duration) newInformer {
+	return func(string) cache.SharedIndexInformer {
+		return coreinformers.NewNodeInformer(c, resync, cache.Indexers{})
+	}
+}
+
+// endpointSliceService indexes an EndpointSlice by "namespace/name" of its Service (the
+// kubernetes.io/service-name label, which the EndpointSlice controller sets).
+func endpointSliceService(obj any) ([]string, error) {
+	es, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok || es.Labels[discoveryv1.LabelServiceName] == "" {
+		return nil, nil
+	}
+	return []string{es.Namespace + "/" + es.Labels[discoveryv1.LabelServiceName]}, nil
+}
+
+// newNamespaceInformer reads every Namespace, or for a namespace name only that one (a list
+// and watch with the field selector metadata.name, which RBAC lets a ClusterRole limited by
+// resourceNames allow).
+func newNamespaceInformer(c kubernetes.Interface, resync time.Duration) newInformer {
+	return func(name string) cache.SharedIndexInformer {
+		if name == "" {
+			return coreinformers.NewNamespaceInformer(c, resync, cache.Indexers{})
+		}
+		return coreinformers.NewFilteredNamespaceInformer(c, resync, cache.Indexers{}, func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		})
+	}
+}
+
+// namespacesOf returns the namespaces whose objects of kind are read, one informer each; none
+// means one informer for all. With the namespaces option set, routes, Ingresses, Services and
+// EndpointSlices are read in those namespaces only, and of the Namespaces only those; Gateways
+// in the gateway-namespace when it is set (routes may attach to Gateways elsewhere).
+func (w *Watcher) namespacesOf(kind string) []string {
+	switch kind {
+	case KindNode:
+		return nil
+	case source.KindGateway:
+		if w.cfg.GatewayNamespace != "" {
+			return []string{w.cfg.GatewayNamespace}
+		}
+		return nil
+	}
+	return w.cfg.Namespaces
 }
 
 // apiVersionOf returns the apiVersion of an object of kind served at version, for Events.
@@ -95,7 +172,7 @@ func apiVersionOf(kind, version string) string {
 	switch kind {
 	case source.KindIngress:
 		return "networking.k8s.io/v1"
-	case KindNamespace:
+	case KindNamespace, source.KindService:
 		return "v1"
 	case source.KindDNSEndpoint:
 		return source.DNSEndpointGVR.Group + "/" + version

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -133,6 +134,12 @@ func (s *slimmer) Transform(obj any) (any, error) {
 		if k := o.GetKind(); k == source.KindDNSEndpoint || k == "" { // only DNSEndpoints are read unstructured
 			return s.dnsEndpoint(o), nil
 		}
+	case *corev1.Service:
+		return s.service(o), nil
+	case *discoveryv1.EndpointSlice:
+		return slimEndpointSlice(o), nil
+	case *corev1.Node:
+		return slimNode(o), nil
 	case *corev1.Namespace:
 		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion, Labels: o.Labels,
@@ -181,6 +188,53 @@ func (s *slimmer) ingress(o *networkingv1.Ingress) *networkingv1.Ingress {
 	for _, lb := range o.Status.LoadBalancer.Ingress {
 		out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress,
 			networkingv1.IngressLoadBalancerIngress{IP: lb.IP, Hostname: lb.Hostname})
+	}
+	return out
+}
+
+// service keeps the type, the cluster, external and load balancer addresses, the external
+// name, the traffic policy and publishNotReadyAddresses.
+func (s *slimmer) service(o *corev1.Service) *corev1.Service {
+	out := &corev1.Service{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
+	out.Spec = corev1.ServiceSpec{
+		Type: o.Spec.Type, ClusterIP: o.Spec.ClusterIP, ClusterIPs: o.Spec.ClusterIPs, ExternalIPs: o.Spec.ExternalIPs,
+		ExternalName: o.Spec.ExternalName, ExternalTrafficPolicy: o.Spec.ExternalTrafficPolicy,
+		PublishNotReadyAddresses: o.Spec.PublishNotReadyAddresses,
+	}
+	for _, lb := range o.Status.LoadBalancer.Ingress {
+		out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: lb.IP, Hostname: lb.Hostname})
+	}
+	return out
+}
+
+// slimEndpointSlice keeps the Service label, the address type and, per endpoint, the first
+// address, the hostname, the node and the conditions.
+func slimEndpointSlice(o *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+	out := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{
+		Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion,
+	}, AddressType: o.AddressType}
+	if svc := o.Labels[discoveryv1.LabelServiceName]; svc != "" {
+		out.Labels = map[string]string{discoveryv1.LabelServiceName: svc}
+	}
+	if len(o.Endpoints) > 0 {
+		out.Endpoints = make([]discoveryv1.Endpoint, len(o.Endpoints))
+		for i, ep := range o.Endpoints {
+			out.Endpoints[i] = discoveryv1.Endpoint{Addresses: ep.Addresses[:min(len(ep.Addresses), 1)],
+				Hostname: ep.Hostname, NodeName: ep.NodeName, Conditions: ep.Conditions}
+		}
+	}
+	return out
+}
+
+// slimNode keeps the addresses and spec.unschedulable: a node's heartbeats and conditions wake
+// nothing.
+func slimNode(o *corev1.Node) *corev1.Node {
+	out := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion}}
+	out.Spec.Unschedulable = o.Spec.Unschedulable
+	for _, a := range o.Status.Addresses {
+		if a.Type == corev1.NodeExternalIP || a.Type == corev1.NodeInternalIP {
+			out.Status.Addresses = append(out.Status.Addresses, a)
+		}
 	}
 	return out
 }

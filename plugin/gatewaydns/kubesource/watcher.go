@@ -26,7 +26,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
@@ -85,23 +84,19 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Component is the source component of the Events; "" means DefaultComponent.
 	Component string
-	// Kinds limits the objects read to these route kinds and Ingress (source.Kind*); empty
-	// means all but the opt-in kinds (DNSEndpoint), read only when named. Gateways and
-	// Namespaces are read whenever a route kind is.
+	// Kinds limits the objects read to these route kinds, Ingress, Service and DNSEndpoint
+	// (source.Kind*); empty means every route kind and Ingress: the opt-in kinds (optInKinds:
+	// Services, DNSEndpoints) are read only when named. Gateways and Namespaces are read
+	// whenever a route kind is; EndpointSlices and Nodes when Services are.
 	Kinds []string
 }
 
 // watches tells whether the options ask for kind; an opt-in kind only when Kinds names it.
 func (o *Options) watches(kind string) bool {
-	return (len(o.Kinds) == 0 && !optInKinds[kind]) || slices.Contains(o.Kinds, kind)
-}
-
-// kindInformer is one started informer.
-type kindInformer struct {
-	kind, version string
-	route         bool
-	informer      cache.SharedIndexInformer
-	registration  cache.ResourceEventHandlerRegistration
+	if len(o.Kinds) == 0 {
+		return !slices.Contains(optInKinds, kind)
+	}
+	return slices.Contains(o.Kinds, kind)
 }
 
 // Watcher watches the Kubernetes API and keeps a source.Desired up to date.
@@ -244,9 +239,12 @@ func (w *Watcher) Start(ctx context.Context) error {
 	w.recorder = w.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: w.opts.Component})
 
 	if w.opts.watches(source.KindIngress) {
-		w.startInformer(ctx, source.KindIngress, "v1", false, newIngressInformer(w.kube, w.opts.ResyncPeriod))
+		w.startInformer(ctx, source.KindIngress, "v1", false, newIngressInformer(w.kube, w.opts.ResyncPeriod), w.namespacesOf(source.KindIngress))
 	}
-	w.startInformer(ctx, KindNamespace, "v1", false, newNamespaceInformer(w.kube, w.opts.ResyncPeriod))
+	w.startInformer(ctx, KindNamespace, "v1", false, newNamespaceInformer(w.kube, w.opts.ResyncPeriod), w.namespacesOf(KindNamespace))
+	if w.opts.watches(source.KindService) {
+		w.startServiceInformers(ctx)
+	}
 	w.wg.Add(2)
 	go func() {
 		defer w.wg.Done()
@@ -285,30 +283,6 @@ func (w *Watcher) Stop() {
 
 // Done is closed once a started Watcher has stopped.
 func (w *Watcher) Done() <-chan struct{} { return w.done }
-
-// startInformer registers and runs one informer. It is called from Start and from the
-// discovery loop (which the WaitGroup counts, so Add never races with Wait).
-func (w *Watcher) startInformer(ctx context.Context, kind, version string, route bool, inf cache.SharedIndexInformer) {
-	if err := inf.SetTransform(w.slim.Transform); err != nil {
-		log.Errorf("%s informer: %v", kind, err) // only fails on a started informer
-	}
-	if err := inf.SetWatchErrorHandlerWithContext(w.health.watchError(kind)); err != nil {
-		log.Errorf("%s informer: %v", kind, err) // only fails on a started informer
-	}
-	reg, err := inf.AddEventHandler(w.handler(kind))
-	if err != nil {
-		log.Errorf("%s informer: %v", kind, err)
-		return
-	}
-	w.mu.Lock()
-	w.kinds[kind] = &kindInformer{kind: kind, version: version, route: route, informer: inf, registration: reg}
-	w.mu.Unlock()
-	w.wg.Add(1)
-	go func() {
-		defer w.wg.Done()
-		inf.RunWithContext(ctx)
-	}()
-}
 
 func (w *Watcher) kind(kind string) *kindInformer {
 	w.mu.RLock()

@@ -32,14 +32,14 @@ func (w *Watcher) syncThenWork(ctx context.Context) {
 		return
 	}
 	w.mu.RLock()
-	var regs []cache.ResourceEventHandlerRegistration
+	var started []*kindInformer
 	for _, ki := range w.kinds {
-		regs = append(regs, ki.registration)
+		started = append(started, ki)
 	}
 	w.mu.RUnlock()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for !allSynced(regs) {
+	for !allSynced(started) {
 		select {
 		case <-ctx.Done():
 			return
@@ -53,9 +53,9 @@ func (w *Watcher) syncThenWork(ctx context.Context) {
 	}
 }
 
-func allSynced(regs []cache.ResourceEventHandlerRegistration) bool {
-	for _, r := range regs {
-		if !r.HasSynced() {
+func allSynced(kinds []*kindInformer) bool {
+	for _, ki := range kinds {
+		if !ki.hasSynced() {
 			return false
 		}
 	}
@@ -104,15 +104,14 @@ func (w *Watcher) get(ref dnsrecord.ObjectRef) (any, *kindInformer, bool) {
 	if ki == nil {
 		return nil, nil, false
 	}
-	key := ref.Name
-	if ref.Namespace != "" {
-		key = ref.Namespace + "/" + ref.Name
+	key, namespace := ref.Name, ref.Namespace
+	if namespace != "" {
+		key = namespace + "/" + ref.Name
+	} else if ref.Kind == KindNamespace {
+		namespace = ref.Name // a Namespace informer's shard is named after the one it reads
 	}
-	obj, ok, err := ki.informer.GetIndexer().GetByKey(key)
-	if err != nil || !ok {
-		return nil, ki, false
-	}
-	return obj, ki, true
+	obj, ok := ki.getByKey(namespace, key)
+	return obj, ki, ok
 }
 
 // process recomputes what one queue item touches.
@@ -121,7 +120,7 @@ func (w *Watcher) process(ref dnsrecord.ObjectRef) {
 	case KindNamespace:
 		// Its labels decide allowedRoutes selectors for the routes in it.
 		for _, ki := range w.routeKinds() {
-			objs, _ := ki.informer.GetIndexer().ByIndex(cache.NamespaceIndex, ref.Name)
+			objs := ki.byIndex(cache.NamespaceIndex, ref.Name)
 			w.enqueueRoutes(objs)
 		}
 	case source.KindGateway:
@@ -133,11 +132,15 @@ func (w *Watcher) process(ref dnsrecord.ObjectRef) {
 		}
 		w.report(ref, uid, rejected)
 		for _, ki := range w.routeKinds() {
-			objs, _ := ki.informer.GetIndexer().ByIndex(gatewayIndex, source.GatewayKey(ref.Namespace, ref.Name))
+			objs := ki.byIndex(gatewayIndex, source.GatewayKey(ref.Namespace, ref.Name))
 			w.enqueueRoutes(objs)
 		}
 	case source.KindDNSEndpoint:
 		w.processDNSEndpoint(ref)
+	case source.KindService:
+		w.processService(ref)
+	case KindNode:
+		w.enqueueNodePortServices()
 	case source.KindIngress:
 		obj, _, ok := w.get(ref)
 		ing, isIng := obj.(*networkingv1.Ingress)

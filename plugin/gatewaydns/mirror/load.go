@@ -11,17 +11,20 @@ import (
 )
 
 // load reads every key under the prefix at one revision, in pages, and hands them to the Sink.
-// Each page has its own time limit, so a black-holed etcd fails it rather than hang it.
-func (w *Watcher) load(ctx context.Context, reason string) (int64, error) {
+// Each page has its own time limit, so a black-holed etcd fails it rather than hang it. It
+// returns the revision read and the newest key's mod revision: the changes between the two
+// are deletes the load cannot show, which the session replays for the serial (index/serial.go).
+func (w *Watcher) load(ctx context.Context, reason string) (rev, newest int64, err error) {
 	start := time.Now()
 	var kvs []record.KV
-	rev, err := w.pages(ctx, 0, false, func(resp *clientv3.GetResponse) {
+	rev, err = w.pages(ctx, 0, false, func(resp *clientv3.GetResponse) {
 		for _, kv := range resp.Kvs {
 			kvs = append(kvs, record.KV{Key: string(kv.Key), Value: kv.Value, Lease: kv.Lease, Revision: kv.ModRevision, Created: kv.CreateRevision})
+			newest = max(newest, kv.ModRevision)
 		}
 	})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	w.Sink.Load(w.Prefix, kvs)
 	var leases []int64
@@ -34,7 +37,7 @@ func (w *Watcher) load(ctx context.Context, reason string) (int64, error) {
 	w.Observer.Heard()
 	w.Observer.Resynced(reason, len(kvs), time.Since(start))
 	w.Log.Infof("Loaded %d keys of %s at revision %d in %s", len(kvs), w.Prefix, rev, time.Since(start).Round(time.Millisecond))
-	return rev, nil
+	return rev, newest, nil
 }
 
 // pages reads the prefix at rev (0: the current revision, then that one for every page), in

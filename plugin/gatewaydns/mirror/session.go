@@ -24,8 +24,8 @@ var sessions atomic.Uint64
 
 const sessionKey = "gatewaydns-watch-session"
 
-// session watches from revision from (rev, or rev+1 when rev itself is compacted away) and
-// applies every change after rev until the watch fails, stalls, is found inconsistent, or ctx
+// session watches from revision from (rev, rev+1 when rev itself is compacted away, or
+// earlier after a load: see Run) and applies every change after rev until the watch fails, stalls, is found inconsistent, or ctx
 // ends. It returns the revision the Sink reflects (the last applied event's, or a later
 // progress notification's), whether etcd said anything, and why it stopped.
 //
@@ -95,8 +95,15 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 				w.Observer.Heard()
 			}
 			events := resp.Events
+			replayed := int64(0)
 			for len(events) > 0 && events[0].Kv.ModRevision <= rev {
-				events = events[1:] // held already: the watch starts at rev
+				// Held already: the watch starts at rev, or replays what the load could not
+				// show (the deletes after its newest key), which counts for the serial only.
+				replayed = events[0].Kv.ModRevision
+				events = events[1:]
+			}
+			if replayed > 0 {
+				w.Sink.Replayed(w.Prefix, replayed)
 			}
 			switch {
 			case len(events) > 0:

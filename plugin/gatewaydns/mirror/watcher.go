@@ -22,6 +22,9 @@ import (
 type Sink interface {
 	Load(prefix string, kvs []record.KV) // everything under prefix, at one revision
 	Apply(changes []record.Change)
+	// Replayed is a change at rev under prefix that the last Load holds already: a delete
+	// between the newest key it read and its revision, which moves only the SOA serial.
+	Replayed(prefix string, rev int64)
 	SetLeaseExpiry(lease int64, at time.Time)
 	ForgetLease(lease int64)
 }
@@ -114,13 +117,16 @@ func (w *Watcher) Run(ctx context.Context) {
 		w.checkLoop(ctx)
 	}()
 
-	var rev int64  // last revision the Sink reflects; 0: it needs a full load
-	var from int64 // where the next watch starts: rev, or rev+1 once rev is compacted away
+	var rev int64 // last revision the Sink reflects; 0: it needs a full load
+	// from is where the next watch starts: rev, or rev+1 once rev is compacted away; after
+	// a load, the revision after its newest key, so that the session replays the deletes
+	// the load could not see.
+	var from int64
 	reason := "start"
 	delay := backoff.New(100*time.Millisecond, 5*time.Second)
 	for ctx.Err() == nil {
 		if rev == 0 {
-			loaded, err := w.load(ctx, reason)
+			loaded, newest, err := w.load(ctx, reason)
 			if err != nil {
 				if ctx.Err() == nil {
 					w.failed("get", err)
@@ -128,7 +134,7 @@ func (w *Watcher) Run(ctx context.Context) {
 				delay.Sleep(ctx)
 				continue
 			}
-			rev, from = loaded, loaded
+			rev, from = loaded, min(newest+1, loaded)
 			w.generation++
 			delay.Reset()
 		}
@@ -143,6 +149,12 @@ func (w *Watcher) Run(ctx context.Context) {
 		switch {
 		case ctx.Err() != nil:
 			return
+		case errors.As(err, &compacted) && from < rev:
+			// The history after the newest key is gone: which delete came last is unknown.
+			// The load's revision is not before it; replicas may differ until the next change.
+			w.Log.Infof("History of %s after revision %d was compacted; its serial is the load's revision %d", w.Prefix, from-1, rev)
+			w.Sink.Replayed(w.Prefix, rev)
+			from = rev
 		case errors.As(err, &compacted) && compacted.at <= rev+1 && from == rev:
 			// Only the revision the Sink holds already is gone: what follows it is there.
 			from = rev + 1

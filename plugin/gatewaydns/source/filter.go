@@ -4,14 +4,16 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Config holds the filters and defaults of one gatewaydns stanza. The zero value selects every
 // object and publishes every valid name with the plugin default TTL (0).
 type Config struct {
-	// Namespaces limits routes and Ingresses to these namespaces; empty means all. Gateways
-	// are not filtered by namespace: routes may attach to a Gateway in another namespace.
+	// Namespaces limits routes, Ingresses and Services to these namespaces; empty means all
+	// (kubesource then lists and watches only these namespaces). Gateways are not filtered by
+	// namespace: routes may attach to a Gateway in another namespace (see GatewayNamespace).
 	Namespaces []string
 	// LabelSelector selects routes and Ingresses by their labels; nil selects all.
 	LabelSelector labels.Selector
@@ -30,6 +32,13 @@ type Config struct {
 	// IngressClasses limits Ingresses to these classes (spec.ingressClassName, else the
 	// kubernetes.io/ingress.class annotation); empty means all.
 	IngressClasses []string
+	// ServiceTypes limits Services to these types, as external-dns's --service-type-filter
+	// does; empty means all.
+	ServiceTypes []corev1.ServiceType
+	// PublishInternal publishes the cluster IPs of ClusterIP Services at the names of their
+	// hostname annotation, as external-dns's --publish-internal-services does. Without it only
+	// the internal-hostname annotation names cluster IPs.
+	PublishInternal bool
 	// ControllerName is this controller's name: a route or Ingress whose controller
 	// annotation is set to anything else belongs to another controller and is skipped.
 	ControllerName string

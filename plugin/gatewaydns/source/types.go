@@ -1,4 +1,4 @@
-// Package source maps Kubernetes objects (Gateway API routes, Gateways and Ingresses) to the DNS
+// Package source maps Kubernetes objects (Gateway API routes, Gateways, Ingresses and Services) to the DNS
 // endpoints the publish path wants. Everything here is a pure function of the objects it is
 // given: no informers, no I/O and no etcd client. An informer-driven caller computes the Claims
 // of one object with RouteClaims or IngressClaims, stores them in a Desired under the object's
@@ -22,6 +22,7 @@ const (
 	KindTCPRoute  = "TCPRoute"
 	KindUDPRoute  = "UDPRoute"
 	KindIngress   = "Ingress"
+	KindService   = "Service"
 )
 
 // Claim is one object's wish for one DNS name. An object yields at most one Claim per name.

@@ -1,0 +1,66 @@
+package index
+
+import (
+	"strings"
+
+	"github.com/coredns/coredns/plugin/etcd/msg"
+	"github.com/coredns/coredns/request"
+)
+
+// The SOA serial of a zone is the etcd revision of the last change under the zone's prefix:
+// it grows with every change and is the same on every server that follows one etcd, so the
+// secondaries of different replicas agree, and a secondary of one replica can fail over to
+// another. It is the revision's low 32 bits: serials compare in RFC 1982 arithmetic, so a
+// wrap past 2^32 revisions is still a step forward for a secondary that transferred within
+// the last 2^31 revisions.
+//
+// A load sees only live keys: the revision of a delete after the newest of them is not in
+// it. The watcher replays the history between the two (Replayed), so that a server that loads
+// fresh ends at the same serial as one that followed the deletes as they came.
+
+// noteChangeLocked moves the serial of the prefix holding key to rev, if that is later.
+func (ix *Index) noteChangeLocked(key string, rev int64) {
+	if p := ix.prefixOf(key); p != "" && rev > ix.serials[p] {
+		ix.serials[p] = rev
+	}
+}
+
+// prefixOf is the longest of Options.Prefixes that key lies under, "" when none.
+func (ix *Index) prefixOf(key string) string {
+	best := ""
+	for _, p := range ix.opts.Prefixes {
+		if len(p) > len(best) && strings.HasPrefix(key, p) {
+			best = p
+		}
+	}
+	return best
+}
+
+// Replayed tells the index of a change at rev under prefix that the last Load of prefix holds
+// already (a delete between its newest key and its revision): only the serial moves.
+func (ix *Index) Replayed(prefix string, rev int64) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if rev > ix.serials[prefix] {
+		ix.serials[prefix] = rev
+	}
+}
+
+// Revision is the etcd revision of the last change the index holds under the prefix that
+// serves name; 0 before any.
+func (ix *Index) Revision(name string) int64 {
+	key := msg.Path(name, ix.opts.Prefix) + "/"
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.serials[ix.prefixOf(key)]
+}
+
+// Serial implements plugin.ServiceBackend: the revision of the zone's last change, as a SOA
+// serial (see above).
+func (ix *Index) Serial(state request.Request) uint32 {
+	name := state.Zone
+	if name == "" {
+		name = state.Name()
+	}
+	return uint32(ix.Revision(name)) // #nosec G115 -- RFC 1982 serial arithmetic wraps by design
+}

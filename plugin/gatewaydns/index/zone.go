@@ -1,0 +1,150 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strings"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/etcd/msg"
+	"github.com/coredns/coredns/request"
+	"github.com/miekg/dns"
+)
+
+// Zone is one zone's names as the index held them at one moment, for a zone transfer: taken
+// in one short read lock, so that the transfer, which may take seconds to send, holds no
+// lock, and is consistent with its serial. Each name answers as with Options.ExactNames
+// (names.go), whatever the index's own setting: that is what zone data can say.
+//
+// Zone is the lookup half of a plugin.ServiceBackend, so that the answers a transfer holds
+// are built by the same code as the index's answers. Not safe for concurrent use.
+type Zone struct {
+	Origin   string // the zone's name, e.g. "openmcp.cluster."
+	Revision int64  // the serial's etcd revision
+	names    []zoneName
+	byName   map[string]int
+	ttls     leaseTTLs
+	minTTL   uint32
+
+	last    int // the name whose set is cached: a transfer asks for each name a few times in a row
+	lastSet *answerSet
+}
+
+type zoneName struct {
+	name    string
+	own     *entry   // the value at the name's own key, for exact reads
+	entries []*entry // own and record-id children (names.go)
+}
+
+// Zone copies the names of the zone origin (a lower-cased FQDN); ok is false until the index
+// has loaded. Entries are never changed once stored, so the copy holds pointers to them.
+func (ix *Index) Zone(origin string) (z *Zone, ok bool) {
+	if !ix.Loaded() {
+		return nil, false
+	}
+	var buf [16]string
+	labels, _ := ix.labels(buf[:0], origin)
+	z = &Zone{Origin: origin, last: -1, minTTL: ix.MinTTL(request.Request{})}
+	ix.mu.RLock()
+	z.Revision = ix.serials[ix.prefixOf(msg.Path(origin, ix.opts.Prefix)+"/")]
+	z.ttls = ix.leaseTTLs(maps.Clone(ix.leases))
+	if n, depth := ix.tree.walk(labels); depth == len(labels) {
+		z.names = n.zoneNames(origin, z.names)
+	}
+	ix.mu.RUnlock()
+	z.byName = make(map[string]int, len(z.names))
+	for i, zn := range z.names {
+		z.byName[zn.name] = i
+	}
+	return z, true
+}
+
+// zoneNames appends the name of n, called name, and of every node below it, parents first.
+// Path elements that no question can reach (upper case, a dot, an escape) are left out with
+// what lies below them: the index never answers them either.
+func (n *node) zoneNames(name string, dst []zoneName) []zoneName {
+	dst = append(dst, zoneName{name: name, own: n.value, entries: n.nameEntries(nil)})
+	for el, c := range n.children.named {
+		if el == "" || strings.ContainsAny(el, `.\ `) || strings.ToLower(el) != el {
+			continue
+		}
+		child := el + "." + name
+		if name == "." {
+			child = el + "."
+		}
+		dst = c.zoneNames(child, dst)
+	}
+	return dst
+}
+
+// Names yields every name of the zone, the origin first.
+func (z *Zone) Names(yield func(string) bool) {
+	for _, zn := range z.names {
+		if !yield(zn.name) {
+			return
+		}
+	}
+}
+
+// Len is how many names the zone holds, empty non-terminals included.
+func (z *Zone) Len() int { return len(z.names) }
+
+// errNoUpstream: a transfer holds the zone's own data; it never resolves names elsewhere.
+var errNoUpstream = errors.New("zone transfers do not look outside the zone")
+
+// Services implements plugin.ServiceBackend.
+func (z *Zone) Services(ctx context.Context, state request.Request, exact bool, _ plugin.Options) ([]msg.Service, error) {
+	sx, err := z.Records(ctx, state, exact)
+	if err != nil {
+		return nil, err
+	}
+	return msg.Group(sx), nil
+}
+
+// Records implements plugin.ServiceBackend: the name's records with exact names.
+func (z *Zone) Records(_ context.Context, state request.Request, exact bool) ([]msg.Service, error) {
+	name := state.Name()
+	for strings.Contains(name, "..") {
+		// plugin.NS asks for dnsutil.Join("ns.dns.", zone), which has one; the index's
+		// msg.Path reads it as one dot, and so does the zone.
+		name = strings.ReplaceAll(name, "..", ".")
+	}
+	i, ok := z.byName[name]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	if exact {
+		if z.names[i].own == nil {
+			return nil, ErrNotFound
+		}
+		return finish(newAnswerSet([]*entry{z.names[i].own}), state.QType(), answered, z.ttls), nil
+	}
+	if z.last != i {
+		z.last, z.lastSet = i, newAnswerSet(z.names[i].entries)
+	}
+	return finish(z.lastSet, state.QType(), answered, z.ttls), nil
+}
+
+// Reverse implements plugin.ServiceBackend.
+func (z *Zone) Reverse(ctx context.Context, state request.Request, exact bool, opt plugin.Options) ([]msg.Service, error) {
+	return z.Services(ctx, state, exact, opt)
+}
+
+// Lookup implements plugin.ServiceBackend: never, see errNoUpstream.
+func (z *Zone) Lookup(context.Context, request.Request, string, uint16) (*dns.Msg, error) {
+	return nil, errNoUpstream
+}
+
+// IsNameError implements plugin.ServiceBackend.
+func (z *Zone) IsNameError(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// Serial implements plugin.ServiceBackend.
+func (z *Zone) Serial(request.Request) uint32 {
+	return uint32(z.Revision) // #nosec G115 -- RFC 1982 serial arithmetic wraps by design
+}
+
+// MinTTL implements plugin.ServiceBackend.
+func (z *Zone) MinTTL(request.Request) uint32 { return z.minTTL }
+
+var _ plugin.ServiceBackend = (*Zone)(nil)

@@ -1,0 +1,270 @@
+package source
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+)
+
+// Service annotations (after the prefix), besides hostname, target and ttl.
+const (
+	// InternalHostnameAnnotation: names that point at the Service's cluster IPs (a LoadBalancer
+	// or ClusterIP Service), reachable only from inside the cluster network.
+	InternalHostnameAnnotation = "internal-hostname"
+	// AccessAnnotation: "public" or "private", which node addresses a NodePort Service's names
+	// point at.
+	AccessAnnotation = "access"
+)
+
+// ServiceContext is what the mapping of a Service reads besides the Service: its EndpointSlices
+// (headless Services, and NodePort Services with externalTrafficPolicy Local) and the nodes
+// (NodePort Services). A nil function reads as none.
+type ServiceContext struct {
+	// EndpointSlices returns the EndpointSlices labelled kubernetes.io/service-name=name.
+	EndpointSlices func(namespace, name string) []*discoveryv1.EndpointSlice
+	// Nodes returns every node.
+	Nodes func() []*corev1.Node
+}
+
+func (sc ServiceContext) slicesOf(svc *corev1.Service) []*discoveryv1.EndpointSlice {
+	if sc.EndpointSlices == nil {
+		return nil
+	}
+	return sc.EndpointSlices(svc.Namespace, svc.Name)
+}
+
+func (sc ServiceContext) nodes() []*corev1.Node {
+	if sc.Nodes == nil {
+		return nil
+	}
+	return sc.Nodes()
+}
+
+// ServiceRef names a Service.
+func ServiceRef(svc *corev1.Service) record.ObjectRef {
+	return record.ObjectRef{Kind: KindService, Namespace: svc.Namespace, Name: svc.Name}
+}
+
+// selectsService applies the namespace, label, annotation and controller filters and the
+// Service type filter.
+func (c *Config) selectsService(svc *corev1.Service) bool {
+	if !c.selects(svc.Namespace, svc.Labels, svc.Annotations) {
+		return false
+	}
+	return len(c.ServiceTypes) == 0 || slices.Contains(c.ServiceTypes, serviceType(svc))
+}
+
+// serviceType is spec.type, ClusterIP when unset (the API server defaults it).
+func serviceType(svc *corev1.Service) corev1.ServiceType {
+	if svc.Spec.Type == "" {
+		return corev1.ServiceTypeClusterIP
+	}
+	return svc.Spec.Type
+}
+
+// ServiceClaims maps one Service to the names it publishes, as external-dns's service source
+// does: the names of the hostname annotation point at the Service's external addresses, those
+// of the internal-hostname annotation at its cluster IPs. Which addresses depends on the type:
+//
+//   - LoadBalancer: spec.externalIPs when set, else every status.loadBalancer.ingress ip (A/AAAA)
+//     and hostname (CNAME); internal names: the cluster IPs.
+//   - ClusterIP: the cluster IPs, for internal names (and, with PublishInternal, for the
+//     hostname annotation too); a headless Service (clusterIP None): the addresses of its ready
+//     endpoints, and per endpoint with a hostname (a pod with spec.hostname and
+//     spec.subdomain = the Service) the name "<hostname>.<name>" with that endpoint's address.
+//   - NodePort: the nodes' ExternalIP addresses, else their InternalIP addresses (the access
+//     annotation picks one side); with externalTrafficPolicy Local only the nodes that run an
+//     endpoint, the ready ones first.
+//   - ExternalName: spec.externalIPs when set, else spec.externalName (CNAME).
+//
+// The target annotation, when set and not empty, overrides all of these. Where external-dns is
+// wrong this deviates: every cluster IP of a dual-stack Service is published (external-dns
+// publishes spec.clusterIP alone), and per-endpoint names come from the EndpointSlice's
+// hostname, which Kubernetes sets only for pods whose subdomain names the Service (external-dns
+// reads spec.hostname of any selected pod, so a pod of another Service's StatefulSet can take a
+// name).
+func (c *Config) ServiceClaims(svc *corev1.Service, sc ServiceContext) ([]Claim, []Rejection) {
+	if !c.selectsService(svc) {
+		return nil, nil
+	}
+	ref := ServiceRef(svc)
+	rs := newRejections(ref)
+	ttl := ttlFor(svc.Annotations, c.DefaultTTL, rs)
+
+	hostnames := annotatedHostnames(svc.Annotations, HostnameAnnotation, rs)
+	internal := annotatedHostnames(svc.Annotations, InternalHostnameAnnotation, rs)
+	for _, h := range append(slices.Clone(hostnames), internal...) {
+		rs.names(c.concerns(h))
+	}
+	published := map[string]map[string]struct{}{}
+	publish := func(name string, targets map[string]struct{}) {
+		if len(targets) == 0 {
+			return
+		}
+		if !c.DomainFilter.Match(name) {
+			rs.add(name, CauseDomainFilter, "name is outside the domain filter")
+			return
+		}
+		if published[name] == nil {
+			published[name] = map[string]struct{}{}
+		}
+		for t := range targets {
+			published[name][t] = struct{}{}
+		}
+	}
+
+	override, overridden := annotatedTargets(svc.Annotations, rs)
+	for _, names := range []struct {
+		list     []string
+		internal bool
+	}{{hostnames, false}, {internal, true}} {
+		for _, h := range names.list {
+			if overridden {
+				publish(h, override)
+				continue
+			}
+			if svc.Spec.ClusterIP == corev1.ClusterIPNone && serviceType(svc) == corev1.ServiceTypeClusterIP {
+				for name, targets := range headlessTargets(svc, h, sc.slicesOf(svc), rs) {
+					publish(name, targets)
+				}
+				continue
+			}
+			targets := c.serviceTargets(svc, names.internal, sc, rs)
+			if len(targets) == 0 {
+				rs.add(h, CauseNoTargets, noTargetsReason(svc, names.internal, c.PublishInternal))
+			}
+			publish(h, targets)
+		}
+	}
+	return claimsOf(ref, svc.CreationTimestamp.Time, ttl, published), rs.sorted()
+}
+
+// annotatedHostnames returns the valid names of a hostname-like annotation (comma list).
+func annotatedHostnames(annots map[string]string, name string, rs *rejections) []string {
+	v, _, ok := annotation(annots, name)
+	if !ok {
+		return nil
+	}
+	return validHostnames(splitList(v), rs)
+}
+
+// annotatedTargets returns the target annotation's usable targets; overridden is false when the
+// annotation is absent or empty.
+func annotatedTargets(annots map[string]string, rs *rejections) (map[string]struct{}, bool) {
+	v, key, ok := annotation(annots, TargetAnnotation)
+	if !ok || len(splitList(v)) == 0 {
+		return nil, false
+	}
+	set := map[string]struct{}{}
+	for _, t := range splitList(v) {
+		n, _, err := normalizeTarget(t)
+		if err != nil {
+			rs.add("", CauseInvalidTarget, fmt.Sprintf("annotation %s: %v", key, err))
+			continue
+		}
+		set[n] = struct{}{}
+	}
+	return set, true
+}
+
+// serviceTargets returns the targets of a non-headless Service's names.
+func (c *Config) serviceTargets(svc *corev1.Service, internal bool, sc ServiceContext, rs *rejections) map[string]struct{} {
+	set := map[string]struct{}{}
+	addIP := func(what, ip string) {
+		n, isIP, err := normalizeTarget(ip)
+		if err != nil || !isIP {
+			rs.add("", CauseInvalidTarget, fmt.Sprintf("%s %q is not an IP address", what, ip))
+			return
+		}
+		set[n] = struct{}{}
+	}
+	switch serviceType(svc) {
+	case corev1.ServiceTypeLoadBalancer:
+		switch {
+		case internal:
+			for _, ip := range clusterIPs(svc) {
+				addIP("spec.clusterIPs", ip)
+			}
+		case len(svc.Spec.ExternalIPs) > 0:
+			for _, ip := range svc.Spec.ExternalIPs {
+				addIP("spec.externalIPs", ip)
+			}
+		default:
+			for _, lb := range svc.Status.LoadBalancer.Ingress {
+				if lb.IP != "" {
+					addIP("status.loadBalancer.ingress ip", lb.IP)
+				}
+				if lb.Hostname != "" {
+					n, _, err := normalizeTarget(lb.Hostname)
+					if err != nil {
+						rs.add("", CauseInvalidTarget, fmt.Sprintf("status.loadBalancer.ingress hostname: %v", err))
+						continue
+					}
+					set[n] = struct{}{}
+				}
+			}
+		}
+	case corev1.ServiceTypeClusterIP:
+		if internal || c.PublishInternal {
+			for _, ip := range clusterIPs(svc) {
+				addIP("spec.clusterIPs", ip)
+			}
+		}
+	case corev1.ServiceTypeNodePort:
+		for _, ip := range nodePortTargets(svc, sc) {
+			addIP("node address", ip)
+		}
+	case corev1.ServiceTypeExternalName:
+		if len(svc.Spec.ExternalIPs) > 0 {
+			for _, ip := range svc.Spec.ExternalIPs {
+				addIP("spec.externalIPs", ip)
+			}
+			break
+		}
+		if svc.Spec.ExternalName != "" {
+			// An IP address here is published as an A/AAAA record, as external-dns does.
+			n, _, err := normalizeTarget(svc.Spec.ExternalName)
+			if err != nil {
+				rs.add("", CauseInvalidTarget, fmt.Sprintf("spec.externalName: %v", err))
+			} else {
+				set[n] = struct{}{}
+			}
+		}
+	}
+	return set
+}
+
+// clusterIPs returns every cluster IP of a Service (both families of a dual-stack one);
+// none for a headless Service.
+func clusterIPs(svc *corev1.Service) []string {
+	ips := svc.Spec.ClusterIPs
+	if len(ips) == 0 && svc.Spec.ClusterIP != "" {
+		ips = []string{svc.Spec.ClusterIP}
+	}
+	return slices.DeleteFunc(slices.Clone(ips), func(ip string) bool { return ip == "" || ip == corev1.ClusterIPNone })
+}
+
+// noTargetsReason says why a Service's name has nothing to point at, in the user's terms.
+func noTargetsReason(svc *corev1.Service, internal, publishInternal bool) string {
+	switch serviceType(svc) {
+	case corev1.ServiceTypeLoadBalancer:
+		if internal {
+			return "the LoadBalancer Service has no cluster IP"
+		}
+		return "the LoadBalancer Service has no address in status.loadBalancer.ingress yet (or its target annotation)"
+	case corev1.ServiceTypeClusterIP:
+		if !internal && !publishInternal {
+			return "a ClusterIP Service is reachable only inside the cluster: name it in the internal-hostname annotation, or set the publish-internal-services option"
+		}
+		return "the ClusterIP Service has no cluster IP"
+	case corev1.ServiceTypeNodePort:
+		return "no node address to publish for the NodePort Service (no nodes, none matching the access annotation, or, with externalTrafficPolicy Local, no node running an endpoint)"
+	case corev1.ServiceTypeExternalName:
+		return "the ExternalName Service has neither spec.externalName nor spec.externalIPs"
+	}
+	return fmt.Sprintf("Services of type %q are not published", svc.Spec.Type)
+}
