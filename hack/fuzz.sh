@@ -16,6 +16,7 @@ cd "${ROOT}"
 TARGETS=(
 	"./plugin/gatewaydns/record FuzzDecode"
 	"./plugin/gatewaydns/source FuzzHostnameIntersection"
+	"./plugin/gatewaydns/source FuzzDNSEndpointClaims"
 	"./plugin/gatewaydns        FuzzParse"
 	"./plugin/gatewaydns/index  FuzzQuery"
 )

@@ -67,6 +67,8 @@ func FuzzQuery(f *testing.F) {
 		{"/skydns/test/zone/e/1", `{"host":"10.0.0.1","ttl":4294967295,"port":65535,"priority":65535,"weight":65535}`, "", "", "e", dns.TypeHINFO},
 		{"/skydns/test/zone/q/1", `{"host":"q.zone.test","targetstrip":1000}`, "", "", "q", dns.TypeSRV},
 		{"/skydns/test/zone/cname/2", `{"host":"10.9.9.9"}`, "/skydns/test/zone/cname/3", `{"host":"ext.zone.test"}`, "cname", dns.TypeA},
+		{"/skydns/test/zone/mx/1", `{"host":"m.zone.test","mail":true,"priority":10}`, "/skydns/test/zone/mx/2", `{"host":"10.9.9.9"}`, "mx", dns.TypeA},
+		{"/skydns/test/zone/_s/_tcp/n/1", `{"host":"s.zone.test","port":443}`, "/skydns/test/zone/_s/_tcp/n/2", `{"text":"v=1"}`, "n._tcp._s", dns.TypeTXT},
 	} {
 		f.Add(s.k1, []byte(s.v1), s.k2, []byte(s.v2), s.name, s.qtype)
 	}
