@@ -1,6 +1,7 @@
 package kubesource
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -98,7 +99,7 @@ func TestIntegrationServices(t *testing.T) {
 	db := c.service("db", corev1.ServiceTypeClusterIP, map[string]string{source.AnnotationPrefix + "internal-hostname": "db.internal.example.com"})
 	c.service("web", corev1.ServiceTypeClusterIP, host("web.example.com"), func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })
 	c.endpointSlice("web", "web-abc", map[string]bool{"10.244.0.1": true, "10.244.0.2": false}, map[string]string{"10.244.0.1": "web-0", "10.244.0.2": "web-1"})
-	c.service("np", corev1.ServiceTypeNodePort, host("np.example.com"))
+	np := c.service("np", corev1.ServiceTypeNodePort, host("np.example.com"))
 
 	obs := newRecordingObserver()
 	w := c.watch(source.Config{}, obs, source.KindService)
@@ -117,6 +118,10 @@ func TestIntegrationServices(t *testing.T) {
 	eventually(t, waitFor, "np", endpointIs(w, "np.example.com", "203.0.113.1"))
 	if _, ok := w.Desired().Endpoint("api.example.com"); ok {
 		t.Errorf("api.example.com published before its load balancer has an address")
+	}
+	wantSRV := fmt.Sprintf("SRV 0 50 %d np.example.com", np.Spec.Ports[0].NodePort)
+	if ep, ok := w.Desired().Endpoint("_np._tcp.np.example.com"); !ok || len(ep.Records) != 1 || ep.Records[0].String() != wantSRV {
+		t.Errorf("the node port's SRV record: %+v, want %s", ep, wantSRV)
 	}
 
 	c.loadBalancerStatus("api", "192.0.2.10", "2001:db8::10")

@@ -193,13 +193,18 @@ func (s *slimmer) ingress(o *networkingv1.Ingress) *networkingv1.Ingress {
 }
 
 // service keeps the type, the cluster, external and load balancer addresses, the external
-// name, the traffic policy and publishNotReadyAddresses.
+// name, the traffic policy, publishNotReadyAddresses and the node ports.
 func (s *slimmer) service(o *corev1.Service) *corev1.Service {
 	out := &corev1.Service{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
 	out.Spec = corev1.ServiceSpec{
 		Type: o.Spec.Type, ClusterIP: o.Spec.ClusterIP, ClusterIPs: o.Spec.ClusterIPs, ExternalIPs: o.Spec.ExternalIPs,
 		ExternalName: o.Spec.ExternalName, ExternalTrafficPolicy: o.Spec.ExternalTrafficPolicy,
 		PublishNotReadyAddresses: o.Spec.PublishNotReadyAddresses,
+	}
+	for _, p := range o.Spec.Ports {
+		if p.NodePort > 0 { // the SRV records of a NodePort Service
+			out.Spec.Ports = append(out.Spec.Ports, corev1.ServicePort{Protocol: p.Protocol, NodePort: p.NodePort})
+		}
 	}
 	for _, lb := range o.Status.LoadBalancer.Ingress {
 		out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: lb.IP, Hostname: lb.Hostname})

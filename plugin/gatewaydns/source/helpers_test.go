@@ -152,11 +152,16 @@ func nsLookup(m map[string]map[string]string) NamespaceLabels {
 	}
 }
 
-// fmtClaims renders claims as "name -> targets ttl=N from Kind/ns/name".
+// fmtClaims renders claims as "name -> targets ttl=N from Kind/ns/name", the targets followed
+// by the typed records' canonical forms.
 func fmtClaims(cs []Claim) []string {
 	var out []string
 	for _, c := range cs {
-		out = append(out, fmt.Sprintf("%s -> %s ttl=%d from %s", c.Name, strings.Join(c.Targets, ","), c.TTL, c.Source))
+		data := slices.Clone(c.Targets)
+		for _, r := range c.Records {
+			data = append(data, r.String())
+		}
+		out = append(out, fmt.Sprintf("%s -> %s ttl=%d from %s", c.Name, strings.Join(data, ","), c.TTL, c.Source))
 	}
 	return out
 }

@@ -1,8 +1,10 @@
 package source
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -78,7 +80,7 @@ func serviceType(svc *corev1.Service) corev1.ServiceType {
 //     spec.subdomain = the Service) the name "<hostname>.<name>" with that endpoint's address.
 //   - NodePort: the nodes' ExternalIP addresses, else their InternalIP addresses (the access
 //     annotation picks one side); with externalTrafficPolicy Local only the nodes that run an
-//     endpoint, the ready ones first.
+//     endpoint, the ready ones first; and an SRV record per node port (nodePortSRV).
 //   - ExternalName: spec.externalIPs when set, else spec.externalName (CNAME).
 //
 // The target annotation, when set and not empty, overrides all of these. Where external-dns is
@@ -140,7 +142,41 @@ func (c *Config) ServiceClaims(svc *corev1.Service, sc ServiceContext) ([]Claim,
 			publish(h, targets)
 		}
 	}
-	return claimsOf(ref, svc.CreationTimestamp.Time, ttl, published), rs.sorted()
+	claims := claimsOf(ref, svc.CreationTimestamp.Time, ttl, published)
+	if serviceType(svc) == corev1.ServiceTypeNodePort && !overridden {
+		for _, h := range append(slices.Clone(hostnames), internal...) {
+			claims = append(claims, c.nodePortSRV(svc, h, ttl, rs)...)
+		}
+		slices.SortFunc(claims, func(a, b Claim) int { return cmp.Compare(a.Name, b.Name) })
+	}
+	return claims, rs.sorted()
+}
+
+// nodePortSRV returns the SRV records external-dns publishes for a NodePort Service's name h:
+// per port with a node port, "_<service>._<protocol>.<h>" SRV 0 50 <node port> <h>. A
+// wildcard h has none ("_svc._tcp.*.domain" is not a name).
+func (c *Config) nodePortSRV(svc *corev1.Service, h string, ttl uint32, rs *rejections) []Claim {
+	if isWildcard(h) {
+		return nil
+	}
+	var out []Claim
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort <= 0 || p.NodePort > 65535 {
+			continue
+		}
+		proto := strings.ToLower(string(p.Protocol))
+		if proto == "" {
+			proto = "tcp"
+		}
+		name := "_" + svc.Name + "._" + proto + "." + h
+		if !c.DomainFilter.Match(name) {
+			rs.add(name, CauseDomainFilter, "name is outside the domain filter")
+			continue
+		}
+		out = append(out, Claim{Name: name, Records: []record.Typed{record.SRV(0, 50, uint16(p.NodePort), h)},
+			TTL: ttl, Source: ServiceRef(svc), Created: svc.CreationTimestamp.Time})
+	}
+	return out
 }
 
 // annotatedHostnames returns the valid names of a hostname-like annotation (comma list).

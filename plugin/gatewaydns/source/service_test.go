@@ -210,6 +210,16 @@ func TestServiceClaims(t *testing.T) {
 		{name: "NodePort points at the schedulable nodes' external IPs", svc: service(np, host, "np.example.com"), nodes: nodes, want: at("203.0.113.1,203.0.113.2", "np.example.com")},
 		{name: "NodePort falls back to internal IPs, IPv6 included", svc: service(np, host, "np.example.com"), nodes: append(internalOnly, node("n4", false, "int:fd00::4")),
 			want: at("10.0.0.1,10.0.0.2,fd00::4", "np.example.com")},
+		{name: "NodePort names get an SRV record per node port, as external-dns writes them", svc: withSpec(service(np, host, "np.example.com"), func(s *corev1.ServiceSpec) {
+			s.Ports = []corev1.ServicePort{{Name: "mqtt", Port: 1883, NodePort: 31883, Protocol: corev1.ProtocolTCP}, {Name: "dns", Port: 53, NodePort: 30053, Protocol: corev1.ProtocolUDP}, {Name: "none", Port: 80}}
+		}), nodes: nodes, want: []string{
+			"_svc._tcp.np.example.com -> SRV 0 50 31883 np.example.com ttl=0 from Service/app/svc",
+			"_svc._udp.np.example.com -> SRV 0 50 30053 np.example.com ttl=0 from Service/app/svc",
+			"np.example.com -> 203.0.113.1,203.0.113.2 ttl=0 from Service/app/svc",
+		}},
+		{name: "a wildcard NodePort name has no SRV record", svc: withSpec(service(np, host, "*.np.example.com"), func(s *corev1.ServiceSpec) {
+			s.Ports = []corev1.ServicePort{{Port: 1883, NodePort: 31883, Protocol: corev1.ProtocolTCP}}
+		}), nodes: nodes, want: at("203.0.113.1,203.0.113.2", "*.np.example.com")},
 		{name: "NodePort access=private takes internal IPs", svc: service(np, host, "np.example.com", access, "private"), nodes: nodes,
 			want: at("10.0.0.1,10.0.0.2,fd00::2", "np.example.com")},
 		{name: "NodePort access=public with no external IP is reported", svc: service(np, host, "np.example.com", access, "public"), nodes: internalOnly,
