@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,7 +33,8 @@ type reloadingProcess struct {
 }
 
 // reloadCorefile is the Corefile of round n: the comment and min-lease-ttl change every round,
-// so its hash does.
+// so its hash does. Each instance serves transfers and sends a NOTIFY at its start (to itself:
+// answered at once), so that the notifier of every instance is started and stopped too.
 func (p *reloadingProcess) corefile(endpoint string, n int) string {
 	return fmt.Sprintf(`# reload round %d
 zone.test:%s {
@@ -44,8 +46,11 @@ zone.test:%s {
         endpoint %s
         min-lease-ttl %ds
     }
+    transfer {
+        to %s
+    }
 }
-`, n, strings.TrimPrefix(p.DNS, "127.0.0.1:"), p.Ready, p.Metrics, p.PProf, endpoint, 30+n)
+`, n, strings.TrimPrefix(p.DNS, "127.0.0.1:"), p.Ready, p.Metrics, p.PProf, endpoint, 30+n, p.DNS)
 }
 
 func startReloading(t *testing.T, endpoint string) *reloadingProcess {
@@ -244,8 +249,12 @@ func TestReloadKeepsAnsweringAndLeaksNothing(t *testing.T) {
 	if endFD > baseFD+slackFD {
 		t.Errorf("open file descriptors grew from %d to %d over %d reloads: a leak", baseFD, endFD, reloads)
 	}
-	if metrics, _ := httpGet("http://" + p.Metrics + "/metrics"); strings.Contains(metrics, "coredns_reload_failed_total 1") {
+	metrics, _ := httpGet("http://" + p.Metrics + "/metrics")
+	if strings.Contains(metrics, "coredns_reload_failed_total 1") {
 		t.Errorf("a reload failed:\n%s", metrics)
+	}
+	if !regexp.MustCompile(`coredns_gatewaydns_notifies_total\{[^}]*\} [1-9]`).MatchString(metrics) {
+		t.Errorf("no instance sent a NOTIFY: the notifiers did not run\n%s", metrics)
 	}
 }
 
