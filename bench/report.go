@@ -41,7 +41,7 @@ func renderReport(r *results, chart string) string {
 	p("with another run.")
 	p("")
 	if chart != "" {
-		p("![QPS and p99 latency per backend and per record count](%s)", chart)
+		p("![QPS and p99 latency per backend and per record count, latency during zone transfers](%s)", chart)
 		p("")
 	}
 	p("## Machine")

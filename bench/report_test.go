@@ -108,8 +108,8 @@ func TestRenderChart(t *testing.T) {
 		rects int // bars, legend boxes and the background
 		texts []string
 	}{
-		{"full run", sampleResults(), 1 + (3 + 2) + (3 + 2) + (2 + 1) + (2 + 1), []string{"gatewaydns", "hosts", "100000 records", "27k"}},
-		{"no throughput phase", &results{date: "d"}, 1, []string{"No throughput phase"}},
+		{"full run", sampleResults(), 1 + (3 + 2) + (3 + 2) + (2 + 1) + (2 + 1) + (4 + 2), []string{"gatewaydns", "hosts", "100000 records", "27k", "during AXFRs"}},
+		{"no throughput phase", &results{date: "d"}, 1, []string{"No throughput or transfer phase"}},
 	}
 	for _, tt := range tests {
 		svg := renderChart(tt.r)
