@@ -46,6 +46,11 @@ func TestTargets(t *testing.T) {
 		want []string // status per target, in order
 	}{
 		{"full run", sampleResults(), []string{"met", "met", "missed", "met", "met", "met", "missed", "met", "met", "missed"}},
+		{"lost while idle", func() *results {
+			r := sampleResults()
+			r.x.busy.p99, r.x.idleLost, r.x.idleSent = 0.0015, 50, 1000
+			return r
+		}(), []string{"met", "met", "missed", "met", "met", "met", "missed", "met", "met", "not measured (queries lost while idle: the machine was overloaded)"}},
 		{"nothing measured", &results{}, []string{"not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured"}},
 	}
 	for _, tt := range tests {

@@ -132,6 +132,11 @@ func targets(r *results) []target {
 			v := x.busy.p99 / x.idle.p99
 			t.measured = fmt.Sprintf("%.2f x (%s vs %s; lost %d vs %d)", v, ms(x.busy.p99), ms(x.idle.p99), x.busyLost, x.idleLost)
 			t.status = status(true, v <= 2)
+			// With questions lost while idle, the idle p99 is the timeout, and so is any p99
+			// above it: the ratio says nothing about the transfers.
+			if x.idleLost*100 > x.idleSent {
+				t.status = "not measured (queries lost while idle: the machine was overloaded)"
+			}
 		} else {
 			t.status = status(false, false)
 		}
