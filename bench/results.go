@@ -117,6 +117,19 @@ type xResults struct {
 	axfrMessages       int
 }
 
+// axfrMedian is the median transfer, in seconds (the mean of the middle two for an even
+// count); NaN without any.
+func (x *xResults) axfrMedian() float64 {
+	if len(x.transfers) == 0 {
+		return math.NaN()
+	}
+	var took []float64
+	for _, t := range x.transfers {
+		took = append(took, t.took.Seconds())
+	}
+	return median(took)
+}
+
 // axfrMin is the shortest transfer, in seconds; NaN without any.
 func (x *xResults) axfrMin() float64 {
 	if len(x.transfers) == 0 {
