@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,7 +68,8 @@ func (h *harness) phaseX() error {
 	if err != nil {
 		return srv.failure(fmt.Errorf("AXFR: %w", err))
 	}
-	logf("X: a first AXFR: %d records in %d messages, %v", first.records, first.messages, first.took.Round(time.Millisecond))
+	logf("X: a first AXFR: %d records (%s) of %d names in %d messages, %v", first.records, countsString(first.types), first.names, first.messages, first.took.Round(time.Millisecond))
+	x.axfrTypes = countsString(first.types)
 
 	perfLog := filepath.Join(h.runDir, "dnsperf-X.log")
 	warm := h.perf()
@@ -200,6 +203,7 @@ type xfer struct {
 	took              time.Duration
 	records, messages int
 	names             int // distinct owner names
+	types             map[string]int
 }
 
 // axfr transfers zone from server over TCP with dns.Transfer and checks the transfer is
@@ -214,7 +218,7 @@ func axfr(server, zone string, want map[string]bool) (xfer, error) {
 		return xfer{}, err
 	}
 	var (
-		x           xfer
+		x           = xfer{types: map[string]int{}}
 		first, last dns.RR
 		seen        = map[string]bool{}
 		ferr        error
@@ -231,6 +235,7 @@ func axfr(server, zone string, want map[string]bool) (xfer, error) {
 			}
 			last = rr
 			x.records++
+			x.types[dns.TypeToString[rr.Header().Rrtype]]++
 			seen[strings.ToLower(rr.Header().Name)] = true
 		}
 	}
@@ -267,4 +272,13 @@ func withLost(res dnsperf.Result, timeout time.Duration) []float64 {
 		out = append(out, timeout.Seconds())
 	}
 	return out
+}
+
+// countsString is "A 70000, AAAA 10000, ..." in key order.
+func countsString(m map[string]int) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(out, ", ")
 }

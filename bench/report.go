@@ -187,6 +187,10 @@ func renderReport(r *results, chart string) string {
 		p("|---:|---:|---:|---:|---:|---:|---:|")
 		p("| %d | %d | %d | %s | %s | %s | %.0f |", len(x.transfers), x.axfrRecords, x.axfrMessages, ms(x.axfrMedian()), ms(x.axfrMin()), ms(x.axfr.max), ratio(float64(x.axfrRecords), x.axfrMedian()))
 		p("")
+		if x.axfrTypes != "" {
+			p("Records of a transfer by type: %s.", x.axfrTypes)
+			p("")
+		}
 	}
 
 	if len(r.notes) > 0 {

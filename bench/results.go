@@ -115,6 +115,7 @@ type xResults struct {
 	axfr               latencyStats // their durations
 	axfrRecords        int          // records per transfer (the most; all are checked complete)
 	axfrMessages       int
+	axfrTypes          string // records by type, of the first transfer
 }
 
 // axfrMedian is the median transfer, in seconds (the mean of the middle two for an even
