@@ -1,7 +1,8 @@
 // Command bench measures gatewaydns against its peers on this machine, in one run: query
 // throughput and latency against the stock etcd plugin (with and without cache) and the hosts
 // plugin (phase Q), scale to 100k records (S), propagation from etcd and from a Gateway status
-// update, against external-dns (P), and the writer publishing 10k routes from cold (W). It
+// update, against external-dns (P), the writer publishing 10k routes from cold (W), and query
+// latency while the zone of 100k records is transferred by AXFR, back to back (X). It
 // writes bench/results/<date>.md and .svg. `make bench` runs it; see README.md, "Benchmarks".
 package main
 
@@ -36,6 +37,7 @@ type options struct {
 	changes     int
 	xdnsChanges int
 	routes      int
+	xrecords    int
 	clients     int
 	threads     int
 	outstanding int
@@ -49,21 +51,22 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&o.phases, "phases", "Q,S,P,W", "phases to run: Q (queries), S (scale), P (propagation), W (writer)")
+	fs.StringVar(&o.phases, "phases", "Q,S,P,W,X", "phases to run: Q (queries), S (scale), P (propagation), W (writer), X (zone transfers)")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each throughput run; latency runs take half")
-	fs.IntVar(&o.rounds, "rounds", 3, "phases Q and S: rounds over the servers (interleaved; the median round counts)")
+	fs.IntVar(&o.rounds, "rounds", 3, "phases Q, S and X: rounds over the servers (interleaved; the median round counts)")
 	fs.IntVar(&o.qrecords, "qrecords", 10000, "phase Q: records in etcd")
 	scale := fs.String("scale", "1000,10000,100000", "phase S: record counts")
 	fs.IntVar(&o.changes, "changes", 200, "phase P: changes measured per path")
 	fs.IntVar(&o.xdnsChanges, "xdns-changes", 10, "phase P: changes measured through external-dns (about 6s each)")
 	fs.IntVar(&o.routes, "routes", 10000, "phase W: HTTPRoutes published from cold")
+	fs.IntVar(&o.xrecords, "xrecords", 100000, "phase X: records in etcd, transferred by AXFR while queries are measured")
 	fs.IntVar(&o.clients, "c", 8, "dnsperf -c")
 	fs.IntVar(&o.threads, "T", 2, "dnsperf -T")
 	fs.IntVar(&o.outstanding, "q", 200, "dnsperf -q")
-	fs.Float64Var(&o.latFraction, "latency-load", 0.5, "phase Q: latency runs send this fraction of the slowest backend's throughput")
+	fs.Float64Var(&o.latFraction, "latency-load", 0.5, "phases Q and X: latency runs send this fraction of the slowest backend's throughput")
 	fs.BoolVar(&o.pin, "pin", true, "pin servers and etcd to CPU 0 and dnsperf to CPU 1 (taskset), on a machine with 2 or more CPUs")
 	fs.BoolVar(&o.externalDNS, "external-dns", true, "phase P: build (once, into bin/) and measure external-dns v0.21.0")
-	fs.BoolVar(&o.profile, "profile", false, "Q and S: a CPU profile of each server during its first throughput run; S: a heap profile of each server after its last (pprof plugin), into .cache/bench/run/")
+	fs.BoolVar(&o.profile, "profile", false, "Q and S: a CPU profile of each server during its first throughput run; S: a heap profile of each server after its last; X: a CPU profile during the first latency run with transfers (pprof plugin), into .cache/bench/run/")
 	fs.StringVar(&o.out, "out", "bench/results", "directory of the report and chart")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -77,8 +80,8 @@ func parseFlags(args []string) (options, error) {
 	}
 	slices.Sort(o.scale)
 	for _, p := range strings.Split(o.phases, ",") {
-		if !slices.Contains([]string{"Q", "S", "P", "W"}, strings.TrimSpace(p)) {
-			return o, fmt.Errorf("-phases: unknown phase %q (Q, S, P, W)", p)
+		if !slices.Contains([]string{"Q", "S", "P", "W", "X"}, strings.TrimSpace(p)) {
+			return o, fmt.Errorf("-phases: unknown phase %q (Q, S, P, W, X)", p)
 		}
 	}
 	return o, nil
@@ -186,7 +189,7 @@ func run(opt options) int {
 	for _, ph := range []struct {
 		name string
 		run  func() error
-	}{{"Q", h.phaseQ}, {"S", h.phaseS}, {"P", h.phaseP}, {"W", h.phaseW}} {
+	}{{"Q", h.phaseQ}, {"S", h.phaseS}, {"P", h.phaseP}, {"W", h.phaseW}, {"X", h.phaseX}} {
 		if !opt.has(ph.name) {
 			continue
 		}
@@ -228,7 +231,7 @@ func (h *harness) setup() error {
 			return fmt.Errorf("%s missing: run `make build test-binaries` (or `make bench`)", b)
 		}
 	}
-	if _, err := exec.LookPath("dnsperf"); err != nil && (h.opt.has("Q") || h.opt.has("S")) {
+	if _, err := exec.LookPath("dnsperf"); err != nil && (h.opt.has("Q") || h.opt.has("S") || h.opt.has("X")) {
 		return fmt.Errorf("dnsperf not found: apt-get install dnsperf (`make bench` does)")
 	}
 	if h.opt.pin && runtime.NumCPU() >= 2 {

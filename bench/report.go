@@ -41,7 +41,7 @@ func renderReport(r *results, chart string) string {
 	p("with another run.")
 	p("")
 	if chart != "" {
-		p("![QPS and p99 latency per backend and per record count](%s)", chart)
+		p("![QPS and p99 latency per backend and per record count, latency during zone transfers](%s)", chart)
 		p("")
 	}
 	p("## Machine")
@@ -160,6 +160,37 @@ func renderReport(r *results, chart string) string {
 		p("| %d | %s | %s | %s | %.0f | %.0f | %.0f | %d | %.0f |", w.routes, ms(w.create.Seconds()), ms(w.ready.Seconds()), ms(w.published.Seconds()),
 			w.etcd.txns, w.etcd.puts, w.etcd.keysPut, w.revisions, w.writes)
 		p("")
+	}
+
+	if x := r.x; x != nil {
+		p("## X: queries while the zone is transferred")
+		p("")
+		p("gatewaydns with %d records (%d names) under their own prefix (`path /benchx`) and", x.records, x.names)
+		p("`transfer { to * }`. Queries: the full mix at a fixed %d qps (%.0f%% of this server's %.0f qps at", x.rate, 100*x.latFraction, x.qps)
+		p("saturation), `%s`; the percentiles come from", perfString(x.perf))
+		p("every query's latency, a lost one (no answer within the %v timeout) counted as %v. Idle:", x.perf.Timeout, x.perf.Timeout)
+		p("nothing else asks the server. Transferring: a client in the harness runs AXFRs over TCP")
+		p("(miekg/dns `dns.Transfer`) one after the other, from 200 ms before the latency run until it")
+		p("ends; each is checked complete (the SOA first and last, every name). Rounds: %d, alternating", x.rounds)
+		p("which of the two runs first. Pinning: %s.", x.pinning)
+		p("")
+		p("dnsperf sends no more than `-q` questions ahead of the answers: when the server falls behind,")
+		p("it sends fewer than the rate asked for (the sent/s column), and the percentiles understate the wait.")
+		p("")
+		p("| condition | sent/s | lost / sent | mean | p50 | p99 | max | p99 / idle p99 |")
+		p("|---|---:|---:|---:|---:|---:|---:|---:|")
+		secs := float64(x.rounds) * x.perf.Duration.Seconds()
+		p("| idle | %.0f | %d / %d | %s | %s | %s | %s | - |", ratio(float64(x.idleSent), secs), x.idleLost, x.idleSent, ms(x.idle.mean), ms(x.idle.p50), ms(x.idle.p99), ms(x.idle.max))
+		p("| AXFRs back to back | %.0f | %d / %d | %s | %s | %s | %s | %.2f |", ratio(float64(x.busySent), secs), x.busyLost, x.busySent, ms(x.busy.mean), ms(x.busy.p50), ms(x.busy.p99), ms(x.busy.max), ratio(x.busy.p99, x.idle.p99))
+		p("")
+		p("| AXFRs | records each | messages each | median | min | max | records/s (median) |")
+		p("|---:|---:|---:|---:|---:|---:|---:|")
+		p("| %d | %d | %d | %s | %s | %s | %.0f |", len(x.transfers), x.axfrRecords, x.axfrMessages, ms(x.axfrMedian()), ms(x.axfrMin()), ms(x.axfr.max), ratio(float64(x.axfrRecords), x.axfrMedian()))
+		p("")
+		if x.axfrTypes != "" {
+			p("Records of a transfer by type: %s.", x.axfrTypes)
+			p("")
+		}
 	}
 
 	if len(r.notes) > 0 {

@@ -33,6 +33,9 @@ func sampleResults() *results {
 			{what: "external-dns", skipped: "skipped: build failed"},
 		}},
 		w: &wResults{routes: 10000, gateways: 4, published: 8 * time.Second},
+		x: &xResults{records: 100000, names: 92500, rounds: 1, rate: 10000, latFraction: 0.5,
+			idle: latencyStats{n: 10, p50: 0.0003, p99: 0.001}, busy: latencyStats{n: 10, p50: 0.0004, p99: 0.003},
+			transfers: []xfer{{took: 3 * time.Second, records: 200000}}, axfr: latencyStats{n: 1, p50: 3, max: 3}, axfrRecords: 200000},
 	}
 }
 
@@ -42,8 +45,13 @@ func TestTargets(t *testing.T) {
 		r    *results
 		want []string // status per target, in order
 	}{
-		{"full run", sampleResults(), []string{"met", "met", "missed", "met", "met", "met", "missed", "met"}},
-		{"nothing measured", &results{}, []string{"not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured"}},
+		{"full run", sampleResults(), []string{"met", "met", "missed", "met", "met", "met", "missed", "met", "met", "missed"}},
+		{"lost while idle", func() *results {
+			r := sampleResults()
+			r.x.busy.p99, r.x.idleLost, r.x.idleSent = 0.0015, 50, 1000
+			return r
+		}(), []string{"met", "met", "missed", "met", "met", "met", "missed", "met", "met", "not measured (queries lost while idle: the machine was overloaded)"}},
+		{"nothing measured", &results{}, []string{"not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured"}},
 	}
 	for _, tt := range tests {
 		got := targets(tt.r)
@@ -76,9 +84,12 @@ func TestRenderReport(t *testing.T) {
 			"skipped: build failed",
 			"**missed**",
 			"![QPS and p99 latency",
+			"## X: queries while the zone is transferred",
+			"| 3.00 |", // p99 during transfers / idle
+			"| 1 | 200000 |",
 		}, nil},
 		{"only W", &results{date: "d", w: &wResults{routes: 10, published: time.Second}}, []string{"## W: writer from cold", "not measured"},
-			[]string{"## Q:", "## S:", "## P:"}},
+			[]string{"## Q:", "## S:", "## P:", "## X:"}},
 	}
 	for _, tt := range tests {
 		md := renderReport(tt.r, "d.svg")
@@ -102,8 +113,8 @@ func TestRenderChart(t *testing.T) {
 		rects int // bars, legend boxes and the background
 		texts []string
 	}{
-		{"full run", sampleResults(), 1 + (3 + 2) + (3 + 2) + (2 + 1) + (2 + 1), []string{"gatewaydns", "hosts", "100000 records", "27k"}},
-		{"no throughput phase", &results{date: "d"}, 1, []string{"No throughput phase"}},
+		{"full run", sampleResults(), 1 + (3 + 2) + (3 + 2) + (2 + 1) + (2 + 1) + (4 + 2), []string{"gatewaydns", "hosts", "100000 records", "27k", "during AXFRs"}},
+		{"no throughput phase", &results{date: "d"}, 1, []string{"No throughput or transfer phase"}},
 	}
 	for _, tt := range tests {
 		svg := renderChart(tt.r)
@@ -150,7 +161,8 @@ func TestParseFlags(t *testing.T) {
 		{nil, false, []int{1000, 10000, 100000}},
 		{[]string{"-scale", "10000,1000", "-phases", "S"}, false, []int{1000, 10000}},
 		{[]string{"-scale", "1k"}, true, nil},
-		{[]string{"-phases", "Q,X"}, true, nil},
+		{[]string{"-phases", "Q,X"}, false, []int{1000, 10000, 100000}},
+		{[]string{"-phases", "Q,Y"}, true, nil},
 	}
 	for _, tt := range tests {
 		o, err := parseFlags(tt.args)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"time"
 
 	"github.com/gatewaydns/gatewaydns/internal/dnsperf"
@@ -20,6 +21,7 @@ type results struct {
 	s *sResults
 	p *pResults
 	w *wResults
+	x *xResults
 }
 
 // qResults: phase Q, query throughput and latency per backend and mix.
@@ -95,4 +97,48 @@ type wResults struct {
 	etcd             etcdCounters  // what etcd counted meanwhile
 	revisions        int64
 	writes           float64 // the writer's coredns_gatewaydns_writer_writes_total
+}
+
+// xResults: phase X, query latency while the zone is transferred.
+type xResults struct {
+	records, names     int // in etcd; distinct names the transfers must hold
+	rounds             int
+	pinning            string
+	perf               dnsperf.Options // of the latency runs
+	latFraction        float64
+	qps                float64 // at saturation, which the rate is a fraction of
+	rate               int
+	idle, busy         latencyStats // over every round
+	idleLost, idleSent int64
+	busyLost, busySent int64
+	transfers          []xfer       // during the latency runs
+	axfr               latencyStats // their durations
+	axfrRecords        int          // records per transfer (the most; all are checked complete)
+	axfrMessages       int
+	axfrTypes          string // records by type, of the first transfer
+}
+
+// axfrMedian is the median transfer, in seconds (the mean of the middle two for an even
+// count); NaN without any.
+func (x *xResults) axfrMedian() float64 {
+	if len(x.transfers) == 0 {
+		return math.NaN()
+	}
+	var took []float64
+	for _, t := range x.transfers {
+		took = append(took, t.took.Seconds())
+	}
+	return median(took)
+}
+
+// axfrMin is the shortest transfer, in seconds; NaN without any.
+func (x *xResults) axfrMin() float64 {
+	if len(x.transfers) == 0 {
+		return math.NaN()
+	}
+	m := x.transfers[0].took
+	for _, t := range x.transfers[1:] {
+		m = min(m, t.took)
+	}
+	return m.Seconds()
 }

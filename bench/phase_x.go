@@ -1,0 +1,284 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/internal/dnsperf"
+)
+
+// phaseX: zone transfers. gatewaydns with -xrecords records under their own prefix (`path
+// /benchx`) and `transfer { to * }`; the query latency at a fixed rate (the full mix, a
+// fraction of this server's throughput, as in Q) while the server is idle, and while a client
+// runs AXFRs of the zone back to back over TCP. Each transfer is checked: it begins and ends
+// with the SOA and holds every name of the dataset. The rounds interleave the two
+// conditions: idle, then transferring, each round.
+func (h *harness) phaseX() error {
+	n := h.opt.xrecords
+	path := "benchx"
+	d := newDatasetAt(path, n)
+	ctx, cancel := h.ctx()
+	if err := clearPrefix(ctx, h.cli, "/"+path+"/"); err != nil {
+		cancel()
+		return err
+	}
+	start := time.Now()
+	err := loadRecords(ctx, h.cli, d.records, 8)
+	cancel()
+	if err != nil {
+		return err
+	}
+	x := &xResults{records: len(d.records), rounds: h.opt.rounds, latFraction: h.opt.latFraction}
+	h.res.x = x
+	logf("X: %d records in etcd in %v", len(d.records), time.Since(start).Round(time.Millisecond))
+	input := filepath.Join(h.runDir, "queries-x.txt")
+	if err := os.WriteFile(input, []byte(dnsperfInput(d.queries(mixFull, 20000))), 0o644); err != nil {
+		return fmt.Errorf("writing the query file: %w", err)
+	}
+	want := map[string]bool{}
+	for _, names := range [][]string{d.a, d.aaaa, d.cname, d.srv, d.subtree} {
+		for _, name := range names {
+			want[strings.ToLower(dns.Fqdn(name))] = true
+		}
+	}
+	x.names = len(want)
+
+	body := fmt.Sprintf("transfer {\n    to *\n}\ngatewaydns {\n    endpoint %s\n    path /%s\n}", h.etcd.ClientURL, path)
+	srv, ready, err := h.start(serverSpec{name: "gatewaydns-transfer", cpu: h.serverCPU, body: body, pprof: h.opt.profile}, 120*time.Second)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	logf("X: gatewaydns with transfer on %s, ready in %v (log %s)", srv.DNS, ready.Round(time.Millisecond), srv.Log)
+	x.pinning = "none; the AXFR client runs in the harness, unpinned"
+	if h.serverCPU != "" {
+		x.pinning = fmt.Sprintf("CoreDNS and etcd on CPU %s, dnsperf on CPU %s (taskset); the AXFR client runs in the harness, unpinned", h.serverCPU, h.clientCPU)
+	}
+
+	// One transfer before anything is measured: it checks the zone is complete, and warms up.
+	first, err := axfr(srv.DNS, zone, want)
+	if err != nil {
+		return srv.failure(fmt.Errorf("AXFR: %w", err))
+	}
+	logf("X: a first AXFR: %d records (%s) of %d names in %d messages, %v", first.records, countsString(first.types), first.names, first.messages, first.took.Round(time.Millisecond))
+	x.axfrTypes = countsString(first.types)
+
+	perfLog := filepath.Join(h.runDir, "dnsperf-X.log")
+	warm := h.perf()
+	warm.Duration = min(2*time.Second, h.opt.duration)
+	if _, err := runDnsperf(warm, srv.DNS, input, perfLog); err != nil {
+		return srv.failure(err)
+	}
+	tp, err := runDnsperf(h.perf(), srv.DNS, input, perfLog)
+	if err != nil {
+		return srv.failure(err)
+	}
+	x.qps = tp.QPS
+	x.rate = max(int(tp.QPS*h.opt.latFraction), 100)
+	logf("X: %.0f qps at saturation; latency runs at %d qps for %v each", tp.QPS, x.rate, h.opt.duration)
+
+	// The latency runs last -duration (not half of it, as in Q): a transfer of 100k records
+	// takes seconds, and several should overlap each run.
+	lp := h.perf()
+	lp.MaxQPS, lp.Verbose, lp.Duration = x.rate, true, h.opt.duration
+	x.perf = lp
+	var idle, busy []float64
+	runIdle := func(r int) error {
+		res, err := runDnsperf(lp, srv.DNS, input, perfLog)
+		if err != nil {
+			return srv.failure(err)
+		}
+		idle = append(idle, withLost(res, lp.Timeout)...)
+		x.idleLost += res.Lost
+		x.idleSent += res.Sent
+		round := summarize(withLost(res, lp.Timeout))
+		logf("X: round %d, idle:         p50 %s, p99 %s, lost %d/%d", r+1, ms(round.p50), ms(round.p99), res.Lost, res.Sent)
+		return nil
+	}
+	runBusy := func(r int) error {
+		res, ts, err := h.whileTransferring(srv, lp, input, perfLog, want, r == 0)
+		if err != nil {
+			return err
+		}
+		busy = append(busy, withLost(res, lp.Timeout)...)
+		x.busyLost += res.Lost
+		x.busySent += res.Sent
+		x.transfers = append(x.transfers, ts...)
+		round := summarize(withLost(res, lp.Timeout))
+		logf("X: round %d, transferring: p50 %s, p99 %s, lost %d/%d; %d AXFRs", r+1, ms(round.p50), ms(round.p99), res.Lost, res.Sent, len(ts))
+		return nil
+	}
+	for r := range h.opt.rounds {
+		// Idle first in even rounds, transferring first in odd ones.
+		order := []func(int) error{runIdle, runBusy}
+		if r%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, f := range order {
+			if err := f(r); err != nil {
+				return err
+			}
+		}
+	}
+	x.idle, x.busy = summarize(idle), summarize(busy)
+	var took []float64
+	for _, t := range x.transfers {
+		took = append(took, t.took.Seconds())
+		x.axfrRecords = max(x.axfrRecords, t.records)
+		x.axfrMessages = max(x.axfrMessages, t.messages)
+	}
+	x.axfr = summarize(took)
+	logf("X: %d AXFRs: median %s, max %s, %d records each; p99 idle %s, transferring %s (%.2f x)", len(x.transfers),
+		ms(median(took)), ms(x.axfr.max), x.axfrRecords, ms(x.idle.p99), ms(x.busy.p99), ratio(x.busy.p99, x.idle.p99))
+	return nil
+}
+
+// whileTransferring runs AXFRs of the zone back to back, one at a time, from before the latency
+// run lp starts until it has ended (the last one finishes after it). With -profile and
+// profile, a CPU profile of the server is taken over the run.
+func (h *harness) whileTransferring(srv *coreDNS, lp dnsperf.Options, input, perfLog string, want map[string]bool, profile bool) (dnsperf.Result, []xfer, error) {
+	stop := make(chan struct{})
+	var (
+		wg   sync.WaitGroup
+		ts   []xfer
+		terr error
+	)
+	started := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		close(started)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			t, err := axfr(srv.DNS, zone, want)
+			if err != nil {
+				terr = err
+				return
+			}
+			ts = append(ts, t)
+		}
+	}()
+	<-started
+	// Let the first transfer get going: the server is then sending, not setting up.
+	time.Sleep(200 * time.Millisecond)
+	var profiled chan error
+	if h.opt.profile && profile {
+		profiled = make(chan error, 1)
+		go func() {
+			profiled <- h.fetchProfile(srv, fmt.Sprintf("profile?seconds=%d", max(int(lp.Duration.Seconds())-1, 1)),
+				"cpu-"+srv.Name+"-axfr", lp.Duration+30*time.Second)
+		}()
+	}
+	res, err := runDnsperf(lp, srv.DNS, input, perfLog)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		return res, ts, srv.failure(err)
+	}
+	if terr != nil {
+		return res, ts, srv.failure(fmt.Errorf("AXFR: %w", terr))
+	}
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return res, ts, err
+		}
+	}
+	return res, ts, nil
+}
+
+// xfer is one AXFR as the client saw it.
+type xfer struct {
+	took              time.Duration
+	records, messages int
+	names             int // distinct owner names
+	types             map[string]int
+}
+
+// axfr transfers zone from server over TCP with dns.Transfer and checks the transfer is
+// complete: no error, the SOA first and last, and every name of want among the owners.
+func axfr(server, zone string, want map[string]bool) (xfer, error) {
+	t := &dns.Transfer{DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second}
+	m := new(dns.Msg)
+	m.SetAxfr(dns.Fqdn(zone))
+	start := time.Now()
+	ch, err := t.In(m, server)
+	if err != nil {
+		return xfer{}, err
+	}
+	var (
+		x           = xfer{types: map[string]int{}}
+		first, last dns.RR
+		seen        = map[string]bool{}
+		ferr        error
+	)
+	for env := range ch {
+		if env.Error != nil {
+			ferr = env.Error
+			continue // drain
+		}
+		x.messages++
+		for _, rr := range env.RR {
+			if first == nil {
+				first = rr
+			}
+			last = rr
+			x.records++
+			x.types[dns.TypeToString[rr.Header().Rrtype]]++
+			seen[strings.ToLower(rr.Header().Name)] = true
+		}
+	}
+	x.took = time.Since(start)
+	x.names = len(seen)
+	if ferr != nil {
+		return x, fmt.Errorf("after %d records: %w", x.records, ferr)
+	}
+	if _, ok := first.(*dns.SOA); !ok {
+		return x, fmt.Errorf("the transfer does not begin with the SOA: %v", first)
+	}
+	if _, ok := last.(*dns.SOA); !ok || x.records < 2 {
+		return x, fmt.Errorf("the transfer does not end with the SOA (%d records): %v", x.records, last)
+	}
+	missing := 0
+	var example string
+	for name := range want {
+		if !seen[name] {
+			missing++
+			example = name
+		}
+	}
+	if missing > 0 {
+		return x, fmt.Errorf("%d of %d names missing from the transfer (%d records), %s among them", missing, len(want), x.records, example)
+	}
+	return x, nil
+}
+
+// withLost is the latencies of res, in seconds, with each lost question (no answer within
+// dnsperf's timeout) counted as the timeout: a stall must not leave the percentiles.
+func withLost(res dnsperf.Result, timeout time.Duration) []float64 {
+	out := durations(res.Latencies)
+	for range res.Lost {
+		out = append(out, timeout.Seconds())
+	}
+	return out
+}
+
+// countsString is "A 70000, AAAA 10000, ..." in key order.
+func countsString(m map[string]int) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(out, ", ")
+}
