@@ -9,7 +9,8 @@
 // (corefile.d/central-tls.Corefile); and per cluster a CoreDNS running gatewaydns as writer
 // (owner = cluster name, domain filter <cluster>.openmcp.cluster) that forwards the zone to the
 // central server (corefile.d/workload-tls.Corefile). Sample Gateways, routes, Ingresses and a
-// LoadBalancer Service are applied with their status set as their controllers would.
+// LoadBalancer Service are applied with their status set as their controllers would, and a
+// DNSEndpoint.
 //
 // `up` starts a background process (`serve`, a copy of this program in .cache/demo) that owns
 // the landscape: it starts every component, reports progress in .cache/demo/progress.log, and
@@ -41,6 +42,9 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -285,7 +289,7 @@ The landscape keeps running. Query it yourself:
   dig @127.0.0.1 -p %d db.eu1.%s          # us1's CoreDNS
   bin/etcdctl --endpoints %s --cacert %s --cert %s --key %s \
       get --prefix /skydns/cluster/openmcp                     # the records, with their owners
-  kubectl --kubeconfig %s get gateways,httproutes,tlsroutes,ingresses,services -A
+  kubectl --kubeconfig %s get gateways,httproutes,tlsroutes,ingresses,services,dnsendpoints -A
 Change a Gateway's address as its controller would, and ask again (answered within milliseconds):
   go run ./hack/demo set-address eu1 203.0.113.99 && dig @127.0.0.1 -p %d web.eu1.%s +short
 Metrics: %s
@@ -672,6 +676,11 @@ func (s *server) start() error {
 	if err != nil {
 		return componentError("Gateway API CRDs", "", err)
 	}
+	dnsEndpoints, err := testenv.DNSEndpointCRDs()
+	if err != nil {
+		return componentError("the DNSEndpoint CRD", "", err)
+	}
+	crds = append(crds, dnsEndpoints...)
 	info := &landscapeInfo{EtcdURL: etcdURL, CentralPort: centralPort}
 	rcs := map[string]*rest.Config{}
 	for _, c := range clusters {
@@ -991,9 +1000,12 @@ func applySamples(cluster string, rc *rest.Config) ([]nameInfo, []refusedInfo, e
 		if err := createLoadBalancerService(ctx, kube, "mqtt", "mqtt."+domain, "203.0.113.13"); err != nil {
 			return nil, nil, err
 		}
+		if err := createDNSEndpoint(ctx, rc, "vpn."+domain, "203.0.113.14"); err != nil {
+			return nil, nil, err
+		}
 		return []nameInfo{
 			{"web." + domain, "203.0.113.10"}, {"db." + domain, "203.0.113.11"}, {"legacy." + domain, "203.0.113.12"},
-			{"mqtt." + domain, "203.0.113.13"},
+			{"mqtt." + domain, "203.0.113.13"}, {"vpn." + domain, "203.0.113.14"},
 		}, nil, nil
 	default:
 		// Its listener takes any hostname: only gatewaydns's domain filter keeps this cluster
@@ -1097,6 +1109,28 @@ func createTLSRoute(ctx context.Context, gw gwclient.Interface, name, gateway, h
 	r.Status.Parents = accepted(ref, r.Generation)
 	if _, err := gw.GatewayV1().TLSRoutes("shop").UpdateStatus(ctx, r, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("TLSRoute shop/%s status: %w", name, err)
+	}
+	return nil
+}
+
+// createDNSEndpoint creates external-dns's DNSEndpoint for a name that no other object
+// describes: an A record, and a TXT record beside it.
+func createDNSEndpoint(ctx context.Context, rc *rest.Config, host, ip string) error {
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "externaldns.k8s.io/v1alpha1", "kind": "DNSEndpoint",
+		"metadata": map[string]any{"namespace": "shop", "name": "vpn"},
+		"spec": map[string]any{"endpoints": []any{
+			map[string]any{"dnsName": host, "recordType": "A", "targets": []any{ip}},
+			map[string]any{"dnsName": host, "recordType": "TXT", "targets": []any{"owner=network-team"}},
+		}},
+	}}
+	gvr := schema.GroupVersionResource{Group: "externaldns.k8s.io", Version: "v1alpha1", Resource: "dnsendpoints"}
+	if _, err := dyn.Resource(gvr).Namespace("shop").Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("DNSEndpoint shop/vpn: %w", err)
 	}
 	return nil
 }

@@ -13,16 +13,22 @@ import (
 // CRD (v0.21.0), kept as test data.
 const DNSEndpointCRDDir = "internal/testenv/testdata/externaldns"
 
+// DNSEndpointCRDs returns external-dns's DNSEndpoint CRD, for an API server started elsewhere
+// (make demo).
+func DNSEndpointCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	return readCRDDir(filepath.Join(root, DNSEndpointCRDDir))
+}
+
 // InstallDNSEndpointCRD installs external-dns's DNSEndpoint CRD
 // (externaldns.k8s.io/v1alpha1 dnsendpoints, with its status subresource) and waits until the
 // API server serves it.
 func (k *Kube) InstallDNSEndpointCRD(t testing.TB) {
 	t.Helper()
-	root, err := RepoRoot()
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	crds, err := readCRDDir(filepath.Join(root, DNSEndpointCRDDir))
+	crds, err := DNSEndpointCRDs()
 	if err != nil {
 		t.Fatalf("testenv: reading the DNSEndpoint CRD: %v", err)
 	}
