@@ -21,7 +21,7 @@ func TestTransformListenerSet(t *testing.T) {
 	gw.Status.Addresses = ipAddresses("192.0.2.1")
 	ls := &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "ls",
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}, Labels: map[string]string{"x": "y"},
-		Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"}}}
+		Annotations: map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}", source.AnnotationPrefix + source.TargetAnnotation: "198.51.100.9"}}}
 	ls.Spec.ParentRef = gatewayv1.ParentGatewayReference{Name: "gw", Namespace: ptr(gatewayv1.Namespace("infra"))}
 	ls.Spec.Listeners = []gatewayv1.ListenerEntry{{
 		Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443, Hostname: ptr(gatewayv1.Hostname("*.example.com")),
