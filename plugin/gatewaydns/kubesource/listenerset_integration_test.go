@@ -175,3 +175,34 @@ func TestIntegrationListenerSetCRDLater(t *testing.T) {
 		t.Errorf("ListenerSet served history %v, want [false true]", h)
 	}
 }
+
+// TestIntegrationListenerSetSelector: a Gateway admits ListenerSets by a namespace selector;
+// relabelling the ListenerSet's namespace, which holds no route, withdraws and restores the
+// names of the routes (in another namespace) attached through it.
+func TestIntegrationListenerSetSelector(t *testing.T) {
+	c := startCluster(t)
+	c.namespace("infra", nil)
+	c.namespace("tenant", map[string]string{"listeners": "yes"})
+	c.namespace("apps", nil)
+	c.gatewayClass()
+	gw := newGateway("infra", "gw", listener("http", gatewayv1.HTTPProtocolType, 80, "", gatewayv1.NamespacesFromSame, nil))
+	gw.Spec.AllowedListeners = &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{
+		From: ptr(gatewayv1.NamespacesFromSelector), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"listeners": "yes"}}}}
+	c.gateway(gw, "192.0.2.1")
+	ls := &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "ls"}}
+	ls.Spec.ParentRef = gatewayv1.ParentGatewayReference{Name: "gw", Namespace: ptr(gatewayv1.Namespace("infra"))}
+	entry := gatewayv1.ListenerEntry(listener("web", gatewayv1.HTTPProtocolType, 80, "*.tenant.example.com", gatewayv1.NamespacesFromAll, nil))
+	ls.Spec.Listeners = []gatewayv1.ListenerEntry{entry}
+	_, err := c.gw.GatewayV1().ListenerSets("tenant").Create(c.ctx, ls, metav1.CreateOptions{})
+	c.must(err)
+	c.listenerSetAccepted("tenant", "ls", metav1.ConditionTrue)
+	c.httpRoute("apps", "web", []string{"web.tenant.example.com"}, nil, listenerSetRef("tenant", "ls", "web"))
+
+	w := c.watch(source.Config{}, newRecordingObserver())
+	waitSynced(t, w)
+	eventually(t, waitFor, "web through the ListenerSet of a selected namespace", endpointIs(w, "web.tenant.example.com", "192.0.2.1"))
+	c.setNamespaceLabels("tenant", nil)
+	eventually(t, waitFor, "web gone when the ListenerSet's namespace leaves the selector", endpointIs(w, "web.tenant.example.com"))
+	c.setNamespaceLabels("tenant", map[string]string{"listeners": "yes"})
+	eventually(t, waitFor, "web back", endpointIs(w, "web.tenant.example.com", "192.0.2.1"))
+}
