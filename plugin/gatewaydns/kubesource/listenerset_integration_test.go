@@ -206,3 +206,43 @@ func TestIntegrationListenerSetSelector(t *testing.T) {
 	c.setNamespaceLabels("tenant", map[string]string{"listeners": "yes"})
 	eventually(t, waitFor, "web back", endpointIs(w, "web.tenant.example.com", "192.0.2.1"))
 }
+
+// TestIntegrationListenerSetNamespacedRBAC: with the namespaces and gateway-namespace options
+// and only the namespaced Roles that deploy/ ships, ListenerSets are read in those namespaces:
+// a route attached through a ListenerSet of the gateway-namespace publishes; one attached
+// through a ListenerSet of another namespace is reported ParentNotFound (it is not read).
+func TestIntegrationListenerSetNamespacedRBAC(t *testing.T) {
+	c := startCluster(t)
+	for _, ns := range []string{"infra", "team-a", "team-b"} {
+		c.namespace(ns, nil)
+	}
+	c.gatewayClass()
+	gw := newGateway("infra", "gw", listener("http", gatewayv1.HTTPProtocolType, 80, "", gatewayv1.NamespacesFromSame, nil))
+	gw.Spec.AllowedListeners = &gatewayv1.AllowedListeners{Namespaces: &gatewayv1.ListenerNamespaces{From: ptr(gatewayv1.NamespacesFromAll)}}
+	c.gateway(gw, "192.0.2.1")
+	for _, ns := range []string{"infra", "team-b"} {
+		ls := &gatewayv1.ListenerSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ls"}}
+		ls.Spec.ParentRef = gatewayv1.ParentGatewayReference{Name: "gw", Namespace: ptr(gatewayv1.Namespace("infra"))}
+		ls.Spec.Listeners = []gatewayv1.ListenerEntry{gatewayv1.ListenerEntry(listener("web", gatewayv1.HTTPProtocolType, 80, "*.example.com", gatewayv1.NamespacesFromAll, nil))}
+		_, err := c.gw.GatewayV1().ListenerSets(ns).Create(c.ctx, ls, metav1.CreateOptions{})
+		c.must(err)
+		c.listenerSetAccepted(ns, "ls", metav1.ConditionTrue)
+	}
+	c.httpRoute("team-a", "web", []string{"web.example.com"}, nil, listenerSetRef("infra", "ls", ""))
+	c.httpRoute("team-a", "far", []string{"far.example.com"}, nil, listenerSetRef("team-b", "ls", ""))
+
+	c.applyRBAC(shippedNamespacedRBAC)
+	sa := c.env.UserConfig(t, "system:serviceaccount:kube-system:coredns", "system:serviceaccounts", "system:serviceaccounts:kube-system")
+	cfg := source.Config{Namespaces: []string{"team-a"}, GatewayNamespace: "infra"}
+	w := c.watchAs(sa, cfg, nil, source.KindHTTPRoute)
+	waitSynced(t, w)
+	if ok, state := endpointIs(w, "web.example.com", "192.0.2.1")(); !ok {
+		t.Fatalf("at sync: %s", state)
+	}
+	if ok, state := endpointIs(w, "far.example.com")(); !ok {
+		t.Errorf("published through a ListenerSet outside the namespaces read: %s", state)
+	}
+	eventually(t, waitFor, "the ParentNotFound Event on HTTPRoute far", func() (bool, string) {
+		return len(warningEvents(t, c.kube, "team-a", source.KindHTTPRoute, "far", string(source.CauseParentNotFound))) == 1, "ParentNotFound Events"
+	})
+}
