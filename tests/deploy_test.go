@@ -474,7 +474,7 @@ func can(t *testing.T, cs kubernetes.Interface, a access) bool {
 
 const gatewayGroup = "gateway.networking.k8s.io"
 
-var gatewayResources = []string{"gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "udproutes"}
+var gatewayResources = []string{"gateways", "listenersets", "httproutes", "grpcroutes", "tlsroutes", "tcproutes", "udproutes"}
 
 // kubernetesPluginReads is what CoreDNS's kubernetes plugin lists and watches ("pods insecure").
 var kubernetesPluginReads = []access{

@@ -64,6 +64,7 @@ var gatewayKinds = []gatewayKind{
 		informer: func(c gwclient.Interface, _, ns string, resync time.Duration) cache.SharedIndexInformer {
 			return gwinformersv1.NewGatewayInformer(c, ns, resync, cache.Indexers{})
 		}},
+	listenerSetKind,
 	{kind: source.KindHTTPRoute, resource: "httproutes", versions: []string{"v1"}, route: true,
 		informer: func(c gwclient.Interface, _, ns string, resync time.Duration) cache.SharedIndexInformer {
 			return gwinformersv1.NewHTTPRouteInformer(c, ns, resync, routeIndexers())
@@ -99,6 +100,7 @@ func routeIndexers() cache.Indexers {
 	return cache.Indexers{
 		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
 		gatewayIndex:         source.ParentGatewayKeys,
+		listenerSetIndex:     source.ParentListenerSetKeys,
 	}
 }
 
@@ -153,7 +155,8 @@ func newNamespaceInformer(c kubernetes.Interface, resync time.Duration) newInfor
 // namespacesOf returns the namespaces whose objects of kind are read, one informer each; none
 // means one informer for all. With the namespaces option set, routes, Ingresses, Services and
 // EndpointSlices are read in those namespaces only, and of the Namespaces only those; Gateways
-// in the gateway-namespace when it is set (routes may attach to Gateways elsewhere).
+// in the gateway-namespace when it is set (routes may attach to Gateways elsewhere);
+// ListenerSets as listenerSetNamespaces says.
 func (w *Watcher) namespacesOf(kind string) []string {
 	switch kind {
 	case KindNode:
@@ -163,6 +166,8 @@ func (w *Watcher) namespacesOf(kind string) []string {
 			return []string{w.cfg.GatewayNamespace}
 		}
 		return nil
+	case source.KindListenerSet:
+		return w.listenerSetNamespaces()
 	}
 	return w.cfg.Namespaces
 }

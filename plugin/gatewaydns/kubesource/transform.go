@@ -92,6 +92,8 @@ func (s *slimmer) Transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *gatewayv1.Gateway:
 		return s.gateway(o), nil
+	case *gatewayv1.ListenerSet:
+		return s.listenerSet(o), nil
 	case *gatewayv1.HTTPRoute:
 		return &gatewayv1.HTTPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
 			Spec:   gatewayv1.HTTPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec), Hostnames: o.Spec.Hostnames},
@@ -160,6 +162,7 @@ func (s *slimmer) gateway(o *gatewayv1.Gateway) *gatewayv1.Gateway {
 			}
 		}
 	}
+	out.Spec.AllowedListeners = o.Spec.AllowedListeners // which ListenerSets may attach
 	out.Status.Addresses = o.Status.Addresses
 	// Programmed alone, type and status: its transitions withdraw and restore the Gateway's
 	// names; any other condition change must not wake the sources.

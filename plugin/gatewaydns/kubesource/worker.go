@@ -123,6 +123,10 @@ func (w *Watcher) process(ref dnsrecord.ObjectRef) {
 			objs := ki.byIndex(cache.NamespaceIndex, ref.Name)
 			w.enqueueRoutes(objs)
 		}
+		// and the Gateways' allowedListeners selectors for the ListenerSets in it.
+		w.enqueueRoutesThroughListenerSets(cache.NamespaceIndex, ref.Name)
+	case source.KindListenerSet:
+		w.enqueueListenerSetRoutes(ref.Namespace, ref.Name)
 	case source.KindGateway:
 		obj, _, ok := w.get(ref)
 		var rejected []source.Rejection
@@ -135,6 +139,7 @@ func (w *Watcher) process(ref dnsrecord.ObjectRef) {
 			objs := ki.byIndex(gatewayIndex, source.GatewayKey(ref.Namespace, ref.Name))
 			w.enqueueRoutes(objs)
 		}
+		w.enqueueRoutesThroughListenerSets(gatewayIndex, source.GatewayKey(ref.Namespace, ref.Name))
 	case source.KindDNSEndpoint:
 		w.processDNSEndpoint(ref)
 	case source.KindService:
@@ -158,7 +163,7 @@ func (w *Watcher) process(ref dnsrecord.ObjectRef) {
 			w.forget(ref)
 			return
 		}
-		claims, rejected := w.cfg.RouteClaims(r, w.gateway, w.namespaceLabels)
+		claims, rejected := w.cfg.RouteClaimsWithListenerSets(r, w.gateway, w.listenerSet, w.namespaceLabels)
 		w.apply(ref, claims)
 		uid := ""
 		if m, err := meta.Accessor(obj); err == nil {

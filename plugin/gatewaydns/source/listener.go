@@ -22,9 +22,10 @@ var routeProtocols = map[string][]gatewayv1.ProtocolType{
 	KindUDPRoute:  {gatewayv1.UDPProtocolType},
 }
 
-// listenerAccepts reports whether listener l of Gateway gw accepts route r through the parent
-// p; when it does not, reason says why.
-func listenerAccepts(l *gatewayv1.Listener, gw *gatewayv1.Gateway, r *Route, p parent, nsLabels NamespaceLabels) (ok bool, reason string) {
+// listenerAccepts reports whether listener l, defined in namespace ownerNamespace (by its
+// Gateway or ListenerSet), accepts route r through the parent p; when it does not, reason
+// says why.
+func listenerAccepts(l *gatewayv1.Listener, ownerNamespace string, r *Route, p parent, nsLabels NamespaceLabels) (ok bool, reason string) {
 	if p.section != "" && p.section != string(l.Name) {
 		return false, "sectionName " + p.section + " names another listener"
 	}
@@ -34,7 +35,7 @@ func listenerAccepts(l *gatewayv1.Listener, gw *gatewayv1.Gateway, r *Route, p p
 	if !slices.Contains(routeProtocols[r.Kind], l.Protocol) {
 		return false, fmt.Sprintf("protocol %s does not accept %s", l.Protocol, r.Kind)
 	}
-	if ok, reason := namespaceAllowed(l.AllowedRoutes, gw.Namespace, r.Namespace, nsLabels); !ok {
+	if ok, reason := namespaceAllowed(l.AllowedRoutes, ownerNamespace, r.Namespace, nsLabels); !ok {
 		return false, reason
 	}
 	if l.AllowedRoutes != nil && len(l.AllowedRoutes.Kinds) > 0 {
@@ -70,7 +71,7 @@ func namespaceAllowed(ar *gatewayv1.AllowedRoutes, gwNamespace, routeNamespace s
 		if gwNamespace == routeNamespace {
 			return true, ""
 		}
-		return false, "allowedRoutes admits only routes from the Gateway's namespace " + gwNamespace
+		return false, "allowedRoutes admits only routes from the listener's own namespace " + gwNamespace
 	case gatewayv1.NamespacesFromSelector:
 		if selector == nil {
 			return false, "allowedRoutes.namespaces.from is Selector but no selector is set"

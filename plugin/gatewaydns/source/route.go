@@ -123,8 +123,10 @@ func normalizeParent(pr gatewayv1.ParentReference, routeNamespace string) parent
 // gatewayParent normalizes pr and reports whether it names a Gateway.
 func gatewayParent(pr gatewayv1.ParentReference, routeNamespace string) (parent, bool) {
 	p := normalizeParent(pr, routeNamespace)
-	return p, p.group == gatewayv1.GroupName && p.kind == KindGateway
+	return p, isGatewayParent(p)
 }
+
+func isGatewayParent(p parent) bool { return p.group == gatewayv1.GroupName && p.kind == KindGateway }
 
 // parentAccepted reports whether the route's status holds an entry for the parent p (the same
 // reference, defaults filled in) with condition Accepted=True.

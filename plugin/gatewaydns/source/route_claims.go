@@ -24,6 +24,13 @@ import (
 // Rejections are reported on the route; problems of the Gateway itself are not repeated here
 // (see GatewayRejections).
 func (c *Config) RouteClaims(r Route, gateways GatewayLookup, nsLabels NamespaceLabels) ([]Claim, []Rejection) {
+	return c.RouteClaimsWithListenerSets(r, gateways, nil, nsLabels)
+}
+
+// RouteClaimsWithListenerSets is RouteClaims for routes that may also attach through
+// ListenerSets (parentRefs of kind ListenerSet, see attachListenerSet); listenerSets nil
+// knows none, so that such a parent is reported as not found.
+func (c *Config) RouteClaimsWithListenerSets(r Route, gateways GatewayLookup, listenerSets ListenerSetLookup, nsLabels NamespaceLabels) ([]Claim, []Rejection) {
 	if !c.selects(r.Namespace, r.Labels, r.Annotations) {
 		return nil, nil
 	}
@@ -41,11 +48,18 @@ func (c *Config) RouteClaims(r Route, gateways GatewayLookup, nsLabels Namespace
 	matched := map[string]bool{}                  // candidate -> intersects an accepting listener
 	accepting := false
 	for _, pr := range r.ParentRefs {
-		p, isGateway := gatewayParent(pr, r.Namespace)
-		if !isGateway {
+		p := normalizeParent(pr, r.Namespace)
+		var gw *gatewayv1.Gateway
+		var listeners []*gatewayv1.Listener
+		ok := false
+		switch {
+		case isGatewayParent(p):
+			gw, listeners, ok = c.attach(&r, p, gateways, nsLabels, rs)
+		case isListenerSetParent(p):
+			gw, listeners, p, ok = c.attachListenerSet(&r, p, gateways, listenerSets, nsLabels, rs)
+		default:
 			continue // a mesh (Service) or other parent: not a DNS matter
 		}
-		gw, listeners, ok := c.attach(&r, p, gateways, nsLabels, rs)
 		if !ok {
 			continue
 		}
@@ -90,7 +104,7 @@ func (c *Config) attach(r *Route, p parent, gateways GatewayLookup, nsLabels Nam
 	var why []string
 	for i := range gw.Spec.Listeners {
 		l := &gw.Spec.Listeners[i]
-		if accepts, reason := listenerAccepts(l, gw, r, p, nsLabels); accepts {
+		if accepts, reason := listenerAccepts(l, gw.Namespace, r, p, nsLabels); accepts {
 			listeners = append(listeners, l)
 		} else {
 			why = append(why, "listener "+string(l.Name)+": "+reason)
