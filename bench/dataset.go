@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
@@ -168,4 +169,20 @@ func dnsperfInput(qs []query) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// loadDataset writes a dataset of n records under /path into the bench etcd, after clearing
+// what an earlier run left there, and returns it with the time the writes took.
+func (h *harness) loadDataset(path string, n int) (*dataset, time.Duration, error) {
+	d := newDatasetAt(path, n)
+	ctx, cancel := h.ctx()
+	defer cancel()
+	if err := clearPrefix(ctx, h.cli, "/"+path+"/"); err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	if err := loadRecords(ctx, h.cli, d.records, 8); err != nil {
+		return nil, 0, err
+	}
+	return d, time.Since(start), nil
 }

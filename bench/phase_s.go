@@ -49,19 +49,11 @@ func (h *harness) phaseS() error {
 	var servers []*scaled
 	for _, n := range h.opt.scale {
 		path := fmt.Sprintf("bench%d", n)
-		d := newDatasetAt(path, n)
-		ctx, cancel := h.ctx()
-		if err := clearPrefix(ctx, h.cli, "/"+path+"/"); err != nil {
-			cancel()
-			return err
-		}
-		start := time.Now()
-		err := loadRecords(ctx, h.cli, d.records, 8)
-		cancel()
+		d, took, err := h.loadDataset(path, n)
 		if err != nil {
 			return err
 		}
-		row := sRow{records: len(d.records), load: time.Since(start)}
+		row := sRow{records: len(d.records), load: took}
 		input := filepath.Join(h.runDir, fmt.Sprintf("queries-%d.txt", n))
 		if err := os.WriteFile(input, []byte(dnsperfInput(d.queries(mixFull, 20000))), 0o644); err != nil {
 			return fmt.Errorf("writing the query file: %w", err)

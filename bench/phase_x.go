@@ -24,21 +24,13 @@ import (
 func (h *harness) phaseX() error {
 	n := h.opt.xrecords
 	path := "benchx"
-	d := newDatasetAt(path, n)
-	ctx, cancel := h.ctx()
-	if err := clearPrefix(ctx, h.cli, "/"+path+"/"); err != nil {
-		cancel()
-		return err
-	}
-	start := time.Now()
-	err := loadRecords(ctx, h.cli, d.records, 8)
-	cancel()
+	d, loaded, err := h.loadDataset(path, n)
 	if err != nil {
 		return err
 	}
 	x := &xResults{records: len(d.records), rounds: h.opt.rounds, latFraction: h.opt.latFraction}
 	h.res.x = x
-	logf("X: %d records in etcd in %v", len(d.records), time.Since(start).Round(time.Millisecond))
+	logf("X: %d records in etcd in %v", len(d.records), loaded.Round(time.Millisecond))
 	input := filepath.Join(h.runDir, "queries-x.txt")
 	if err := os.WriteFile(input, []byte(dnsperfInput(d.queries(mixFull, 20000))), 0o644); err != nil {
 		return fmt.Errorf("writing the query file: %w", err)

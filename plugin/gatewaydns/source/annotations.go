@@ -88,3 +88,23 @@ func ttlFor(annots map[string]string, def uint32, rs *rejections) uint32 {
 	}
 	return ttl
 }
+
+// annotatedTargets returns the usable targets of the target annotation, which overrides the
+// addresses of a Gateway, Ingress or Service; overridden is false when the annotation is absent
+// or empty. Unusable entries are reported and left out.
+func annotatedTargets(annots map[string]string, rs *rejections) (map[string]struct{}, bool) {
+	v, key, ok := annotation(annots, TargetAnnotation)
+	if !ok || len(splitList(v)) == 0 {
+		return nil, false
+	}
+	set := map[string]struct{}{}
+	for _, t := range splitList(v) {
+		n, _, err := normalizeTarget(t)
+		if err != nil {
+			rs.add("", CauseInvalidTarget, fmt.Sprintf("annotation %s: %v", key, err))
+			continue
+		}
+		set[n] = struct{}{}
+	}
+	return set, true
+}

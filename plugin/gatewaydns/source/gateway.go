@@ -58,16 +58,8 @@ func GatewayProgrammed(gw *gatewayv1.Gateway) bool {
 func GatewayTargets(gw *gatewayv1.Gateway) ([]string, []Rejection) {
 	rs := newRejections(GatewayRef(gw))
 	set := map[string]struct{}{}
-	if v, key, ok := annotation(gw.Annotations, TargetAnnotation); ok && len(splitList(v)) > 0 {
-		for _, t := range splitList(v) {
-			n, _, err := normalizeTarget(t)
-			if err != nil {
-				rs.add("", CauseInvalidTarget, fmt.Sprintf("annotation %s: %v", key, err))
-				continue
-			}
-			set[n] = struct{}{}
-		}
-		return sortedSet(set), rs.sorted()
+	if override, ok := annotatedTargets(gw.Annotations, rs); ok {
+		return sortedSet(override), rs.sorted()
 	}
 	for _, a := range gw.Status.Addresses {
 		typ := gatewayv1.IPAddressType

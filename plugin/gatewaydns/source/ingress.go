@@ -81,6 +81,9 @@ func (c *Config) IngressClaims(ing *networkingv1.Ingress) ([]Claim, []Rejection)
 // ingressTargets returns the target annotation's targets when it is set and not empty, else
 // every status.loadBalancer.ingress[] ip and hostname.
 func ingressTargets(ing *networkingv1.Ingress, rs *rejections) map[string]struct{} {
+	if override, ok := annotatedTargets(ing.Annotations, rs); ok {
+		return override
+	}
 	set := map[string]struct{}{}
 	add := func(what, t string) {
 		n, _, err := normalizeTarget(t)
@@ -89,12 +92,6 @@ func ingressTargets(ing *networkingv1.Ingress, rs *rejections) map[string]struct
 			return
 		}
 		set[n] = struct{}{}
-	}
-	if v, key, ok := annotation(ing.Annotations, TargetAnnotation); ok && len(splitList(v)) > 0 {
-		for _, t := range splitList(v) {
-			add("annotation "+key, t)
-		}
-		return set
 	}
 	for _, lb := range ing.Status.LoadBalancer.Ingress {
 		if lb.IP != "" {

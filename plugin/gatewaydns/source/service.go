@@ -188,25 +188,6 @@ func annotatedHostnames(annots map[string]string, name string, rs *rejections) [
 	return validHostnames(splitList(v), rs)
 }
 
-// annotatedTargets returns the target annotation's usable targets; overridden is false when the
-// annotation is absent or empty.
-func annotatedTargets(annots map[string]string, rs *rejections) (map[string]struct{}, bool) {
-	v, key, ok := annotation(annots, TargetAnnotation)
-	if !ok || len(splitList(v)) == 0 {
-		return nil, false
-	}
-	set := map[string]struct{}{}
-	for _, t := range splitList(v) {
-		n, _, err := normalizeTarget(t)
-		if err != nil {
-			rs.add("", CauseInvalidTarget, fmt.Sprintf("annotation %s: %v", key, err))
-			continue
-		}
-		set[n] = struct{}{}
-	}
-	return set, true
-}
-
 // serviceTargets returns the targets of a non-headless Service's names.
 func (c *Config) serviceTargets(svc *corev1.Service, internal bool, sc ServiceContext, rs *rejections) map[string]struct{} {
 	set := map[string]struct{}{}
