@@ -53,10 +53,6 @@ func (ix *Index) Zone(origin string) (z *Zone, ok bool) {
 		z.names = n.zoneNames(origin, z.names)
 	}
 	ix.mu.RUnlock()
-	z.byName = make(map[string]int, len(z.names))
-	for i, zn := range z.names {
-		z.byName[zn.name] = i
-	}
 	return z, true
 }
 
@@ -90,6 +86,36 @@ func (z *Zone) Names(yield func(string) bool) {
 // Len is how many names the zone holds, empty non-terminals included.
 func (z *Zone) Len() int { return len(z.names) }
 
+// Name is the zone's i-th name, in the order of Names.
+func (z *Zone) Name(i int) string { return z.names[i].name }
+
+// Plain tells whether the i-th name's records are addresses and nothing else a question
+// could tell apart: no lease, no text, no mail, no host name (so no CNAME, and the CNAME rule
+// has nothing to rule on). Then services is what Services gives the name for every question,
+// and v4 and v6 what A and AAAA questions are answered with, worked out as for Index.Addresses;
+// a transfer builds the name's records from them rather than through the plugin lookups. An
+// empty non-terminal is plain, with no records. ok is false for every other name.
+func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) {
+	entries := z.names[i].entries
+	if len(entries) == 0 {
+		return nil, nil, nil, true
+	}
+	for _, e := range entries {
+		if e.lease != 0 || e.svc.Host == "" || e.svc.Mail {
+			return nil, nil, nil, false
+		}
+	}
+	s := newAnswerSet(entries)
+	if s.rare != nil || s.hostless {
+		return nil, nil, nil, false
+	}
+	a := newAddresses(s)
+	if !a.plain || a.text {
+		return nil, nil, nil, false
+	}
+	return msg.Group(s.services), a.v4, a.v6, true
+}
+
 // errNoUpstream: a transfer holds the zone's own data; it never resolves names elsewhere.
 var errNoUpstream = errors.New("zone transfers do not look outside the zone")
 
@@ -109,6 +135,12 @@ func (z *Zone) Records(_ context.Context, state request.Request, exact bool) ([]
 		// plugin.NS asks for dnsutil.Join("ns.dns.", zone), which has one; the index's
 		// msg.Path reads it as one dot, and so does the zone.
 		name = strings.ReplaceAll(name, "..", ".")
+	}
+	if z.byName == nil {
+		z.byName = make(map[string]int, len(z.names))
+		for i, zn := range z.names {
+			z.byName[zn.name] = i
+		}
 	}
 	i, ok := z.byName[name]
 	if !ok {
