@@ -16,17 +16,17 @@ import (
 )
 
 // Transfer implements transfer.Transferer, so that the stock transfer plugin serves AXFR and
-// IXFR of the stanza's zones from the index: a copy of the zone's names taken in one short
-// read lock (index.Zone), turned into records while the transfer is sent, paced so that
-// queries go first (xfrWork). An IXFR is answered
-// with the SOA alone when the secondary is current, and with the whole zone otherwise, as
-// RFC 1995 allows: the index keeps no history.
+// IXFR of the stanza's zones from the index: a copy of the zone's names at one revision
+// (index.Index.Zone), turned into records while the transfer is sent, paced so that queries
+// go first (xfrWork). An IXFR is answered with the SOA alone when the secondary is current,
+// and with the whole zone otherwise, as RFC 1995 allows: the index keeps no history.
 func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	b := g.current()
 	if b == nil || !slices.Contains(g.Zones, zone) {
 		return nil, transfer.ErrNotAuthoritative
 	}
-	z, ok := b.Zone(zone)
+	pace := &pacer{worked: time.Now()}
+	z, ok := b.Zone(zone, pace.pause)
 	if !ok {
 		return nil, errNotLoaded
 	}
@@ -52,7 +52,6 @@ func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, erro
 		ch <- soa
 		x := newZoneWriter(z, dns.IsSubDomain("arpa.", zone), opt)
 		batch := make([]dns.RR, 0, xfrBatch)
-		worked := time.Now()
 		for i := range z.Len() {
 			batch = x.appendName(batch, i)
 			if len(batch) < xfrBatch {
@@ -60,10 +59,7 @@ func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, erro
 			}
 			ch <- batch
 			batch = make([]dns.RR, 0, xfrBatch)
-			if time.Since(worked) >= xfrWork {
-				time.Sleep(xfrPause)
-				worked = time.Now()
-			}
+			pace.pause()
 		}
 		if len(batch) > 0 {
 			ch <- batch
@@ -76,7 +72,8 @@ func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, erro
 // Pacing of a transfer, so that queries go first. The server may run on one CPU
 // (GOMAXPROCS=1): while a goroutine is runnable, the scheduler looks for network input only
 // every 10 ms or so (sysmon), and queries wait behind the transfer. So a transfer hands its
-// records over in batches of xfrBatch, and after each xfrWork of making them it sleeps
+// records over in batches of xfrBatch (and copies the zone in chunks), and after each xfrWork
+// of it it sleeps
 // xfrPause: with nothing runnable the scheduler polls the network, and the queries that came in
 // meanwhile are answered before the transfer goes on. A server with nothing else to do loses
 // up to a millisecond per pause (the poll's resolution): a transfer of 100k names takes a
@@ -86,6 +83,17 @@ const (
 	xfrWork  = time.Millisecond
 	xfrPause = 20 * time.Microsecond
 )
+
+// pacer sleeps xfrPause once xfrWork has passed since it last did: called between the chunks
+// of the zone's copy (index.Index.Zone) and between the batches of records.
+type pacer struct{ worked time.Time }
+
+func (p *pacer) pause() {
+	if time.Since(p.worked) >= xfrWork {
+		time.Sleep(xfrPause)
+		p.worked = time.Now()
+	}
+}
 
 // zoneWriter makes the records of the names of a zone being transferred.
 type zoneWriter struct {

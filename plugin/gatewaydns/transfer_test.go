@@ -277,7 +277,7 @@ func TestPlainNamesTransferAsTheLookupsMakeThem(t *testing.T) {
 	kvs = append(kvs, at(60, "/skydns/test/zone/mixed/sub/1", `{"host":"10.3.1.1"}`))
 	for _, stanza := range []string{"gatewaydns zone.test", "gatewaydns zone.test {\n exact-names\n}"} {
 		g := loadedStanza(t, stanza, kvs)
-		z, ok := g.current().Zone("zone.test.")
+		z, ok := g.current().Zone("zone.test.", nil)
 		if !ok {
 			t.Fatal("not loaded")
 		}
