@@ -274,7 +274,11 @@ func TestPlainNamesTransferAsTheLookupsMakeThem(t *testing.T) {
 		kvs = append(kvs, at(int64(20+i), fmt.Sprintf("/skydns/test/zone/mixed/%d", i), v))
 		kvs = append(kvs, at(int64(40+i), fmt.Sprintf("/skydns/test/zone/own%d", i), v))
 	}
-	kvs = append(kvs, at(60, "/skydns/test/zone/mixed/sub/1", `{"host":"10.3.1.1"}`))
+	kvs = append(kvs, at(60, "/skydns/test/zone/mixed/sub/1", `{"host":"10.3.1.1"}`),
+		at(61, "/skydns/test/zone/grp/1", `{"host":"10.3.2.1","group":"a"}`),
+		at(62, "/skydns/test/zone/grp/2", `{"host":"app.zone.test","group":"b"}`),
+		at(63, "/skydns/test/zone/grp2/1", `{"host":"10.3.2.2","group":"a"}`),
+		at(64, "/skydns/test/zone/grp2/2", `{"host":"10.3.2.3","group":"b"}`))
 	for _, stanza := range []string{"gatewaydns zone.test", "gatewaydns zone.test {\n exact-names\n}"} {
 		g := loadedStanza(t, stanza, kvs)
 		z, ok := g.current().Zone("zone.test.", nil)

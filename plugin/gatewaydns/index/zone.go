@@ -29,6 +29,7 @@ type Zone struct {
 
 	last    int // the name whose set is cached: a transfer asks for each name a few times in a row
 	lastSet *answerSet
+	plain   answerSet // Plain's set, reused from name to name
 }
 
 type zoneName struct {
@@ -144,20 +145,33 @@ func (z *Zone) Name(i int) string { return z.names[i].name }
 // has nothing to rule on). Then services is what Services gives the name for every question,
 // and v4 and v6 what A and AAAA questions are answered with, worked out as for Index.Addresses;
 // a transfer builds the name's records from them rather than through the plugin lookups. An
-// empty non-terminal is plain, with no records. ok is false for every other name.
+// empty non-terminal is plain, with no records. ok is false for every other name. services
+// is only good until the next call.
 func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) {
 	entries := z.names[i].entries
 	if len(entries) == 0 {
 		return nil, nil, nil, true
 	}
+	grouped := false
 	for _, e := range entries {
 		if e.lease != 0 || e.svc.Host == "" || e.svc.Mail {
 			return nil, nil, nil, false
 		}
+		grouped = grouped || e.svc.Group != ""
 	}
-	s := newAnswerSet(entries)
-	if s.rare != nil || s.hostless {
-		return nil, nil, nil, false
+	// newAnswerSet's set, without its allocations; and without the CNAME rule unless a
+	// group may hide a host name from newAddresses: the rule has nothing to rule on where
+	// every host is an address, which newAddresses finds out below.
+	s := &z.plain
+	s.services, s.hostless, s.rare = s.services[:0], false, nil
+	for _, e := range entries {
+		s.add(e)
+	}
+	if grouped {
+		s.applyCNAMERule(func(i int) int64 { return entries[i].created })
+		if s.rare != nil {
+			return nil, nil, nil, false
+		}
 	}
 	a := newAddresses(s)
 	if !a.plain || a.text {
