@@ -76,12 +76,12 @@ func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, erro
 // of that it sleeps xfrPause: with nothing runnable the scheduler polls the network, and the
 // queries that came in meanwhile are answered before the transfer goes on. A pause shorter
 // than the poll's resolution (1 ms) only saved time on an idle server, and left queries too
-// little of a busy one's CPU: phase X could send half its rate. At most a fifth of the time
+// little of a busy one's CPU: phase X could send half its rate. At most a ninth of the time
 // goes to making records (the transfer plugin's framing and the GC come on top), so a transfer
-// of 100k names takes a few times its CPU time: about 3 s in phase X.
+// of 100k names takes several times its CPU time: about 3 s in phase X, idle or busy.
 const (
 	xfrBatch = 256
-	xfrWork  = 250 * time.Microsecond
+	xfrWork  = 125 * time.Microsecond
 	xfrPause = time.Millisecond
 )
 
