@@ -153,17 +153,22 @@ func addressRecords(ix *index.Index, state request.Request, qtype uint16) (recor
 	if !ok || err != nil {
 		return nil, ok, err
 	}
-	records = make([]dns.RR, len(addrs))
-	hdr := dns.RR_Header{Name: state.QName(), Rrtype: qtype, Class: dns.ClassINET}
-	for i, a := range addrs {
+	return appendAddressRecords(make([]dns.RR, 0, len(addrs)), state.QName(), qtype, addrs), true, nil
+}
+
+// appendAddressRecords appends the A (qtype A) or AAAA records of name for addrs: how both
+// answers (addressRecords) and zone transfers (transfer.go) make them.
+func appendAddressRecords(dst []dns.RR, name string, qtype uint16, addrs []index.Address) []dns.RR {
+	hdr := dns.RR_Header{Name: name, Rrtype: qtype, Class: dns.ClassINET}
+	for _, a := range addrs {
 		hdr.Ttl = a.TTL
 		if qtype == dns.TypeA {
-			records[i] = &dns.A{Hdr: hdr, A: a.IP}
+			dst = append(dst, &dns.A{Hdr: hdr, A: a.IP})
 		} else {
-			records[i] = &dns.AAAA{Hdr: hdr, AAAA: a.IP}
+			dst = append(dst, &dns.AAAA{Hdr: hdr, AAAA: a.IP})
 		}
 	}
-	return records, true, nil
+	return dst
 }
 
 // matchZone is plugin.Zones(zones).Matches(name) for a lower-cased name, without its

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/file"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
@@ -253,5 +254,54 @@ func BenchmarkTransfer100k(b *testing.B) {
 			n += len(rrs)
 		}
 		b.ReportMetric(float64(n), "records")
+	}
+}
+
+// Plain names skip the six lookups of zoneRecords (zoneWriter.appendName): their records,
+// in order, must be zoneRecords' own, whatever the services say.
+func TestPlainNamesTransferAsTheLookupsMakeThem(t *testing.T) {
+	kvs := slices.Clone(transferFixture)
+	for i, v := range []string{
+		`{"host":"10.3.0.1","port":8080,"weight":30,"priority":5}`,
+		`{"host":"10.3.0.2","port":8080,"weight":70,"priority":5}`,
+		`{"host":"10.3.0.1","port":8081}`,
+		`{"host":"2001:db8::3","ttl":5,"targetstrip":1}`,
+		`{"host":"10.3.0.3","port":-1}`,
+		`{"host":"10.3.0.4","group":"g1"}`,
+		`{"host":"10.3.0.5","group":"g2","text":"not a TXT: the host is an address"}`,
+		`{"host":"::ffff:10.3.0.6"}`,
+	} {
+		kvs = append(kvs, at(int64(20+i), fmt.Sprintf("/skydns/test/zone/mixed/%d", i), v))
+		kvs = append(kvs, at(int64(40+i), fmt.Sprintf("/skydns/test/zone/own%d", i), v))
+	}
+	kvs = append(kvs, at(60, "/skydns/test/zone/mixed/sub/1", `{"host":"10.3.1.1"}`),
+		at(61, "/skydns/test/zone/grp/1", `{"host":"10.3.2.1","group":"a"}`),
+		at(62, "/skydns/test/zone/grp/2", `{"host":"app.zone.test","group":"b"}`),
+		at(63, "/skydns/test/zone/grp2/1", `{"host":"10.3.2.2","group":"a"}`),
+		at(64, "/skydns/test/zone/grp2/2", `{"host":"10.3.2.3","group":"b"}`))
+	for _, stanza := range []string{"gatewaydns zone.test", "gatewaydns zone.test {\n exact-names\n}"} {
+		g := loadedStanza(t, stanza, kvs)
+		z, ok := g.current().Zone("zone.test.", nil)
+		if !ok {
+			t.Fatal("not loaded")
+		}
+		opt := plugin.Options{NoApexFallback: g.NoApexFallback}
+		x := newZoneWriter(z, false, opt)
+		plain := 0
+		for i := range z.Len() {
+			name := z.Name(i)
+			if _, _, _, ok := z.Plain(i); !ok || name == z.Origin {
+				continue
+			}
+			plain++
+			want := zoneRecords(z, name, false, opt)
+			got := x.appendName(nil, i)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s:\n got %v\nwant %v", name, got, want)
+			}
+		}
+		if plain < 20 {
+			t.Errorf("%d plain names, want most of them", plain)
+		}
 	}
 }

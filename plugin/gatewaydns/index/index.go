@@ -79,6 +79,13 @@ type Index struct {
 	clashes map[string]bool         // path of a name whose records mix a CNAME with other data
 	serials map[string]int64        // prefix -> revision of its last change (serial.go)
 
+	// gen counts the writes to the tree and the serials, so that a zone copied in chunks
+	// (zone.go) tells whether it saw one.
+	gen uint64
+	// zoneLens is how many names each zone copy last held (origin -> int): the next copy's
+	// capacity.
+	zoneLens sync.Map
+
 	loadedPrefixes map[string]bool
 	loaded         atomic.Bool // every prefix of Options.Prefixes has been loaded
 }
@@ -154,6 +161,7 @@ func (ix *Index) Load(prefix string, kvs []record.KV) {
 		}
 	}
 	ix.mu.Lock()
+	ix.gen++
 	for _, kr := range held {
 		ix.noteChangeLocked(kr.key, kr.rev)
 	}
@@ -199,6 +207,7 @@ func (ix *Index) Apply(changes []record.Change) {
 	names := make(map[string][]string, len(changes))
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	ix.gen++
 	for i, c := range changes {
 		if !strings.HasPrefix(c.Key, ix.root) {
 			continue

@@ -3,10 +3,14 @@ package index
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 func TestExactNamesAnswerOwnKeyAndRecordIDChildrenOnly(t *testing.T) {
@@ -51,7 +55,7 @@ func TestExactNamesAnswerOwnKeyAndRecordIDChildrenOnly(t *testing.T) {
 func TestZoneHoldsEveryNameWithItsExactRecordsWhateverTheIndexAnswers(t *testing.T) {
 	ix := New(Options{}) // subtree reads: the zone still holds exact names
 	ix.Load(ix.Root(), fixture)
-	z, ok := ix.Zone("zone.test.")
+	z, ok := ix.Zone("zone.test.", nil)
 	if !ok {
 		t.Fatal("no zone after a load")
 	}
@@ -79,5 +83,52 @@ func TestZoneHoldsEveryNameWithItsExactRecordsWhateverTheIndexAnswers(t *testing
 	ix.Load(ix.Root(), fixture[:1])
 	if _, err := z.Records(context.Background(), query("own.zone.test.", dns.TypeA), false); err != nil {
 		t.Errorf("the copy changed with the index: %v", err)
+	}
+}
+
+// A zone copied in chunks is the zone at one revision: the same names and entries as a copy
+// in one lock, and a write between two chunks starts the copy over.
+func TestZoneCopiedInChunksIsTheZoneAtOneRevision(t *testing.T) {
+	ix := New(Options{})
+	var kvs []record.KV
+	for i := range 3 * zoneChunk {
+		kvs = append(kvs, record.KV{Key: fmt.Sprintf("/skydns/test/zone/n%d/1", i), Value: []byte(`{"host":"10.0.0.1"}`), Revision: int64(i + 1), Created: int64(i + 1)})
+	}
+	ix.Load(ix.Root(), kvs)
+	names := func(z *Zone) map[string]int {
+		m := map[string]int{}
+		for _, zn := range z.names {
+			m[zn.name] = len(zn.entries)
+		}
+		return m
+	}
+	whole, _ := ix.Zone("zone.test.", nil)
+	pauses := 0
+	chunked, _ := ix.Zone("zone.test.", func() { pauses++ })
+	if pauses < 2 || !maps.Equal(names(whole), names(chunked)) || chunked.Revision != whole.Revision {
+		t.Fatalf("%d pauses; chunked copy %d names at %d, in one lock %d at %d", pauses, len(chunked.names), chunked.Revision, len(whole.names), whole.Revision)
+	}
+	if chunked.names[0].name != "zone.test." {
+		t.Errorf("the first name is %s, want the origin", chunked.names[0].name)
+	}
+	// A write in the first pause: the copy starts over and holds it.
+	written := false
+	z, _ := ix.Zone("zone.test.", func() {
+		if !written {
+			written = true
+			ix.Apply([]record.Change{{KV: record.KV{Key: "/skydns/test/zone/late/1", Value: []byte(`{"host":"10.0.0.2"}`), Revision: 9999, Created: 9999}}})
+		}
+	})
+	if got := names(z); got["late.zone.test."] != 1 || len(got) != len(names(whole))+2 || z.Revision != 9999 {
+		t.Errorf("after a write in a pause: late.zone.test. %d entries, %d names (want %d), revision %d", got["late.zone.test."], len(got), len(names(whole))+2, z.Revision)
+	}
+	// Writes in every pause: the last try takes the copy in one lock.
+	rev := int64(10000)
+	z, _ = ix.Zone("zone.test.", func() {
+		rev++
+		ix.Apply([]record.Change{{KV: record.KV{Key: "/skydns/test/zone/late/1", Value: []byte(`{"host":"10.0.0.2"}`), Revision: rev, Created: 9999}}})
+	})
+	if z.Revision != rev {
+		t.Errorf("revision %d, want %d, the last write's", z.Revision, rev)
 	}
 }

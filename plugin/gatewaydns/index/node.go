@@ -97,6 +97,9 @@ type Address struct {
 type addresses struct {
 	plain  bool
 	v4, v6 []Address
+	// text: some record with a host is text under a host name (msg.Service.HostType says TXT),
+	// which A and AAAA answers leave out and TXT answers hold.
+	text bool
 }
 
 // addresses works out the set's addresses once; readers that race to do it store the same.
@@ -124,6 +127,8 @@ func newAddresses(s *answerSet) *addresses {
 		switch {
 		case what == dns.TypeCNAME:
 			return &addresses{}
+		case what == dns.TypeTXT:
+			a.text = true
 		case seen[svc.Host]:
 		case what == dns.TypeA:
 			a.v4 = append(a.v4, Address{IP: ip, TTL: svc.TTL})

@@ -41,6 +41,7 @@ func (ix *Index) prefixOf(key string) string {
 func (ix *Index) Replayed(prefix string, rev int64) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	ix.gen++
 	if rev > ix.serials[prefix] {
 		ix.serials[prefix] = rev
 	}

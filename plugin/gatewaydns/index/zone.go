@@ -29,6 +29,7 @@ type Zone struct {
 
 	last    int // the name whose set is cached: a transfer asks for each name a few times in a row
 	lastSet *answerSet
+	plain   answerSet // Plain's set, reused from name to name
 }
 
 type zoneName struct {
@@ -39,43 +40,89 @@ type zoneName struct {
 
 // Zone copies the names of the zone origin (a lower-cased FQDN); ok is false until the index
 // has loaded. Entries are never changed once stored, so the copy holds pointers to them.
-func (ix *Index) Zone(origin string) (z *Zone, ok bool) {
+//
+// With pause nil the copy is taken in one read lock. Otherwise it is taken in chunks of
+// zoneChunk names, between which the lock is released and pause called (the caller may sleep
+// there, so that copying a large zone does not keep the CPU from queries). A write to the
+// index between two chunks makes the copy start over, so that it is still the zone at one
+// revision; after zoneTries such starts the copy is taken in one lock.
+func (ix *Index) Zone(origin string, pause func()) (z *Zone, ok bool) {
 	if !ix.Loaded() {
 		return nil, false
 	}
+	for try := 1; ; try++ {
+		if try == zoneTries {
+			pause = nil
+		}
+		if z, ok := ix.zone(origin, pause); ok {
+			ix.zoneLens.Store(origin, len(z.names))
+			return z, true
+		}
+	}
+}
+
+const (
+	zoneChunk = 512
+	zoneTries = 3
+)
+
+// zone is one try of Zone: ok is false when a write came between two chunks.
+func (ix *Index) zone(origin string, pause func()) (z *Zone, ok bool) {
 	var buf [16]string
 	labels, _ := ix.labels(buf[:0], origin)
 	z = &Zone{Origin: origin, last: -1, minTTL: ix.MinTTL(request.Request{})}
+	capacity := 16
+	if n, ok := ix.zoneLens.Load(origin); ok {
+		capacity = n.(int) + n.(int)/8
+	}
 	ix.mu.RLock()
+	gen := ix.gen
 	z.Revision = ix.serials[ix.prefixOf(msg.Path(origin, ix.opts.Prefix)+"/")]
 	z.ttls = ix.leaseTTLs(maps.Clone(ix.leases))
-	if n, depth := ix.tree.walk(labels); depth == len(labels) {
-		z.names = n.zoneNames(origin, z.names)
+	n, depth := ix.tree.walk(labels)
+	if depth < len(labels) {
+		ix.mu.RUnlock()
+		return z, true
+	}
+	// Parents first, depth first, as a stack rather than recursion: the walk stops at the end
+	// of a chunk and goes on from where it was, the tree being the same.
+	type pending struct {
+		n    *node
+		name string
+	}
+	stack := []pending{{n, origin}}
+	z.names = make([]zoneName, 0, capacity)
+	entries := make([]*entry, 0, capacity) // every name's entries, one array for most of them
+	for len(stack) > 0 {
+		if pause != nil && len(z.names) > 0 && len(z.names)%zoneChunk == 0 {
+			ix.mu.RUnlock()
+			pause()
+			ix.mu.RLock()
+			if ix.gen != gen {
+				ix.mu.RUnlock()
+				return nil, false
+			}
+		}
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		start := len(entries)
+		entries = p.n.nameEntries(entries)
+		z.names = append(z.names, zoneName{name: p.name, own: p.n.value, entries: entries[start:len(entries):len(entries)]})
+		// Path elements that no question can reach (upper case, a dot, an escape) are left
+		// out with what lies below them: the index never answers them either.
+		for el, c := range p.n.children.named {
+			if el == "" || strings.ContainsAny(el, `.\ `) || strings.ToLower(el) != el {
+				continue
+			}
+			child := el + "." + p.name
+			if p.name == "." {
+				child = el + "."
+			}
+			stack = append(stack, pending{c, child})
+		}
 	}
 	ix.mu.RUnlock()
-	z.byName = make(map[string]int, len(z.names))
-	for i, zn := range z.names {
-		z.byName[zn.name] = i
-	}
 	return z, true
-}
-
-// zoneNames appends the name of n, called name, and of every node below it, parents first.
-// Path elements that no question can reach (upper case, a dot, an escape) are left out with
-// what lies below them: the index never answers them either.
-func (n *node) zoneNames(name string, dst []zoneName) []zoneName {
-	dst = append(dst, zoneName{name: name, own: n.value, entries: n.nameEntries(nil)})
-	for el, c := range n.children.named {
-		if el == "" || strings.ContainsAny(el, `.\ `) || strings.ToLower(el) != el {
-			continue
-		}
-		child := el + "." + name
-		if name == "." {
-			child = el + "."
-		}
-		dst = c.zoneNames(child, dst)
-	}
-	return dst
 }
 
 // Names yields every name of the zone, the origin first.
@@ -89,6 +136,49 @@ func (z *Zone) Names(yield func(string) bool) {
 
 // Len is how many names the zone holds, empty non-terminals included.
 func (z *Zone) Len() int { return len(z.names) }
+
+// Name is the zone's i-th name, in the order of Names.
+func (z *Zone) Name(i int) string { return z.names[i].name }
+
+// Plain tells whether the i-th name's records are addresses and nothing else a question
+// could tell apart: no lease, no text, no mail, no host name (so no CNAME, and the CNAME rule
+// has nothing to rule on). Then services is what Services gives the name for every question,
+// and v4 and v6 what A and AAAA questions are answered with, worked out as for Index.Addresses;
+// a transfer builds the name's records from them rather than through the plugin lookups. An
+// empty non-terminal is plain, with no records. ok is false for every other name. services
+// is only good until the next call.
+func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) {
+	entries := z.names[i].entries
+	if len(entries) == 0 {
+		return nil, nil, nil, true
+	}
+	grouped := false
+	for _, e := range entries {
+		if e.lease != 0 || e.svc.Host == "" || e.svc.Mail {
+			return nil, nil, nil, false
+		}
+		grouped = grouped || e.svc.Group != ""
+	}
+	// newAnswerSet's set, without its allocations; and without the CNAME rule unless a
+	// group may hide a host name from newAddresses: the rule has nothing to rule on where
+	// every host is an address, which newAddresses finds out below.
+	s := &z.plain
+	s.services, s.hostless, s.rare = s.services[:0], false, nil
+	for _, e := range entries {
+		s.add(e)
+	}
+	if grouped {
+		s.applyCNAMERule(func(i int) int64 { return entries[i].created })
+		if s.rare != nil {
+			return nil, nil, nil, false
+		}
+	}
+	a := newAddresses(s)
+	if !a.plain || a.text {
+		return nil, nil, nil, false
+	}
+	return msg.Group(s.services), a.v4, a.v6, true
+}
 
 // errNoUpstream: a transfer holds the zone's own data; it never resolves names elsewhere.
 var errNoUpstream = errors.New("zone transfers do not look outside the zone")
@@ -109,6 +199,12 @@ func (z *Zone) Records(_ context.Context, state request.Request, exact bool) ([]
 		// plugin.NS asks for dnsutil.Join("ns.dns.", zone), which has one; the index's
 		// msg.Path reads it as one dot, and so does the zone.
 		name = strings.ReplaceAll(name, "..", ".")
+	}
+	if z.byName == nil {
+		z.byName = make(map[string]int, len(z.names))
+		for i, zn := range z.names {
+			z.byName[zn.name] = i
+		}
 	}
 	i, ok := z.byName[name]
 	if !ok {
