@@ -52,7 +52,12 @@ func (h *harness) phaseX() error {
 	logf("X: gatewaydns with transfer on %s, ready in %v (log %s)", srv.DNS, ready.Round(time.Millisecond), srv.Log)
 	x.pinning = "none; the AXFR client runs in the harness, unpinned"
 	if h.serverCPU != "" {
-		x.pinning = fmt.Sprintf("CoreDNS and etcd on CPU %s, dnsperf on CPU %s (taskset); the AXFR client runs in the harness, unpinned", h.serverCPU, h.clientCPU)
+		restore, err := pinHarness(h.clientCPU)
+		if err != nil {
+			return err
+		}
+		defer restore()
+		x.pinning = fmt.Sprintf("CoreDNS and etcd on CPU %s; dnsperf and the AXFR client (the harness) on CPU %s (taskset)", h.serverCPU, h.clientCPU)
 	}
 
 	// One transfer before anything is measured: it checks the zone is complete, and warms up.
