@@ -69,6 +69,7 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	if zone == "" || b == nil {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
+	queried()
 	if !b.Loaded() {
 		return dns.RcodeServerFailure, errNotLoaded
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin"
@@ -303,5 +304,38 @@ func TestPlainNamesTransferAsTheLookupsMakeThem(t *testing.T) {
 		if plain < 20 {
 			t.Errorf("%d plain names, want most of them", plain)
 		}
+	}
+}
+
+// TestTransferPacingGivesWayOnlyToQueries pins when a transfer sleeps: after xfrWork of work
+// while questions come in, never on a server nobody queries (a quiet primary NOTIFYing its
+// secondaries sends them the zone at full speed).
+func TestTransferPacingGivesWayOnlyToQueries(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		queriedAgo time.Duration // 0: never queried
+		workedAgo  time.Duration
+		wantSleep  bool
+	}{
+		{name: "queried just now, a work slice done: sleeps", queriedAgo: time.Millisecond, workedAgo: 2 * xfrWork, wantSleep: true},
+		{name: "queried just now, the slice not done yet: goes on", queriedAgo: time.Millisecond, workedAgo: 0},
+		{name: "last query longer ago than xfrQuiet: goes on", queriedAgo: 2 * xfrQuiet, workedAgo: 2 * xfrWork},
+		{name: "never queried: goes on", workedAgo: 2 * xfrWork},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prev := lastQuery.Load()
+			t.Cleanup(func() { lastQuery.Store(prev) })
+			lastQuery.Store(0)
+			if tc.queriedAgo > 0 {
+				lastQuery.Store(time.Now().Add(-tc.queriedAgo).UnixNano())
+			}
+			p := &pacer{worked: time.Now().Add(-tc.workedAgo)}
+			start := time.Now()
+			p.pause()
+			slept := time.Since(start) >= xfrPause
+			if slept != tc.wantSleep {
+				t.Errorf("slept %v, want %v", slept, tc.wantSleep)
+			}
+		})
 	}
 }
