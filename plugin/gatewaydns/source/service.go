@@ -99,7 +99,8 @@ func (c *Config) ServiceClaims(svc *corev1.Service, sc ServiceContext) ([]Claim,
 
 	hostnames := annotatedHostnames(svc.Annotations, HostnameAnnotation, rs)
 	internal := annotatedHostnames(svc.Annotations, InternalHostnameAnnotation, rs)
-	for _, h := range append(slices.Clone(hostnames), internal...) {
+	all := append(slices.Clone(hostnames), internal...)
+	for _, h := range all {
 		rs.names(c.concerns(h))
 	}
 	published := map[string]map[string]struct{}{}
@@ -120,23 +121,29 @@ func (c *Config) ServiceClaims(svc *corev1.Service, sc ServiceContext) ([]Claim,
 	}
 
 	override, overridden := annotatedTargets(svc.Annotations, rs)
+	headless := !overridden && svc.Spec.ClusterIP == corev1.ClusterIPNone && serviceType(svc) == corev1.ServiceTypeClusterIP
+	var endpointSlices []*discoveryv1.EndpointSlice
+	if headless {
+		endpointSlices = sc.slicesOf(svc)
+	}
 	for _, names := range []struct {
 		list     []string
 		internal bool
 	}{{hostnames, false}, {internal, true}} {
+		// Every name of a list points at the same targets, but a headless Service's (which
+		// has names of its own per endpoint).
+		targets := override
+		if !overridden && !headless && len(names.list) > 0 {
+			targets = c.serviceTargets(svc, names.internal, sc, rs)
+		}
 		for _, h := range names.list {
-			if overridden {
-				publish(h, override)
-				continue
-			}
-			if svc.Spec.ClusterIP == corev1.ClusterIPNone && serviceType(svc) == corev1.ServiceTypeClusterIP {
-				for name, targets := range headlessTargets(svc, h, sc.slicesOf(svc), rs) {
+			if headless {
+				for name, targets := range headlessTargets(svc, h, endpointSlices, rs) {
 					publish(name, targets)
 				}
 				continue
 			}
-			targets := c.serviceTargets(svc, names.internal, sc, rs)
-			if len(targets) == 0 {
+			if len(targets) == 0 && !overridden {
 				rs.add(h, CauseNoTargets, noTargetsReason(svc, names.internal, c.PublishInternal))
 			}
 			publish(h, targets)
@@ -144,7 +151,7 @@ func (c *Config) ServiceClaims(svc *corev1.Service, sc ServiceContext) ([]Claim,
 	}
 	claims := claimsOf(ref, svc.CreationTimestamp.Time, ttl, published)
 	if serviceType(svc) == corev1.ServiceTypeNodePort && !overridden {
-		for _, h := range append(slices.Clone(hostnames), internal...) {
+		for _, h := range all {
 			claims = append(claims, c.nodePortSRV(svc, h, ttl, rs)...)
 		}
 		slices.SortFunc(claims, func(a, b Claim) int { return cmp.Compare(a.Name, b.Name) })
