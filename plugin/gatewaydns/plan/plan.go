@@ -256,34 +256,32 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 		return
 	}
 
-	// The keys we want, one per target.
+	// The keys we want, one per target and one per typed record. A key that another owner (or
+	// nobody) holds stops the name: it is not ours to overwrite.
 	want := make(map[string]Put)
+	take := func(k, what string, v record.Value) bool {
+		if o, ok := byKey[k]; ok && o != in.Owner {
+			holder := "no owner"
+			if o != "" {
+				holder = "owner " + o
+			}
+			p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonNotOwned,
+				Detail: fmt.Sprintf("key %s (%s) is held by %s", k, what, holder)})
+			return false
+		}
+		want[k] = Put{Key: k, Value: v.Encode(), Lease: in.Lease}
+		return true
+	}
 	if wanted {
 		for _, t := range ep.Targets {
-			k := record.Key(in.Prefix, name, in.Owner, t)
-			if o, ok := byKey[k]; ok && o != in.Owner {
-				holder := "no owner"
-				if o != "" {
-					holder = "owner " + o
-				}
-				p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonNotOwned,
-					Detail: fmt.Sprintf("key %s (target %s) is held by %s", k, t, holder)})
+			if !take(record.Key(in.Prefix, name, in.Owner, t), "target "+t, record.NewValue(ep, in.Owner, t)) {
 				return
 			}
-			want[k] = Put{Key: k, Value: record.NewValue(ep, in.Owner, t).Encode(), Lease: in.Lease}
 		}
 		for _, r := range ep.Records {
-			k := r.Key(in.Prefix, name, in.Owner)
-			if o, ok := byKey[k]; ok && o != in.Owner {
-				holder := "no owner"
-				if o != "" {
-					holder = "owner " + o
-				}
-				p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonNotOwned,
-					Detail: fmt.Sprintf("key %s (%s) is held by %s", k, r, holder)})
+			if !take(r.Key(in.Prefix, name, in.Owner), r.String(), record.NewTypedValue(ep, in.Owner, r)) {
 				return
 			}
-			want[k] = Put{Key: k, Value: record.NewTypedValue(ep, in.Owner, r).Encode(), Lease: in.Lease}
 		}
 	}
 
