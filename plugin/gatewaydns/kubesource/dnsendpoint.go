@@ -82,10 +82,8 @@ func (s *slimmer) dnsEndpoint(u *unstructured.Unstructured) *source.DNSEndpoint 
 // processDNSEndpoint maps one DNSEndpoint and, once its names are handed on, writes back the
 // generation it read.
 func (w *Watcher) processDNSEndpoint(ref dnsrecord.ObjectRef) {
-	obj, _, ok := w.get(ref)
-	d, isDE := obj.(*source.DNSEndpoint)
-	if !ok || !isDE {
-		w.forget(ref)
+	d, ok := stored[*source.DNSEndpoint](w, ref)
+	if !ok {
 		return
 	}
 	claims, rejected := w.cfg.DNSEndpointClaims(d)

@@ -30,10 +30,8 @@ func (w *Watcher) readsNodes() bool {
 
 // processService recomputes one Service.
 func (w *Watcher) processService(ref dnsrecord.ObjectRef) {
-	obj, _, ok := w.get(ref)
-	svc, isSvc := obj.(*corev1.Service)
-	if !ok || !isSvc {
-		w.forget(ref)
+	svc, ok := stored[*corev1.Service](w, ref)
+	if !ok {
 		return
 	}
 	claims, rejected := w.cfg.ServiceClaims(svc, source.ServiceContext{EndpointSlices: w.endpointSlices, Nodes: w.nodes})

@@ -114,6 +114,18 @@ func (w *Watcher) get(ref dnsrecord.ObjectRef) (any, *kindInformer, bool) {
 	return obj, ki, ok
 }
 
+// stored returns the stored object of ref as a T. When there is none (deleted, or not a T),
+// it forgets ref, as for a delete, and ok is false.
+func stored[T any](w *Watcher, ref dnsrecord.ObjectRef) (obj T, ok bool) {
+	o, _, found := w.get(ref)
+	obj, ok = o.(T)
+	if !found || !ok {
+		w.forget(ref)
+		return obj, false
+	}
+	return obj, true
+}
+
 // process recomputes what one queue item touches.
 func (w *Watcher) process(ref dnsrecord.ObjectRef) {
 	switch ref.Kind {
@@ -147,10 +159,8 @@ func (w *Watcher) process(ref dnsrecord.ObjectRef) {
 	case KindNode:
 		w.enqueueNodePortServices()
 	case source.KindIngress:
-		obj, _, ok := w.get(ref)
-		ing, isIng := obj.(*networkingv1.Ingress)
-		if !ok || !isIng {
-			w.forget(ref)
+		ing, ok := stored[*networkingv1.Ingress](w, ref)
+		if !ok {
 			return
 		}
 		claims, rejected := w.cfg.IngressClaims(ing)
