@@ -24,10 +24,13 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue,
 		UpdateFunc: func(old, cur any) {
-			if !sameContent(old, cur) {
-				enqueue(old) // an EndpointSlice may have moved to another Service
-				enqueue(cur)
+			if sameContent(old, cur) {
+				return
 			}
+			if kind == KindEndpointSlice {
+				enqueue(old) // it may have moved to another Service, which must drop it
+			}
+			enqueue(cur)
 		},
 		DeleteFunc: enqueue,
 	}
