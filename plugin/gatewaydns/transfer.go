@@ -95,8 +95,14 @@ const (
 // lastQuery is when a gatewaydns stanza of this process last got a question (UnixNano).
 var lastQuery atomic.Int64
 
-// queried notes a question, for the pacing of transfers.
-func queried() { lastQuery.Store(time.Now().UnixNano()) }
+// queried notes a question, for the pacing of transfers. It writes at most once a
+// millisecond: a store by every query on every core would bounce the one cache line between
+// them.
+func queried() {
+	if now := time.Now().UnixNano(); now-lastQuery.Load() >= int64(time.Millisecond) {
+		lastQuery.Store(now)
+	}
+}
 
 // pacer sleeps xfrPause once xfrWork has passed since it last did, while questions come in:
 // called between the chunks of the zone's copy (index.Index.Zone) and between the batches of
