@@ -86,10 +86,11 @@ func TestServesUnderLoadWhileRecordsChurn(t *testing.T) {
 	}
 
 	// The churn: every 10ms one transaction of 10 puts, each name in turn getting its next
-	// generation's address.
+	// generation's address. A generation is counted only once its transaction committed, and
+	// stopping never cancels a transaction in flight: gens is exactly what etcd holds last.
 	var written atomic.Int64
 	gens := make([]int, names)
-	churnCtx, stopChurn := context.WithCancel(ctx)
+	stopChurn := make(chan struct{})
 	churnDone := make(chan error, 1)
 	go func() {
 		tick := time.NewTicker(10 * time.Millisecond)
@@ -97,21 +98,28 @@ func TestServesUnderLoadWhileRecordsChurn(t *testing.T) {
 		next := 0
 		for {
 			select {
-			case <-churnCtx.Done():
+			case <-stopChurn:
 				churnDone <- nil
 				return
 			case <-tick.C:
 			}
 			var ops []clientv3.Op
+			batch := make(map[int]int, writesPerSecond/100)
 			for range writesPerSecond / 100 {
 				i := next % names
-				gens[i]++
-				ops = append(ops, clientv3.OpPut(key(i), value(i, gens[i])))
+				batch[i] = gens[i] + 1
+				ops = append(ops, clientv3.OpPut(key(i), value(i, batch[i])))
 				next++
 			}
-			if _, err := cli.Txn(churnCtx).Then(ops...).Commit(); err != nil && churnCtx.Err() == nil {
+			txnCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := cli.Txn(txnCtx).Then(ops...).Commit()
+			cancel()
+			if err != nil {
 				churnDone <- fmt.Errorf("churn write: %w", err)
 				return
+			}
+			for i, gen := range batch {
+				gens[i] = gen
 			}
 			written.Add(int64(len(ops)))
 		}
@@ -139,7 +147,7 @@ func TestServesUnderLoadWhileRecordsChurn(t *testing.T) {
 		Server: p.DNS, Data: data, Duration: duration, Clients: 4, MaxQPS: 5000,
 	})
 	sampleErr := <-sampleDone
-	stopChurn()
+	close(stopChurn)
 	if err != nil {
 		t.Fatalf("dnsperf: %v", err)
 	}
