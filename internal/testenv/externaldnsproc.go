@@ -1,0 +1,267 @@
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gatewaydns/gatewaydns/internal/child"
+)
+
+// ExternalDNSOptions configures StartExternalDNS: an external-dns v0.21.0 with
+// --provider=coredns, as a workload cluster ran it before gatewaydns.
+type ExternalDNSOptions struct {
+	// EtcdURL is the etcd it writes into (its ETCD_URLS); plain http only.
+	EtcdURL string
+	// Kubeconfig is the file of the cluster it reads (--kubeconfig).
+	Kubeconfig string
+	// DomainFilter is --domain-filter, e.g. "eu1.openmcp.cluster". Required.
+	DomainFilter string
+	// OwnerID is --txt-owner-id. Required.
+	OwnerID string
+	// Sources are the --source flags; default gateway-httproute.
+	Sources []string
+	// StrictlyOwned adds --coredns-strictly-owned: an "owner" field in every key, and only
+	// keys with its owner are read.
+	StrictlyOwned bool
+	// Interval is --interval, the time between two full syncs; default 1s (its loop ticks
+	// once a second, so less changes nothing).
+	Interval time.Duration
+	// Args are more flags, after the ones above.
+	Args []string
+}
+
+// ExternalDNS is an external-dns process started by StartExternalDNS.
+type ExternalDNS struct {
+	// Bin is the binary, Args its flags (ETCD_URLS is in its environment).
+	Bin  string
+	Args []string
+	// MetricsAddr is host:port of its /healthz and /metrics (--metrics-address).
+	MetricsAddr string
+	// LogFile receives its output.
+	LogFile string
+
+	t    testing.TB
+	proc *child.Process
+	stop sync.Once
+}
+
+// StartExternalDNS starts external-dns (found as FindBinary finds binaries) with o, and waits
+// until its /healthz answers (it serves that before its first sync: wait for what it publishes
+// to know it synced, or use WaitSyncs). It is stopped by t.Cleanup; when the test failed, the
+// tail of its log is printed.
+//
+// external-dns is built by hack/build-external-dns.sh (make test-binaries), which takes
+// minutes; a plain `go test` that does not set $GATEWAYDNS_TEST_BIN skips the test. With the
+// variable set (make test sets it) a missing binary fails the test, as FindBinary does.
+func StartExternalDNS(t testing.TB, o ExternalDNSOptions) *ExternalDNS {
+	t.Helper()
+	if os.Getenv(EnvTestBin) == "" {
+		t.Skipf("testenv: external-dns tests run only with $%s set (make test sets it; "+
+			"hack/build-external-dns.sh builds bin/external-dns)", EnvTestBin)
+	}
+	bin := FindBinary(t, "external-dns")
+	if o.EtcdURL == "" || o.Kubeconfig == "" || o.DomainFilter == "" || o.OwnerID == "" {
+		t.Fatalf("testenv: StartExternalDNS needs EtcdURL, Kubeconfig, DomainFilter and OwnerID: %+v", o)
+	}
+	if len(o.Sources) == 0 {
+		o.Sources = []string{"gateway-httproute"}
+	}
+	if o.Interval == 0 {
+		o.Interval = time.Second
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatalf("testenv: finding a free port: %v", err)
+	}
+	x := &ExternalDNS{
+		Bin:         bin,
+		MetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		LogFile:     filepath.Join(t.TempDir(), "external-dns.log"),
+		t:           t,
+	}
+	x.Args = []string{"--provider=coredns"}
+	for _, s := range o.Sources {
+		x.Args = append(x.Args, "--source="+s)
+	}
+	x.Args = append(x.Args,
+		"--kubeconfig="+o.Kubeconfig,
+		"--domain-filter="+o.DomainFilter,
+		"--txt-owner-id="+o.OwnerID,
+		"--interval="+o.Interval.String(),
+		// --events syncs on a change of a watched object, at most this often.
+		"--events", "--min-event-sync-interval=100ms",
+		"--metrics-address="+x.MetricsAddr,
+	)
+	if o.StrictlyOwned {
+		x.Args = append(x.Args, "--coredns-strictly-owned")
+	}
+	x.Args = append(x.Args, o.Args...)
+
+	cmd := exec.Command(bin, x.Args...)
+	cmd.Env = append(os.Environ(), "ETCD_URLS="+o.EtcdURL)
+	logOnFailure(t, "external-dns", x.LogFile)
+	p, err := child.Start("external-dns", x.LogFile, cmd)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	x.proc = p
+	t.Cleanup(x.Stop)
+	if err := x.waitHealthy(30 * time.Second); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return x
+}
+
+func (x *ExternalDNS) waitHealthy(timeout time.Duration) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	defer hc.CloseIdleConnections()
+	url := "http://" + x.MetricsAddr + "/healthz"
+	last := errors.New("no answer yet")
+	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-x.proc.Exited():
+			return fmt.Errorf("external-dns exited before %s answered (%v); log %s:\n%s", url, x.proc.Err(), x.LogFile, LogTail(x.LogFile, 30))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("external-dns: %s did not answer 200 within %s: %v", url, timeout, last)
+		}
+		resp, err := hc.Get(url)
+		if err != nil {
+			last = err
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		last = errors.New(resp.Status)
+	}
+}
+
+// Stop stops external-dns with SIGTERM and waits until it exited (SIGKILL after 10s): once
+// Stop returns it writes nothing more. It may exit with an error when the signal came in the
+// middle of a sync (external-dns treats the cancelled sync as fatal); that is not reported.
+// Stopping a stopped process does nothing.
+func (x *ExternalDNS) Stop() {
+	x.stop.Do(func() { x.proc.Stop(syscall.SIGTERM, 10*time.Second) })
+}
+
+// StopAfterSync waits for the end of a sync loop and stops external-dns right after it, long
+// before the next one (a second at least): SIGTERM in the middle of a loop cancels its
+// remaining etcd requests and can leave a name half-written (a key deleted, its replacement
+// not put yet). It returns the loops it waited for.
+func (x *ExternalDNS) StopAfterSync(t testing.TB, timeout time.Duration) SyncStats {
+	t.Helper()
+	st := x.WaitSyncs(t, 1, timeout)
+	x.Stop()
+	return st
+}
+
+// Running reports whether the process has not exited.
+func (x *ExternalDNS) Running() bool { return x.proc.Running() }
+
+// Log returns its output so far.
+func (x *ExternalDNS) Log() string {
+	data, err := os.ReadFile(x.LogFile)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", x.LogFile, err)
+	}
+	return string(data)
+}
+
+// Metric returns the value of one series of its /metrics, e.g.
+// "external_dns_controller_no_op_runs_total"; ok is false when it is not exported (yet).
+func (x *ExternalDNS) Metric(series string) (v float64, ok bool) {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get("http://" + x.MetricsAddr + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0, false
+	}
+	for l := range strings.SplitSeq(string(body), "\n") {
+		if rest, found := strings.CutPrefix(l, series+" "); found {
+			f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
+
+// Sync loops: external_dns_controller_last_reconcile_timestamp_seconds is set at the start of
+// every loop, external_dns_controller_last_sync_timestamp_seconds at the end of every loop that
+// succeeded, and external_dns_controller_no_op_runs_total counts the loops that found nothing
+// to change.
+const (
+	externalDNSLastSync = "external_dns_controller_last_sync_timestamp_seconds"
+	externalDNSNoOpRuns = "external_dns_controller_no_op_runs_total"
+)
+
+// SyncStats is what WaitSyncs saw.
+type SyncStats struct {
+	Syncs   int // successful sync loops that ended while it waited
+	Changes int // how many of them changed something in etcd (not a no-op)
+}
+
+// WaitSteady waits until external-dns completes a sync loop that changes nothing (everything
+// it wants is in etcd) and returns the loops it saw, that one included.
+func (x *ExternalDNS) WaitSteady(t testing.TB, timeout time.Duration) SyncStats {
+	t.Helper()
+	var st SyncStats
+	for deadline := time.Now().Add(timeout); ; {
+		one := x.WaitSyncs(t, 1, time.Until(deadline))
+		st.Syncs += one.Syncs
+		st.Changes += one.Changes
+		if one.Changes == 0 {
+			return st
+		}
+	}
+}
+
+// WaitSyncs waits until external-dns has completed n more successful sync loops (each ends with
+// a new last-sync timestamp) and returns how many of them changed something. It fails the test
+// when external-dns exits or the loops do not come within timeout.
+func (x *ExternalDNS) WaitSyncs(t testing.TB, n int, timeout time.Duration) SyncStats {
+	t.Helper()
+	lastSync, _ := x.Metric(externalDNSLastSync)
+	noOps, _ := x.Metric(externalDNSNoOpRuns)
+	var st SyncStats
+	for deadline := time.Now().Add(timeout); st.Syncs < n; time.Sleep(50 * time.Millisecond) {
+		if !x.Running() {
+			t.Fatalf("external-dns exited (%v) while waiting for %d sync loops; log:\n%s", x.proc.Err(), n, LogTail(x.LogFile, 30))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("external-dns completed %d of %d sync loops within %s; log:\n%s", st.Syncs, n, timeout, LogTail(x.LogFile, 30))
+		}
+		ls, ok := x.Metric(externalDNSLastSync)
+		if !ok || ls == lastSync {
+			continue
+		}
+		// Polled every 50ms, loops at least a second apart: each new timestamp is one loop.
+		lastSync = ls
+		st.Syncs++
+		if no, _ := x.Metric(externalDNSNoOpRuns); no > noOps {
+			noOps = no
+		} else {
+			st.Changes++
+		}
+	}
+	return st
+}
