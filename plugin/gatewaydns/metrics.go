@@ -127,6 +127,10 @@ var (
 		Help:    "From an object change observed to its records committed in etcd.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 	}, []string{"owner"})
+	writerAdopted = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_adopted_keys_total",
+		Help: "Keys external-dns wrote (records and TXT registry records) that the writer took over and deleted, with txt-owner-id.",
+	}, []string{"owner"})
 	sourceKindServed = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "source_kind_served",
 		Help: "1 when the API server serves the kind and it is watched, 0 when its CRD is missing.",
@@ -141,6 +145,7 @@ var (
 type publishMetrics struct {
 	owner   string
 	dryRun  bool
+	adopts  bool // txt-owner-id: writer_adopted_keys_total is exported
 	desired *source.Desired
 
 	mu     sync.Mutex
@@ -206,6 +211,11 @@ func (m *publishMetrics) Planned(c plan.Change) {
 	writerDryRun.WithLabelValues(m.owner, "put").Add(float64(len(c.Puts)))
 	writerDryRun.WithLabelValues(m.owner, "delete").Add(float64(len(c.Deletes)))
 	log.Infof("Dry run: owner %q would write %s", m.owner, c)
+}
+
+func (m *publishMetrics) Adopted(keys int) {
+	writerAdopted.WithLabelValues(m.owner).Add(float64(keys))
+	log.Infof("Writer for owner %q took over %d key(s) external-dns wrote (records and TXT registry records)", m.owner, keys)
 }
 
 func (m *publishMetrics) Problems(lost, failing int) {
@@ -294,6 +304,9 @@ func (m *publishMetrics) atZero() {
 		for _, op := range []string{"put", "delete"} {
 			writerDryRun.WithLabelValues(m.owner, op)
 		}
+	}
+	if m.adopts {
+		writerAdopted.WithLabelValues(m.owner)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/txtregistry"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/writer"
 )
 
@@ -32,6 +33,8 @@ type publishConfig struct {
 	excludeDomains []string
 	kinds          []string // empty: every kind but the opt-in ones (kubesource: Service, DNSEndpoint)
 	source         source.Config
+	// registry is external-dns's TXT registry to take over (txt-owner-id, txt-prefix, ...).
+	registry *txtregistry.Config
 }
 
 // publisher keeps this cluster's names in etcd: Kubernetes objects -> kubesource -> Writer.
@@ -52,7 +55,7 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	p := &publisher{cfg: cfg, done: make(chan struct{})}
-	obs := &publishMetrics{owner: pc.owner, dryRun: pc.dryRun}
+	obs := &publishMetrics{owner: pc.owner, dryRun: pc.dryRun, adopts: pc.registry != nil}
 	obs.atZero()
 	p.kube, err = kubesource.New(rc, kubesource.Options{
 		Config:   pc.source,
@@ -82,6 +85,7 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 		Zones:    zones,
 		Lease:    pc.lease,
 		DryRun:   pc.dryRun,
+		Registry: pc.registry,
 		Desired:  desired{p.kube},
 		Observer: writerEvents{publishMetrics: obs, kube: p.kube},
 	})

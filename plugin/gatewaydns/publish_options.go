@@ -15,6 +15,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/txtregistry"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/writer"
 )
 
@@ -158,6 +159,23 @@ func parsePublishOption(opt string, args []string, pc *publishConfig) (ok bool, 
 				err = errors.New("ttl must be at least 1s")
 			}
 			pc.source.DefaultTTL = ttl
+		}
+	case "txt-owner-id", "txt-prefix", "txt-suffix", "txt-wildcard-replacement":
+		var v string
+		if v, err = one(); err == nil {
+			if pc.registry == nil {
+				pc.registry = &txtregistry.Config{}
+			}
+			switch opt {
+			case "txt-owner-id":
+				pc.registry.Owner = v
+			case "txt-prefix":
+				pc.registry.Prefix = v
+			case "txt-suffix":
+				pc.registry.Suffix = v
+			case "txt-wildcard-replacement":
+				pc.registry.WildcardReplacement = v
+			}
 		}
 	case "base-domain-from-gateway":
 		if len(args) != 0 {

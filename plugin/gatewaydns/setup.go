@@ -122,6 +122,14 @@ func parse(c *caddy.Controller) (*config, error) {
 		if pc.owner == "" {
 			return nil, c.Errf("publishing needs 'owner ID', the id this cluster's records carry")
 		}
+		if pc.registry != nil {
+			if pc.registry.Owner == "" {
+				return nil, c.Errf("txt-prefix, txt-suffix and txt-wildcard-replacement describe the TXT registry of 'txt-owner-id ID', which is missing")
+			}
+			if err := pc.registry.Check(); err != nil {
+				return nil, c.Errf("%v", err)
+			}
+		}
 		include := pc.domainFilter
 		if len(include) == 0 {
 			include = cfg.zones

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/txtregistry"
 )
 
 func TestParse(t *testing.T) {
@@ -167,6 +168,15 @@ func TestParse(t *testing.T) {
 		{name: "unknown source names the known ones", input: "gatewaydns {\n owner eu1\n sources gateway-httproute pod\n}",
 			wantErr: `unknown source "pod", want some of crd, gateway-grpcroute, gateway-httproute, gateway-tcproute, gateway-tlsroute, gateway-udproute, ingress, service`},
 		{name: "unknown service type", input: "gatewaydns {\n owner eu1\n service-types LoadBalancer Headless\n}", wantErr: `Testfile:3 - Error during parsing: unknown service type "Headless"`},
+		{name: "the TXT registry of external-dns to take over", input: "gatewaydns {\n owner eu1\n txt-owner-id legacy-eu1\n txt-prefix reg-%{record_type}.\n txt-wildcard-replacement wild\n}",
+			check: func(t *testing.T, c *config) {
+				if r := c.publish.registry; r == nil || *r != (txtregistry.Config{Owner: "legacy-eu1", Prefix: "reg-%{record_type}.", WildcardReplacement: "wild"}) {
+					t.Errorf("registry %+v", r)
+				}
+			}},
+		{name: "txt-prefix without txt-owner-id", input: "gatewaydns {\n owner eu1\n txt-prefix reg-\n}", wantErr: "'txt-owner-id ID', which is missing"},
+		{name: "txt-prefix and txt-suffix together", input: "gatewaydns {\n owner eu1\n txt-owner-id eu1\n txt-prefix p-\n txt-suffix -s\n}", wantErr: "mutually exclusive"},
+		{name: "txt-owner-id takes one argument", input: "gatewaydns {\n owner eu1\n txt-owner-id\n}", wantErr: "Testfile:3 - Error during parsing: txt-owner-id needs exactly one argument"},
 		{name: "publish-internal-services takes no argument", input: "gatewaydns {\n owner eu1\n publish-internal-services yes\n}", wantErr: "publish-internal-services takes no arguments"},
 		{name: "zero ttl", input: "gatewaydns {\n owner eu1\n ttl 0\n}", wantErr: "at least 1s"},
 		{name: "kubeconfig with three arguments", input: "gatewaydns {\n owner eu1\n kubeconfig a b c\n}", wantErr: "kubeconfig needs a file"},

@@ -24,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/txtregistry"
 )
 
 // Policy is what a writer may do to its own keys.
@@ -121,8 +122,12 @@ type Input struct {
 	// Desired are the endpoints wanted, at most one per name.
 	Desired []record.Endpoint
 	// Current are the keys etcd holds one level below each name's key (record.RecordName), of
-	// every owner and of none.
+	// every owner and of none; with Registry, also those below each name's registry names
+	// (txtregistry.Config.Names).
 	Current []KV
+	// Registry, when set, is external-dns's TXT registry to take over from: the keys it says
+	// Registry.Owner holds are planned as this writer's own (see adoptable).
+	Registry *txtregistry.Config
 }
 
 // Put writes Value at Key, bound to Lease when not 0.
@@ -143,6 +148,8 @@ type Change struct {
 	// keys; the writer commits a claim only if nothing under the name changed since it was
 	// read, so the later one plans again and sees the older claim.
 	Claim bool
+	// Adopted is how many of Deletes are keys taken over from external-dns (Input.Registry).
+	Adopted int
 }
 
 // Ops is the number of etcd operations the change takes.
@@ -216,21 +223,35 @@ func Make(in Input) Plan {
 		}
 	}
 	current := make(map[string][]KV)
+	registries := registryScope(in.Registry, names)
+	registry := make(map[string][]registryKV)
 	for _, kv := range in.Current {
-		if n, ok := record.RecordName(in.Prefix, kv.Key); ok && scope[n] {
+		n, ok := record.RecordName(in.Prefix, kv.Key)
+		if !ok {
+			continue
+		}
+		if scope[n] {
 			current[n] = append(current[n], kv)
+		}
+		for _, e := range registries[n] {
+			registry[e.name] = append(registry[e.name], registryKV{KV: kv, Type: e.typ})
 		}
 	}
 
 	var p Plan
+	// A registry record can be found for two names (as one's typed registry record and as
+	// another's old-format one): only the first change deletes it, for one transaction must
+	// not name a key twice.
+	deleted := make(map[string]bool)
 	for _, n := range names {
 		ep, want := desired[n]
-		planName(&p, in, n, ep, want, current[n])
+		planName(&p, in, n, ep, want, current[n], registry[n], deleted)
 	}
 	return p
 }
 
-func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, cur []KV) {
+func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, cur []KV, reg []registryKV, deleted map[string]bool) {
+	adopt := adoptable(in, cur, reg)
 	own := make(map[string]KV)
 	byKey := make(map[string]string, len(cur)) // key -> owner
 	claims := make(map[string]int64)           // other owner -> oldest create revision
@@ -239,13 +260,19 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 		o := record.OwnerOf(kv.Value)
 		byKey[kv.Key] = o
 		switch {
-		case o == in.Owner:
+		case o == in.Owner || adopt[kv.Key]:
 			own[kv.Key] = kv
 			ownClaim = min(ownClaim, kv.CreateRevision)
 		case o != "":
 			if r, ok := claims[o]; !ok || kv.CreateRevision < r {
 				claims[o] = kv.CreateRevision
 			}
+		}
+	}
+	// The registry records taken over go with the name's change; they make no claim on it.
+	for _, r := range reg {
+		if adopt[r.Key] && !deleted[r.Key] {
+			own[r.Key] = r.KV
 		}
 	}
 	if !wanted && len(own) == 0 {
@@ -260,7 +287,7 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 	// nobody) holds stops the name: it is not ours to overwrite.
 	want := make(map[string]Put)
 	take := func(k, what string, v record.Value) bool {
-		if o, ok := byKey[k]; ok && o != in.Owner {
+		if o, ok := byKey[k]; ok && o != in.Owner && !adopt[k] {
 			holder := "no owner"
 			if o != "" {
 				holder = "owner " + o
@@ -286,7 +313,7 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 	}
 
 	if wanted {
-		if c, lost := cnameRule(in.Owner, name, ep, cur, ownClaim); lost {
+		if c, lost := cnameRule(in.Owner, name, ep, cur, adopt, ownClaim); lost {
 			c.Sources = ep.Sources
 			p.Conflicts = append(p.Conflicts, c)
 			want = nil // withdraw: as if not wanted
@@ -315,7 +342,7 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 		if in.Lease != 0 {
 			c := Change{Name: name}
 			for _, k := range sortedKeys(own) {
-				if kv := own[k]; kv.Lease != in.Lease {
+				if kv := own[k]; kv.Lease != in.Lease && !adopt[k] {
 					c.Puts = append(c.Puts, Put{Key: k, Value: kv.Value, Lease: in.Lease})
 				}
 			}
@@ -337,7 +364,7 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 	}
 	var stale []string
 	for _, k := range sortedKeys(own) {
-		if _, ok := want[k]; !ok {
+		if _, ok := want[k]; !ok && !deleted[k] {
 			stale = append(stale, k)
 		}
 	}
@@ -351,6 +378,12 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 			Detail: fmt.Sprintf("upsert-only: %d key(s) of a name no longer wanted kept", len(stale))})
 	default:
 		c.Deletes = stale
+		for _, k := range stale {
+			deleted[k] = true
+			if adopt[k] {
+				c.Adopted++
+			}
+		}
 	}
 	c.Claim = len(own) == 0 && len(c.Puts) > 0
 	if c.Ops() > 0 {
@@ -367,7 +400,7 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 // of that key against the oldest of our own keys there (none: we are the later claimant). The
 // server applies the same rule to whatever etcd holds (index.cnameRule), so an answer is valid
 // DNS even while two writers race or a key was written by hand.
-func cnameRule(owner, name string, ep record.Endpoint, cur []KV, ownClaim int64) (Conflict, bool) {
+func cnameRule(owner, name string, ep record.Endpoint, cur []KV, adopt map[string]bool, ownClaim int64) (Conflict, bool) {
 	ours, data := "", record.HasType(ep.Records, record.TypeSRV) || record.HasType(ep.Records, record.TypeMX)
 	for _, t := range ep.Targets {
 		if net.ParseIP(t) == nil {
@@ -383,7 +416,7 @@ func cnameRule(owner, name string, ep record.Endpoint, cur []KV, ownClaim int64)
 	var theirs string
 	for i, kv := range cur {
 		o := record.OwnerOf(kv.Value)
-		if o == owner {
+		if o == owner || adopt[kv.Key] {
 			continue
 		}
 		target, ok := record.DataAnswer(kv.Value)

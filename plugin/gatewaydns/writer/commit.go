@@ -80,7 +80,11 @@ func (w *Writer) commitLarge(ctx context.Context, term *Term, snap snapshot, c p
 		parts = append(parts, plan.Change{Name: c.Name, Puts: c.Puts[i:min(i+limit, len(c.Puts))], Claim: c.Claim && i == 0})
 	}
 	for i := 0; i < len(c.Deletes); i += limit {
-		parts = append(parts, plan.Change{Name: c.Name, Deletes: c.Deletes[i:min(i+limit, len(c.Deletes))]})
+		part := plan.Change{Name: c.Name, Deletes: c.Deletes[i:min(i+limit, len(c.Deletes))]}
+		if i == 0 {
+			part.Adopted = c.Adopted // counted once, with the first part of the deletes
+		}
+		parts = append(parts, part)
 	}
 	for _, p := range parts {
 		if err := w.commit(ctx, term, snap, []plan.Change{p}, res); err != nil {
@@ -144,8 +148,9 @@ func (w *Writer) commitSplitting(ctx context.Context, term *Term, snap snapshot,
 func (w *Writer) commit(ctx context.Context, term *Term, snap snapshot, batch []plan.Change, res *Result) error {
 	var ops []clientv3.Op
 	cmps := []clientv3.Cmp{term.Fence()}
-	puts, dels := 0, 0
+	puts, dels, adopted := 0, 0, 0
 	for _, c := range batch {
+		adopted += c.Adopted
 		readAt, known := snap.names[c.Name]
 		claim := c.Claim && known
 		if claim {
@@ -194,6 +199,7 @@ func (w *Writer) commit(ctx context.Context, term *Term, snap snapshot, batch []
 	res.Puts += puts
 	res.Deletes += dels
 	res.Revision = resp.Header.Revision
+	res.Adopted += adopted
 	w.obs.Committed(puts, dels)
 	return nil
 }

@@ -69,7 +69,7 @@ func (w *Writer) takeLease(ctx context.Context) (clientv3.LeaseID, <-chan struct
 // adoptableLease is the lease most of this owner's keys are on, when it is alive and of the
 // configured TTL; 0 when there is none.
 func (w *Writer) adoptableLease(ctx context.Context) (clientv3.LeaseID, error) {
-	own, _, err := w.scanOwn(ctx)
+	own, _, _, err := w.scanOwn(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("finding the records' lease: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/txtregistry"
 )
 
 // maxReplans is how often a reconcile reads and plans again the names whose commit found
@@ -48,7 +49,7 @@ func (w *Writer) resync(ctx context.Context, term *Term, lease clientv3.LeaseID)
 	for _, n := range w.cfg.Desired.Names() {
 		names[record.NormalizeName(n)] = true
 	}
-	own, scanFailed, err := w.scanOwn(ctx)
+	own, adopt, scanFailed, err := w.scanOwn(ctx)
 	if err != nil {
 		return Result{}, err
 	}
@@ -56,6 +57,9 @@ func (w *Writer) resync(ctx context.Context, term *Term, lease clientv3.LeaseID)
 		if n, ok := record.RecordName(w.cfg.Prefix, string(kv.Key)); ok {
 			names[n] = true
 		}
+	}
+	for _, n := range adopt {
+		names[n] = true
 	}
 	list := make([]string, 0, len(names))
 	for n := range names {
@@ -68,10 +72,11 @@ func (w *Writer) resync(ctx context.Context, term *Term, lease clientv3.LeaseID)
 	return res, err
 }
 
-// scanOwn reads this owner's keys in Zones. A zone that cannot be read for a reason of its own
+// scanOwn reads this owner's keys in Zones, and with a Registry the names of what it would
+// take over from external-dns (adopt). A zone that cannot be read for a reason of its own
 // (permission denied) is reported to the Observer and counted in failed; err is for etcd
 // failing as a whole.
-func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, failed int, err error) {
+func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, adopt []string, failed int, err error) {
 	zones := w.cfg.Zones
 	if len(zones) == 0 {
 		zones = []string{""}
@@ -90,11 +95,13 @@ func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, failed in
 			return resp, err
 		}
 		var zoneOwn []*mvccpb.KeyValue
+		var zoneAdopt []string
 		_, err := store.ReadPages(ctx, get, p, 0, func(resp *clientv3.GetResponse) {
 			for _, kv := range resp.Kvs {
 				if record.OwnerOf(kv.Value) == w.cfg.Owner {
 					zoneOwn = append(zoneOwn, kv)
 				}
+				zoneAdopt = append(zoneAdopt, w.adoptionNames(kv)...)
 			}
 		})
 		label := z
@@ -103,7 +110,7 @@ func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, failed in
 		}
 		if err != nil {
 			if !perKey(err) {
-				return nil, 0, fmt.Errorf("reading %s: %w", p, err)
+				return nil, nil, 0, fmt.Errorf("reading %s: %w", p, err)
 			}
 			w.reportFailure(label, err)
 			failed++
@@ -111,8 +118,37 @@ func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, failed in
 		}
 		w.reports.settled(label)
 		own = append(own, zoneOwn...)
+		adopt = append(adopt, zoneAdopt...)
 	}
-	return own, failed, nil
+	return own, adopt, failed, nil
+}
+
+// adoptionNames are the names whose reconcile may take kv over from external-dns: the name of
+// a key of Registry.Owner, and the names a registry record of Registry.Owner speaks for. The
+// plan decides; this only makes sure a resync visits them.
+func (w *Writer) adoptionNames(kv *mvccpb.KeyValue) []string {
+	reg := w.cfg.Registry
+	if reg == nil {
+		return nil
+	}
+	n, ok := record.RecordName(w.cfg.Prefix, string(kv.Key))
+	if !ok {
+		return nil
+	}
+	v, err := record.ParseValue(kv.Value)
+	if err != nil {
+		return nil
+	}
+	if v.Owner == reg.Owner && reg.Owner != w.cfg.Owner {
+		return []string{n}
+	}
+	if v.Text == "" || (v.Owner != "" && v.Owner != reg.Owner && v.Owner != w.cfg.Owner) {
+		return nil
+	}
+	if owner, ok := txtregistry.OwnerOf(v.Text); ok && owner == reg.Owner {
+		return reg.EndpointNames(n)
+	}
+	return nil
 }
 
 func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.LeaseID, names []string, since map[string]time.Time) (Result, error) {
@@ -144,6 +180,9 @@ func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.Lease
 	res.stale = nil
 	if err == nil {
 		w.settle(all, &res)
+	}
+	if ao, ok := w.obs.(AdoptionObserver); ok && res.Adopted > 0 {
+		ao.Adopted(res.Adopted)
 	}
 	w.tellProblems()
 	if len(since) > 0 {
@@ -181,6 +220,7 @@ func (w *Writer) reconcileOnce(ctx context.Context, term *Term, lease clientv3.L
 		Names:     readable,
 		Desired:   desired,
 		Current:   current,
+		Registry:  w.cfg.Registry,
 	})
 	res.Conflicts = append(res.Conflicts, p.Conflicts...)
 	res.Skipped = append(res.Skipped, p.Skipped...)
@@ -194,10 +234,6 @@ func (w *Writer) reconcileOnce(ctx context.Context, term *Term, lease clientv3.L
 	if w.cfg.DryRun {
 		w.plannedOnly(readable, p.Changes)
 		return nil
-	}
-	// What the plan read: a commit applies only if every key it touches is still so.
-	for _, kv := range current {
-		snap.keys[kv.Key] = kv.ModRevision
 	}
 	err = w.apply(ctx, term, snap, p.Changes, res)
 	if errors.Is(err, ErrNotLeader) {
@@ -220,17 +256,29 @@ func normalize(names []string) []string {
 	return out
 }
 
-// read returns the keys one level below each name's key, of every owner, reading up to
-// BatchSize names per transaction, the revision each name was read at (in snap.names), and the
-// oldest of them. A name that cannot be read (permission denied) is recorded in res and left
-// out of readable.
+// read returns the keys one level below each name's key (and, with a Registry, below each of
+// its registry names), of every owner, reading names in transactions of up to BatchSize
+// range reads, the revision each name was read at (in snap.names), and the oldest of them. A
+// name that cannot be read (permission denied) is recorded in res and left out of readable.
 func (w *Writer) read(ctx context.Context, names []string, res *Result) (current []plan.KV, readable []string, snap snapshot, rev int64, err error) {
 	snap = snapshot{keys: make(map[string]int64), names: make(map[string]int64, len(names))}
+	paths := func(n string) []string {
+		ps := []string{record.NamePath(w.cfg.Prefix, n) + "/"}
+		if w.cfg.Registry != nil {
+			for _, e := range w.cfg.Registry.Names(n) {
+				ps = append(ps, record.NamePath(w.cfg.Prefix, e.Name)+"/")
+			}
+		}
+		return ps
+	}
+	perName := len(paths("x"))
 	var readBatch func(batch []string) error
 	readBatch = func(batch []string) error {
-		ops := make([]clientv3.Op, len(batch))
-		for i, n := range batch {
-			ops[i] = clientv3.OpGet(record.NamePath(w.cfg.Prefix, n)+"/", clientv3.WithPrefix())
+		ops := make([]clientv3.Op, 0, len(batch)*perName)
+		for _, n := range batch {
+			for _, p := range paths(n) {
+				ops = append(ops, clientv3.OpGet(p, clientv3.WithPrefix()))
+			}
 		}
 		var resp *clientv3.TxnResponse
 		err := w.request(ctx, func(ctx context.Context) (err error) {
@@ -255,23 +303,31 @@ func (w *Writer) read(ctx context.Context, names []string, res *Result) (current
 		if rev == 0 || resp.Header.Revision < rev {
 			rev = resp.Header.Revision
 		}
-		for i, n := range batch {
-			base := record.NamePath(w.cfg.Prefix, n) + "/"
-			for _, kv := range resp.Responses[i].GetResponseRange().Kvs {
-				k := string(kv.Key)
-				if strings.Contains(k[len(base):], "/") {
-					continue // a record of a name below n
+		i := 0
+		for _, n := range batch {
+			for _, base := range paths(n) {
+				for _, kv := range resp.Responses[i].GetResponseRange().Kvs {
+					k := string(kv.Key)
+					if strings.Contains(k[len(base):], "/") {
+						continue // a record of a name below
+					}
+					if _, dup := snap.keys[k]; dup {
+						continue // a registry name that is also a name read
+					}
+					snap.keys[k] = kv.ModRevision
+					current = append(current, plan.KV{Key: k, Value: kv.Value, CreateRevision: kv.CreateRevision,
+						ModRevision: kv.ModRevision, Lease: kv.Lease})
 				}
-				current = append(current, plan.KV{Key: k, Value: kv.Value, CreateRevision: kv.CreateRevision,
-					ModRevision: kv.ModRevision, Lease: kv.Lease})
+				i++
 			}
 			readable = append(readable, n)
 			snap.names[n] = resp.Header.Revision
 		}
 		return nil
 	}
-	for i := 0; i < len(names); i += w.cfg.BatchSize {
-		if err := readBatch(names[i:min(i+w.cfg.BatchSize, len(names))]); err != nil {
+	step := max(w.cfg.BatchSize/perName, 1)
+	for i := 0; i < len(names); i += step {
+		if err := readBatch(names[i:min(i+step, len(names))]); err != nil {
 			return nil, nil, snapshot{}, 0, err
 		}
 	}

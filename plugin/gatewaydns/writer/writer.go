@@ -16,6 +16,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/txtregistry"
 )
 
 // DefaultBatchSize is etcd's default --max-txn-ops: the most operations one transaction holds.
@@ -81,6 +82,13 @@ type ReachabilityObserver interface {
 	EtcdReachable(reachable bool)
 }
 
+// AdoptionObserver is an optional part of Observer: told, once per reconcile that took any,
+// how many keys external-dns wrote (records and TXT registry records) it deleted in taking
+// them over (Config.Registry).
+type AdoptionObserver interface {
+	Adopted(keys int)
+}
+
 // ProblemObserver is an optional part of Observer: told how many names are lost to an older
 // claim and how many failed at their last attempt, whenever that changes. Conflict and Failed
 // report each problem once; these counts say how many last.
@@ -140,6 +148,10 @@ type Config struct {
 	// writes no record and takes no lease: for trying a writer beside a running external-dns.
 	// It still takes part in its owner's election, so that one replica tells.
 	DryRun bool
+	// Registry, when set, takes over what external-dns's TXT registry says Registry.Owner holds
+	// (plan.Input.Registry): each name's registry names are read with it, and a full resync
+	// also visits the names that registry records or Registry.Owner's keys are found for.
+	Registry *txtregistry.Config
 	// Desired is what to publish.
 	Desired Desired
 	// Observer is told what happens (NopObserver when nil).
@@ -151,6 +163,7 @@ type Result struct {
 	Txns      int   // transactions committed
 	Puts      int   // keys put
 	Deletes   int   // keys deleted
+	Adopted   int   // of Deletes, keys external-dns wrote, taken over (Config.Registry)
 	Revision  int64 // etcd revision after the last commit (0: nothing committed)
 	Conflicts []plan.Conflict
 	Skipped   []plan.Skip
@@ -208,6 +221,11 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 	}
 	if cfg.Desired == nil {
 		return nil, errors.New("writer: no desired state")
+	}
+	if cfg.Registry != nil {
+		if err := cfg.Registry.Check(); err != nil {
+			return nil, fmt.Errorf("writer: %w", err)
+		}
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = record.DefaultPrefix

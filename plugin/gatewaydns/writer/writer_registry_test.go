@@ -1,0 +1,98 @@
+package writer_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/txtregistry"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/writer"
+)
+
+// wtRegistryValue is a TXT registry record as external-dns's coredns provider stores it.
+func wtRegistryValue(owner, resource string) string {
+	return fmt.Sprintf(`{"text":"\"heritage=external-dns,external-dns/owner=%s,external-dns/resource=%s\"","targetstrip":1}`, owner, resource)
+}
+
+type wtAdoptions struct {
+	wtObserver
+	adopted []int
+}
+
+func (o *wtAdoptions) Adopted(n int) { o.mu.Lock(); o.adopted = append(o.adopted, n); o.mu.Unlock() }
+
+// TestWriterTakesOverExternalDNSTXTRegistry: what external-dns with its default TXT registry
+// (no strict ownership) left in etcd for owner c1 becomes the writer's at its first resync: the
+// ownerless records the registry assigns to c1 are replaced by the writer's keys, the registry
+// records deleted, a name the sources no longer want removed, and what other owners (or no
+// registry record) hold is left alone.
+func TestWriterTakesOverExternalDNSTXTRegistry(t *testing.T) {
+	e := testenv.StartEtcd(t)
+	cli := e.Client(t)
+	reg := &txtregistry.Config{Owner: "c1"}
+	path := func(n string) string { return record.NamePath("skydns", n) + "/" }
+	app, web, old, gone, foreign, loose := wtName("app"), wtName("web"), wtName("old"), wtName("gone"), wtName("foreign"), wtName("loose")
+
+	// app: an address, and its registry record a-app.
+	wtPut(t, cli, path(app)+"1a2b3c4d", `{"host":"10.0.0.1","ttl":300,"targetstrip":1}`)
+	wtPut(t, cli, path(reg.Name(app, "a"))+"5e6f7a8b", wtRegistryValue("c1", "httproute/shop/app"))
+	// web: a CNAME, registered as cname-web.
+	wtPut(t, cli, path(web)+"0c0c0c0c", `{"host":"lb.example.net","ttl":300,"targetstrip":1}`)
+	wtPut(t, cli, path(reg.Name(web, "cname"))+"0d0d0d0d", wtRegistryValue("c1", "httproute/shop/web"))
+	// old: external-dns's old format, the registry text in the record's own key, which the stock
+	// plugin answers as TXT instead of the CNAME (external-dns #4953).
+	wtPut(t, cli, path(old)+"0e0e0e0e", `{"host":"lb.example.net","text":"\"heritage=external-dns,external-dns/owner=c1,external-dns/resource=httproute/shop/old\"","ttl":300,"targetstrip":1}`)
+	// gone: published by external-dns for c1, not wanted by the sources any more.
+	wtPut(t, cli, path(gone)+"0f0f0f0f", `{"host":"10.0.0.9","ttl":300,"targetstrip":1}`)
+	wtPut(t, cli, path(reg.Name(gone, "a"))+"1f1f1f1f", wtRegistryValue("c1", "httproute/shop/gone"))
+	// foreign: registered to another external-dns; loose: no registry record at all.
+	wtPut(t, cli, path(foreign)+"2a2a2a2a", `{"host":"10.0.0.7","ttl":300,"targetstrip":1}`)
+	wtPut(t, cli, path(reg.Name(foreign, "a"))+"2b2b2b2b", wtRegistryValue("us1", "httproute/shop/foreign"))
+	wtPut(t, cli, path(loose)+"3a3a3a3a", `{"host":"10.0.0.8","ttl":300,"targetstrip":1}`)
+
+	before := wtKeys(t, cli)
+	var rev int64
+	for _, kv := range before {
+		rev = max(rev, kv.ModRevision)
+	}
+	puts := wtCountPuts(t, cli, rev+1)
+	obs := &wtAdoptions{}
+	d := wtWant(wtEP(app, "10.0.0.1"), wtEP(web, "lb.example.net"), wtEP(old, "lb.example.net"), wtEP(foreign, "10.0.0.7"))
+	wtStart(t, cli, writer.Config{Owner: "c1", Desired: d, Observer: obs, Registry: reg})
+	wtEventually(t, 10*time.Second, "synced", func() bool { return obs.syncCount() > 0 })
+
+	want := []string{
+		record.Key("skydns", app, "c1", "10.0.0.1"),
+		record.Key("skydns", web, "c1", "lb.example.net"),
+		record.Key("skydns", old, "c1", "lb.example.net"),
+		record.Key("skydns", foreign, "c1", "10.0.0.7"),
+		path(foreign) + "2a2a2a2a", path(reg.Name(foreign, "a")) + "2b2b2b2b", // us1's
+		path(loose) + "3a3a3a3a", // nobody's
+	}
+	slices.Sort(want)
+	if got := slices.Sorted(maps.Keys(wtKeys(t, cli))); !slices.Equal(got, want) {
+		t.Fatalf("keys after the takeover:\n got %q\nwant %q", got, want)
+	}
+	if n := puts(); n != 4 {
+		t.Errorf("%d puts, want 4: each key of the writer written once", n)
+	}
+	obs.mu.Lock()
+	adopted := obs.adopted
+	obs.mu.Unlock()
+	// app's record and registry record, web's two, old's one, gone's two.
+	if total := sum(adopted); total != 7 {
+		t.Errorf("adopted %v keys, want 7 in all", adopted)
+	}
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
