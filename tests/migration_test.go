@@ -457,7 +457,7 @@ func (w *keyWatch) catchUp(t *testing.T) []keyEvent {
 
 // registryTypePrefix matches the first label of the name of an external-dns TXT registry
 // record (new format, v0.12 on): "a-", "aaaa-", "cname-"... before the record's own first label.
-var registryTypePrefixes = []string{"a-", "aaaa-", "cname-", "ns-", "mx-", "ptr-", "srv-", "naptr-"}
+var registryTypePrefixes = []string{"a-", "aaaa-", "cname-", "txt-", "ns-", "mx-", "ptr-", "srv-", "naptr-"}
 
 // recordName is the DNS name a key under migPrefix is a record of, and for a TXT registry
 // record the name of the records it is about (the type prefix of its first label dropped).
@@ -623,13 +623,19 @@ func (m *migration) checkWrites(t *testing.T, events []keyEvent) {
 				e.key, e.rev, name, putRevs[name]))
 		}
 	}
-	if len(problems) > 0 {
-		var b strings.Builder
-		for _, e := range events {
-			b.WriteString("  " + e.String() + "\n")
-		}
-		t.Errorf("writes since the switch:\n%s\nevery change under %s since the switch:\n%s", strings.Join(problems, "\n"), migPrefix, b.String())
+	var b strings.Builder
+	for _, e := range events {
+		b.WriteString("  " + e.String() + "\n")
 	}
+	if len(problems) > 0 {
+		t.Errorf("writes since the switch:\n%s\nevery change under %s since the switch:\n%s", strings.Join(problems, "\n"), migPrefix, b.String())
+		return
+	}
+	revs := map[int64]bool{}
+	for _, e := range events {
+		revs[e.rev] = true
+	}
+	t.Logf("%d changes under %s since the switch, in %d transactions, each key of the writer put once:\n%s", len(events), migPrefix, len(revs), b.String())
 }
 
 // hexKey is a key under name's path with a random 8-hex suffix, as external-dns makes them.
