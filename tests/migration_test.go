@@ -86,6 +86,7 @@ type migration struct {
 // dual-stack name while external-dns runs.
 func startMigration(t *testing.T, dualStack bool) *migration {
 	t.Helper()
+	testenv.ExternalDNSBinary(t) // skips now rather than after starting everything
 	m := &migration{start: time.Now(), targets: map[string][]string{}, dualStack: dualStack}
 	m.etcd = testenv.StartEtcd(t)
 	m.cli = m.etcd.Client(t)
@@ -136,9 +137,7 @@ func startMigration(t *testing.T, dualStack bool) *migration {
 	for _, r := range routes {
 		m.k8s.HTTPRoute("shop", r.route, "infra", r.gw, r.label+"."+migDomain)
 	}
-	a := func(label string, qtype uint16, want ...string) {
-		m.questions = append(m.questions, migQuestion{name: label + "." + migDomain, qtype: qtype, want: want})
-	}
+	a := m.question
 	a("app", dns.TypeA, "A 203.0.113.10")
 	a("www", dns.TypeA, "A 203.0.113.10")
 	a("legacy", dns.TypeA, "A 203.0.113.10")
@@ -148,13 +147,6 @@ func startMigration(t *testing.T, dualStack bool) *migration {
 		a("dual", dns.TypeA, "A 203.0.113.20")
 		a("dual", dns.TypeAAAA, "AAAA 2001:db8::20")
 	}
-	for _, q := range m.questions {
-		for _, w := range q.want {
-			_, target, _ := strings.Cut(w, " ")
-			m.targets[q.name] = append(m.targets[q.name], strings.TrimSuffix(target, "."))
-		}
-	}
-
 	// The central server, without the `log` plugin of corefile.d/central.Corefile: the poller
 	// asks thousands of questions.
 	m.central = startCorefile(t, "central.Corefile", fmt.Sprintf(
@@ -164,6 +156,17 @@ func startMigration(t *testing.T, dualStack bool) *migration {
 	t.Logf("etcd, kube-apiserver with %d Gateways and %d HTTPRoutes, central server: up after %s",
 		len(gws), len(routes), time.Since(m.start).Round(time.Millisecond))
 	return m
+}
+
+// question adds label.eu1.openmcp.cluster qtype to the questions asked throughout, and the
+// targets of its wanted answer to the name's targets.
+func (m *migration) question(label string, qtype uint16, want ...string) {
+	q := migQuestion{name: label + "." + migDomain, qtype: qtype, want: want}
+	m.questions = append(m.questions, q)
+	for _, w := range want {
+		_, target, _ := strings.Cut(w, " ")
+		m.targets[q.name] = append(m.targets[q.name], strings.TrimSuffix(target, "."))
+	}
 }
 
 // externalDNS starts external-dns as the cluster ran it: gateway-httproute, owner eu1, its
@@ -664,28 +667,42 @@ func (m *migration) switchToWriter(t *testing.T, extra ...string) {
 	m.checkFinalKeys(t)
 }
 
+// oldFormatValue is a record of external-dns's old registry format, the registry text in the
+// record's own key: its coredns provider writes the text into the record when the TXT record
+// has the record's name (updateTXTRecords; the registry format before v0.12; external-dns
+// #4953, coredns #6110).
+func oldFormatValue(target, route string) string {
+	return `{"host":"` + target + `","text":"\"heritage=external-dns,external-dns/owner=eu1,external-dns/resource=httproute/shop/` +
+		route + `\"","ttl":300,"targetstrip":1}`
+}
+
 // TestMigrationFromExternalDNSWithTXTRegistry: external-dns with its default TXT registry and
 // no strict ownership published the names (its record keys carry no owner; its ownership is in
-// TXT records at a-<name>, aaaa-<name>, cname-<name>), and a key in its old format is there,
-// the registry text in the record's own key. Once external-dns is stopped, the writer of eu1,
-// started with `txt-owner-id eu1`, replaces every one of those keys by its own and deletes the
-// registry records, each in the transaction that puts the replacement, while every name keeps
-// being answered; each of its keys is written once.
+// TXT records at a-<name>, aaaa-<name>, cname-<name>); two keys in its old format are there,
+// the registry text in the record's own key, one of them the only registry record of its name.
+// Once external-dns is stopped, the writer of eu1, started with `txt-owner-id eu1`, replaces
+// every one of those keys by its own and deletes the registry records, each in the transaction
+// that puts the replacement, while every name keeps being answered; each of its keys is
+// written once.
 func TestMigrationFromExternalDNSWithTXTRegistry(t *testing.T) {
 	m := startMigration(t, true)
-	// A leftover of an older external-dns: its coredns provider writes the registry text into
-	// the record's own key when the TXT record has the record's name (updateTXTRecords; the
-	// registry format before v0.12). Put before external-dns starts, as it would be found.
-	oldKey := hexKey("legacy." + migDomain)
-	putEtcd(t, m.cli, oldKey, `{"host":"203.0.113.10","text":"\"heritage=external-dns,external-dns/owner=eu1,external-dns/resource=httproute/shop/legacy\"","ttl":300,"targetstrip":1}`)
+	// An old-format key found by external-dns v0.21.0 when it starts: it keeps it (and writes
+	// a new-format a-legacy record beside it).
+	legacyKey := hexKey("legacy." + migDomain)
+	putEtcd(t, m.cli, legacyKey, oldFormatValue("203.0.113.10", "legacy"))
 
 	x := m.externalDNS(t, false)
 	m.waitPublished(t, x, "external-dns (TXT registry)")
 	x.StopAfterSync(t, 10*time.Second)
 	before := m.logKeys(t, "external-dns published, then stopped")
-	if _, ok := before[oldKey]; !ok {
-		t.Errorf("external-dns removed the old-format key %s", oldKey)
+	if _, ok := before[legacyKey]; !ok {
+		t.Errorf("external-dns removed the old-format key %s", legacyKey)
 	}
+	// A name published by an older external-dns only: its old-format key is the only registry
+	// record saying eu1 holds it.
+	m.k8s.HTTPRoute("shop", "old", "infra", "v4", "old."+migDomain)
+	putEtcd(t, m.cli, hexKey("old."+migDomain), oldFormatValue("203.0.113.10", "old"))
+	m.question("old", dns.TypeA, "A 203.0.113.10")
 	m.switchToWriter(t, migTXTOwner)
 	t.Logf("total %s", time.Since(m.start).Round(time.Millisecond))
 }

@@ -56,21 +56,27 @@ type ExternalDNS struct {
 	stop sync.Once
 }
 
-// StartExternalDNS starts external-dns (found as FindBinary finds binaries) with o, and waits
-// until its /healthz answers (it serves that before its first sync: wait for what it publishes
-// to know it synced, or use WaitSyncs). It is stopped by t.Cleanup; when the test failed, the
-// tail of its log is printed.
-//
-// external-dns is built by hack/build-external-dns.sh (make test-binaries), which takes
-// minutes; a plain `go test` that does not set $GATEWAYDNS_TEST_BIN skips the test. With the
-// variable set (make test sets it) a missing binary fails the test, as FindBinary does.
-func StartExternalDNS(t testing.TB, o ExternalDNSOptions) *ExternalDNS {
+// ExternalDNSBinary returns the external-dns binary, found as FindBinary finds binaries. It is
+// built by hack/build-external-dns.sh (make test-binaries), which takes minutes: a plain
+// `go test` that does not set $GATEWAYDNS_TEST_BIN skips the test. With the variable set (make
+// test sets it) a missing binary fails the test, as FindBinary does. Call it first in a test
+// that needs external-dns, so that a skip comes before anything else is started.
+func ExternalDNSBinary(t testing.TB) string {
 	t.Helper()
 	if os.Getenv(EnvTestBin) == "" {
 		t.Skipf("testenv: external-dns tests run only with $%s set (make test sets it; "+
 			"hack/build-external-dns.sh builds bin/external-dns)", EnvTestBin)
 	}
-	bin := FindBinary(t, "external-dns")
+	return FindBinary(t, "external-dns")
+}
+
+// StartExternalDNS starts external-dns (see ExternalDNSBinary) with o, and waits until its
+// /healthz answers (it serves that before its first sync: wait for what it publishes to know
+// it synced, or use WaitSyncs). It is stopped by t.Cleanup; when the test failed, the tail of
+// its log is printed.
+func StartExternalDNS(t testing.TB, o ExternalDNSOptions) *ExternalDNS {
+	t.Helper()
+	bin := ExternalDNSBinary(t)
 	if o.EtcdURL == "" || o.Kubeconfig == "" || o.DomainFilter == "" || o.OwnerID == "" {
 		t.Fatalf("testenv: StartExternalDNS needs EtcdURL, Kubeconfig, DomainFilter and OwnerID: %+v", o)
 	}
