@@ -9,12 +9,13 @@ package tests
 // watch that sees every put and delete under the cluster's prefix.
 //
 // external-dns is built by hack/build-external-dns.sh (make test-binaries); without
-// $GATEWAYDNS_TEST_BIN these tests skip (see testenv.StartExternalDNS).
+// $GATEWAYDNS_TEST_BIN these tests skip (see testenv.ExternalDNSBinary).
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -458,7 +459,7 @@ func (w *keyWatch) catchUp(t *testing.T) []keyEvent {
 	}
 }
 
-// registryTypePrefix matches the first label of the name of an external-dns TXT registry
+// registryTypePrefixes start the first label of the name of an external-dns TXT registry
 // record (new format, v0.12 on): "a-", "aaaa-", "cname-"... before the record's own first label.
 var registryTypePrefixes = []string{"a-", "aaaa-", "cname-", "txt-", "ns-", "mx-", "ptr-", "srv-", "naptr-"}
 
@@ -494,13 +495,7 @@ func parseEtcdValue(v string) etcdValue {
 // dumpKeys renders keys sorted, one a line, for a failure message or a log.
 func dumpKeys(keys map[string]kvInfo) string {
 	var b strings.Builder
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range keys {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		fmt.Fprintf(&b, "  %s = %s (mod rev %d)\n", k, keys[k].Value, keys[k].ModRev)
 	}
 	if b.Len() == 0 {
@@ -524,7 +519,7 @@ func (m *migration) keyProblems(keys map[string]kvInfo) []string {
 	want := m.wantKeys()
 	var problems []string
 	perTarget := map[string][]string{}
-	for _, k := range slices.Sorted(mapKeys(keys)) {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		v := parseEtcdValue(keys[k].Value)
 		name, registry := recordName(k)
 		perTarget[name+" -> "+v.Host] = append(perTarget[name+" -> "+v.Host], k)
@@ -547,27 +542,17 @@ func (m *migration) keyProblems(keys map[string]kvInfo) []string {
 			problems = append(problems, fmt.Sprintf("%s = %s, want host %q and no text", k, keys[k].Value, tg))
 		}
 	}
-	for _, k := range slices.Sorted(mapKeys(want)) {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if _, ok := keys[k]; !ok {
 			problems = append(problems, fmt.Sprintf("missing: %s (%s)", k, want[k]))
 		}
 	}
-	for _, nt := range slices.Sorted(mapKeys(perTarget)) {
+	for _, nt := range slices.Sorted(maps.Keys(perTarget)) {
 		if ks := perTarget[nt]; len(ks) > 1 && !strings.HasSuffix(nt, " -> ") {
 			problems = append(problems, fmt.Sprintf("%d keys for %s: %v", len(ks), nt, ks))
 		}
 	}
 	return problems
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // waitAdopted waits until etcd holds exactly the writer's wanted keys under the prefix.
@@ -611,7 +596,7 @@ func (m *migration) checkWrites(t *testing.T, events []keyEvent) {
 		}
 	}
 	var problems []string
-	for _, k := range slices.Sorted(mapKeys(want)) {
+	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if puts[k] != 1 {
 			problems = append(problems, fmt.Sprintf("%s put %d times, want once", k, puts[k]))
 		}
