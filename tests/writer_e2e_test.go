@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,6 +90,42 @@ func (p *coreDNSProcess) metric(series string) (v float64, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// metricWith sums the series of metric name whose labels include every one of labels (each
+// `key="value"`), whatever other labels they carry; ok is false when none is exported.
+func (p *coreDNSProcess) metricWith(name string, labels ...string) (sum float64, ok bool) {
+	body, code := httpGet("http://" + p.Metrics + "/metrics")
+	if code != 200 {
+		return 0, false
+	}
+	for _, l := range strings.Split(body, "\n") {
+		rest, found := strings.CutPrefix(l, name+"{")
+		if !found {
+			continue
+		}
+		set, value, found := strings.Cut(rest, "} ")
+		if !found {
+			continue
+		}
+		have := strings.Split(set, ",")
+		if !all(labels, func(want string) bool { return slices.Contains(have, want) }) {
+			continue
+		}
+		if f, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+			sum, ok = sum+f, true
+		}
+	}
+	return sum, ok
+}
+
+func all[T any](xs []T, f func(T) bool) bool {
+	for _, x := range xs {
+		if !f(x) {
+			return false
+		}
+	}
+	return true
 }
 
 // waitMetric polls until cond holds for the series' value (0 when absent).

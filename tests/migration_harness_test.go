@@ -1,0 +1,454 @@
+package tests
+
+// The harness of the migration tests (migration_test.go): end-to-end migration from a REAL external-dns v0.21.0 (--provider=coredns) to the gatewaydns
+// writer (docs/migration.md, steps 3 and 4), one test per way external-dns ran: with its
+// default TXT registry, with --coredns-strictly-owned turned on late, and still running while
+// the writer takes over. Each test: one etcd, one kube-apiserver with a Gateway controller
+// played by gatewayfixture, the central server answering the zone, external-dns publishing
+// the names first; then the switch, with every name asked over UDP throughout, and an etcd
+// watch that sees every put and delete under the cluster's prefix.
+//
+// external-dns is built by hack/build-external-dns.sh (make test-binaries); without
+// $GATEWAYDNS_TEST_BIN these tests skip (see testenv.ExternalDNSBinary).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+)
+
+const (
+	migDomain = "eu1.openmcp.cluster"
+	migOwner  = "eu1"
+	migPrefix = "/skydns/cluster/openmcp/eu1/"
+	// migCNAME is the target annotation on the Gateway "lb": a load balancer known by name.
+	migCNAME = "lb.example.net"
+	// migTXTOwner is the writer's stanza line that lets it take over what external-dns's TXT
+	// registry assigns to the owner.
+	migTXTOwner = "txt-owner-id " + migOwner
+)
+
+// migQuestion is one question the central server must answer the same way throughout a
+// migration.
+type migQuestion struct {
+	name  string   // without the trailing dot
+	qtype uint16   // A or AAAA; a CNAME name is asked for A
+	want  []string // the answer as answerSet renders it
+}
+
+func (q migQuestion) String() string { return q.name + " " + dns.TypeToString[q.qtype] }
+
+// migration is one workload cluster (eu1) publishing into the central etcd, and the central
+// server.
+type migration struct {
+	etcd    *testenv.Etcd
+	cli     *clientv3.Client
+	kube    *testenv.Kube
+	k8s     *gatewayfixture.Cluster
+	central *coreDNSProcess
+	// questions are asked throughout; targets are the targets of each name, the keys the
+	// writer must end with.
+	questions []migQuestion
+	targets   map[string][]string
+	// dualStack: a name with an IPv4 and an IPv6 address, which external-dns v0.21.0 never
+	// settles (see startMigration).
+	dualStack bool
+	start     time.Time
+}
+
+// startMigration starts etcd, a kube-apiserver with Gateways and HTTPRoutes giving names with
+// an IPv4 address, an IPv6 address, a CNAME (the target annotation on the Gateway) and, with
+// dualStack, a name with both an IPv4 and an IPv6 address, and the central server. Nothing
+// publishes yet.
+//
+// external-dns v0.21.0's coredns provider reads every key with an IP address as an A record
+// and merges the keys of a name into one endpoint: a dual-stack name is read back as one A
+// record with both addresses, which never matches the A and AAAA it wants. Every sync loop it
+// then deletes the IPv6 key and puts a new one with a new random suffix (two requests: the
+// AAAA answer is missing in between), and every other loop it adds one more a-<name> TXT
+// registry record. A test with dualStack cannot wait for external-dns to settle, nor ask the
+// dual-stack name while external-dns runs.
+func startMigration(t *testing.T, dualStack bool) *migration {
+	t.Helper()
+	testenv.ExternalDNSBinary(t) // skips now rather than after starting everything
+	m := &migration{start: time.Now(), targets: map[string][]string{}, dualStack: dualStack}
+	m.etcd = testenv.StartEtcd(t)
+	m.cli = m.etcd.Client(t)
+	m.kube = testenv.StartKubeAPIServer(t)
+	m.k8s = gatewayfixture.New(t, m.kube.Config)
+	m.k8s.Namespace("infra")
+	m.k8s.Namespace("shop")
+	gws := []struct {
+		name  string
+		addrs []string
+	}{
+		{"v4", []string{"203.0.113.10"}},
+		{"v6", []string{"2001:db8::10"}},
+		{"lb", []string{"203.0.113.30"}}, // overridden by the target annotation
+	}
+	if dualStack {
+		gws = append(gws, struct {
+			name  string
+			addrs []string
+		}{"dual", []string{"203.0.113.20", "2001:db8::20"}})
+	}
+	for _, g := range gws {
+		m.k8s.Gateway("infra", g.name, gatewayv1.HTTPProtocolType, 80, "", g.addrs...)
+	}
+	// The prefix external-dns v0.21.0 reads by default (external-dns.alpha.kubernetes.io/);
+	// gatewaydns reads it too.
+	ctx := context.Background()
+	lb, err := m.k8s.GW.GatewayV1().Gateways("infra").Get(ctx, "lb", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb.Annotations = map[string]string{"external-dns.alpha.kubernetes.io/target": migCNAME}
+	if _, err := m.k8s.GW.GatewayV1().Gateways("infra").Update(ctx, lb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	routes := []struct {
+		route, gw, label string
+	}{
+		{"app", "v4", "app"},
+		{"www", "v4", "www"},
+		{"legacy", "v4", "legacy"},
+		{"v6", "v6", "v6"},
+		{"cname", "lb", "cname"},
+	}
+	if dualStack {
+		routes = append(routes, struct{ route, gw, label string }{"dual", "dual", "dual"})
+	}
+	for _, r := range routes {
+		m.k8s.HTTPRoute("shop", r.route, "infra", r.gw, r.label+"."+migDomain)
+	}
+	a := m.question
+	a("app", dns.TypeA, "A 203.0.113.10")
+	a("www", dns.TypeA, "A 203.0.113.10")
+	a("legacy", dns.TypeA, "A 203.0.113.10")
+	a("v6", dns.TypeAAAA, "AAAA 2001:db8::10")
+	a("cname", dns.TypeA, "CNAME "+migCNAME+".")
+	if dualStack {
+		a("dual", dns.TypeA, "A 203.0.113.20")
+		a("dual", dns.TypeAAAA, "AAAA 2001:db8::20")
+	}
+	// The central server, without the `log` plugin of corefile.d/central.Corefile: the poller
+	// asks thousands of questions.
+	m.central = startCorefile(t, "central.Corefile", fmt.Sprintf(
+		"openmcp.cluster {\n    errors\n    health\n    ready\n    prometheus :9153\n    gatewaydns {\n        endpoint %s\n    }\n}\n",
+		m.etcd.ClientURL))
+	m.central.waitReady(t, 30*time.Second)
+	t.Logf("etcd, kube-apiserver with %d Gateways and %d HTTPRoutes, central server: up after %s",
+		len(gws), len(routes), time.Since(m.start).Round(time.Millisecond))
+	return m
+}
+
+// question adds label.eu1.openmcp.cluster qtype to the questions asked throughout, and the
+// targets of its wanted answer to the name's targets.
+func (m *migration) question(label string, qtype uint16, want ...string) {
+	q := migQuestion{name: label + "." + migDomain, qtype: qtype, want: want}
+	m.questions = append(m.questions, q)
+	for _, w := range want {
+		_, target, _ := strings.Cut(w, " ")
+		m.targets[q.name] = append(m.targets[q.name], strings.TrimSuffix(target, "."))
+	}
+}
+
+// externalDNS starts external-dns as the cluster ran it: gateway-httproute, owner eu1, its
+// subdomain only.
+func (m *migration) externalDNS(t *testing.T, strictlyOwned bool) *testenv.ExternalDNS {
+	t.Helper()
+	return testenv.StartExternalDNS(t, testenv.ExternalDNSOptions{
+		EtcdURL:       m.etcd.ClientURL,
+		Kubeconfig:    m.kube.KubeconfigFile,
+		DomainFilter:  migDomain,
+		OwnerID:       migOwner,
+		StrictlyOwned: strictlyOwned,
+	})
+}
+
+// writer starts the gatewaydns writer of eu1 with the extra stanza lines.
+func (m *migration) writer(t *testing.T, extra ...string) *coreDNSProcess {
+	t.Helper()
+	w := runWriter(t, "eu1", m.etcd.ClientURL, migOwner, m.kube.KubeconfigFile, migDomain, extra...)
+	w.waitReady(t, 60*time.Second)
+	return w
+}
+
+// waitPublished waits until the central server answers every question as wanted and
+// external-dns then completes a sync loop that changes nothing: everything it writes is in
+// etcd. With a dual-stack name, which external-dns never settles, it waits for two loops
+// instead: the second one started after every name was answered.
+func (m *migration) waitPublished(t *testing.T, x *testenv.ExternalDNS, what string) {
+	t.Helper()
+	began := time.Now()
+	m.waitAnswered(t, 30*time.Second)
+	answered := time.Since(began)
+	if m.dualStack {
+		st := x.WaitSyncs(t, 2, 15*time.Second)
+		t.Logf("%s: every name answered after %s, then %d sync loops, %d with changes",
+			what, answered.Round(time.Millisecond), st.Syncs, st.Changes)
+		return
+	}
+	st := x.WaitSteady(t, 15*time.Second)
+	t.Logf("%s: every name answered after %s, a sync loop without changes after %s (%d loops, %d with changes)",
+		what, answered.Round(time.Millisecond), time.Since(began).Round(time.Millisecond), st.Syncs, st.Changes)
+}
+
+// waitAnswered waits until the central server answers every question as wanted.
+func (m *migration) waitAnswered(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for _, q := range m.questions {
+		waitFor(t, time.Until(deadline), m.central.DNS, q.name, q.qtype, func(r *dns.Msg) bool {
+			return r.Rcode == dns.RcodeSuccess && slices.Equal(answerSet(r), q.want)
+		})
+	}
+}
+
+// wantKeys are the keys the writer of eu1 ends with: one deterministic key per name and
+// target.
+func (m *migration) wantKeys() map[string]string {
+	out := map[string]string{}
+	for name, targets := range m.targets {
+		for _, tg := range targets {
+			out[ownKey(name, migOwner, tg)] = tg
+		}
+	}
+	return out
+}
+
+// recordName is the DNS name a key under migPrefix is a record of, and for a TXT registry
+// record the name of the records it is about (the type prefix of its first label dropped).
+func recordName(key string) (name string, registry bool) {
+	name, ok := record.RecordName(record.DefaultPrefix, key)
+	if !ok {
+		return key, false
+	}
+	first, rest, _ := strings.Cut(name, ".")
+	for _, p := range registryTypePrefixes {
+		if strings.HasPrefix(first, p) {
+			return strings.TrimPrefix(first, p) + "." + rest, true
+		}
+	}
+	return name, false
+}
+
+// etcdValue is the part of a SkyDNS value the assertions look at.
+type etcdValue struct {
+	Host  string `json:"host"`
+	Text  string `json:"text"`
+	Owner string `json:"owner"`
+}
+
+func parseEtcdValue(v string) etcdValue {
+	var e etcdValue
+	_ = json.Unmarshal([]byte(v), &e)
+	return e
+}
+
+// dumpKeys renders keys sorted, one a line, for a failure message or a log.
+func dumpKeys(keys map[string]kvInfo) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		fmt.Fprintf(&b, "  %s = %s (mod rev %d)\n", k, keys[k].Value, keys[k].ModRev)
+	}
+	if b.Len() == 0 {
+		return "  (none)\n"
+	}
+	return b.String()
+}
+
+// logKeys logs every key under the cluster's prefix.
+func (m *migration) logKeys(t *testing.T, what string) map[string]kvInfo {
+	t.Helper()
+	keys := keysUnder(t, m.cli, migPrefix)
+	t.Logf("%s: %d keys under %s:\n%s", what, len(keys), migPrefix, dumpKeys(keys))
+	return keys
+}
+
+// keyProblems lists what is wrong with keys against the writer's wanted end state: exactly the
+// deterministic keys of eu1, each with owner eu1 and its target, no TXT registry record, no
+// registry text, no second key for a target.
+func (m *migration) keyProblems(keys map[string]kvInfo) []string {
+	want := m.wantKeys()
+	var problems []string
+	perTarget := map[string][]string{}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		v := parseEtcdValue(keys[k].Value)
+		name, registry := recordName(k)
+		perTarget[name+" -> "+v.Host] = append(perTarget[name+" -> "+v.Host], k)
+		n := len(problems)
+		switch {
+		case registry:
+			problems = append(problems, fmt.Sprintf("TXT registry record left: %s = %s", k, keys[k].Value))
+		case strings.Contains(v.Text, "heritage=external-dns"):
+			problems = append(problems, fmt.Sprintf("registry text left in a record: %s = %s", k, keys[k].Value))
+		case v.Owner == "":
+			problems = append(problems, fmt.Sprintf("key without owner: %s = %s", k, keys[k].Value))
+		case v.Owner != migOwner:
+			problems = append(problems, fmt.Sprintf("key of owner %q: %s = %s", v.Owner, k, keys[k].Value))
+		}
+		if tg, ok := want[k]; !ok {
+			if len(problems) == n { // not said yet
+				problems = append(problems, fmt.Sprintf("not a key of the writer: %s = %s", k, keys[k].Value))
+			}
+		} else if v.Host != tg || v.Text != "" {
+			problems = append(problems, fmt.Sprintf("%s = %s, want host %q and no text", k, keys[k].Value, tg))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if _, ok := keys[k]; !ok {
+			problems = append(problems, fmt.Sprintf("missing: %s (%s)", k, want[k]))
+		}
+	}
+	for _, nt := range slices.Sorted(maps.Keys(perTarget)) {
+		if ks := perTarget[nt]; len(ks) > 1 && !strings.HasSuffix(nt, " -> ") {
+			problems = append(problems, fmt.Sprintf("%d keys for %s: %v", len(ks), nt, ks))
+		}
+	}
+	return problems
+}
+
+// waitAdopted waits until etcd holds exactly the writer's wanted keys under the prefix.
+func (m *migration) waitAdopted(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
+		keys := keysUnder(t, m.cli, migPrefix)
+		problems := m.keyProblems(keys)
+		if len(problems) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the writer did not end with exactly its own keys within %s:\n%s\nkeys under %s:\n%s",
+				timeout, strings.Join(problems, "\n"), migPrefix, dumpKeys(keys))
+		}
+	}
+}
+
+// checkFinalKeys fails the test unless etcd holds exactly the writer's wanted keys.
+func (m *migration) checkFinalKeys(t *testing.T) {
+	t.Helper()
+	keys := keysUnder(t, m.cli, migPrefix)
+	if problems := m.keyProblems(keys); len(problems) > 0 {
+		t.Errorf("after the migration:\n%s\nkeys under %s:\n%s", strings.Join(problems, "\n"), migPrefix, dumpKeys(keys))
+	}
+}
+
+// checkWrites fails the test when a key of the writer was put more than once in events, or
+// when a key the writer replaced was deleted in another transaction than a put of the writer
+// for the same name (the put and the delete of one replacement share a revision).
+func (m *migration) checkWrites(t *testing.T, events []keyEvent) {
+	t.Helper()
+	want := m.wantKeys()
+	puts := map[string]int{}
+	putRevs := map[string][]int64{} // name -> revisions of the writer's puts for it
+	for _, e := range events {
+		if _, ours := want[e.key]; ours && e.put {
+			puts[e.key]++
+			name, _ := recordName(e.key)
+			putRevs[name] = append(putRevs[name], e.rev)
+		}
+	}
+	var problems []string
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if puts[k] != 1 {
+			problems = append(problems, fmt.Sprintf("%s put %d times, want once", k, puts[k]))
+		}
+	}
+	for _, e := range events {
+		if _, ours := want[e.key]; ours || e.put {
+			continue
+		}
+		name, _ := recordName(e.key)
+		if !slices.Contains(putRevs[name], e.rev) {
+			problems = append(problems, fmt.Sprintf("%s deleted at revision %d, in no transaction that put a key of the writer for %s (those: %v)",
+				e.key, e.rev, name, putRevs[name]))
+		}
+	}
+	var b strings.Builder
+	for _, e := range events {
+		b.WriteString("  " + e.String() + "\n")
+	}
+	if len(problems) > 0 {
+		t.Errorf("writes since the switch:\n%s\nevery change under %s since the switch:\n%s", strings.Join(problems, "\n"), migPrefix, b.String())
+		return
+	}
+	revs := map[int64]bool{}
+	for _, e := range events {
+		revs[e.rev] = true
+	}
+	t.Logf("%d changes under %s since the switch, in %d transactions, each key of the writer put once:\n%s", len(events), migPrefix, len(revs), b.String())
+}
+
+// hexKey is a key under name's path with a random 8-hex suffix, as external-dns makes them.
+func hexKey(name string) string {
+	return record.NamePath(record.DefaultPrefix, name) + "/" + fmt.Sprintf("%08x", rand.Int32())
+}
+
+// switchToWriter is the switch of the tests that stop external-dns first (external-dns is
+// stopped already): with every question asked throughout, the writer of eu1 starts with the
+// extra lines and must end with exactly its own keys, each put once, each replaced key deleted
+// in the transaction that put its replacement, no answer ever missing.
+func (m *migration) switchToWriter(t *testing.T, extra ...string) {
+	t.Helper()
+	// external-dns stopped between two sync loops, so its last one left everything answered.
+	m.waitAnswered(t, 5*time.Second)
+	poll := pollQuestions(m.central.DNS, m.questions)
+	poll.waitRounds(t, 5, 10*time.Second)
+	watch := watchKeys(t, m.cli, migPrefix)
+	began := time.Now()
+	w := m.writer(t, extra...)
+	m.waitAdopted(t, 30*time.Second)
+	t.Logf("the writer ended with exactly its own keys %s after it started", time.Since(began).Round(time.Millisecond))
+	poll.waitRounds(t, 10, 10*time.Second)
+	poll.finish(t, "every name during the switch")
+	events := watch.catchUp(t)
+	m.checkWrites(t, events)
+	m.checkFinalKeys(t)
+	m.checkAdoptedCounted(t, w, events)
+}
+
+// checkAdoptedCounted: writer_adopted_keys_total counts the keys the writer deleted in taking
+// them over that were not already its owner's: the keys without owner and the TXT registry
+// records. (A key external-dns --coredns-strictly-owned wrote with owner eu1 is the writer's own
+// key, as far as anyone can tell: deleting it is a plain delete.)
+func (m *migration) checkAdoptedCounted(t *testing.T, w *coreDNSProcess, events []keyEvent) {
+	t.Helper()
+	want := m.wantKeys()
+	deleted := 0
+	for _, e := range events {
+		if _, ours := want[e.key]; ours || e.put {
+			continue
+		}
+		if v := parseEtcdValue(e.value); v.Owner != migOwner || strings.Contains(v.Text, "heritage=external-dns") {
+			deleted++
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, ok := w.metricWith("coredns_gatewaydns_writer_adopted_keys_total", `owner="`+migOwner+`"`)
+		if ok && int(got) == deleted {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("coredns_gatewaydns_writer_adopted_keys_total = %v (exported %v), want %d: the keys of external-dns deleted since the switch", got, ok, deleted)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
