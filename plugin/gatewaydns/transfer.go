@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/coredns/coredns/plugin"
-	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
@@ -126,14 +125,10 @@ type zoneWriter struct {
 	z       *index.Zone
 	reverse bool
 	opt     plugin.Options
-	srv     *dns.Msg    // the SRV question of plain names, reused
-	one     nameBackend // what answers that question
 }
 
 func newZoneWriter(z *index.Zone, reverse bool, opt plugin.Options) *zoneWriter {
-	x := &zoneWriter{z: z, reverse: reverse, opt: opt, srv: new(dns.Msg), one: nameBackend{Zone: z}}
-	x.srv.SetQuestion(z.Origin, dns.TypeSRV)
-	return x
+	return &zoneWriter{z: z, reverse: reverse, opt: opt}
 }
 
 // appendName appends the records of the zone's i-th name to dst: those of zoneRecords. A
@@ -153,32 +148,10 @@ func (x *zoneWriter) appendName(dst []dns.RR, i int) []dns.RR {
 	}
 	// What zoneRecords asks, in its order: a CNAME, which a plain name has not; the A and
 	// AAAA records, as addressRecords answers them; no TXT and no MX (no text, no mail); and the
-	// SRV records, which plugin.SRV makes of the name's services, one per address.
+	// SRV records, which plugin.SRV would make of the name's services, one per address.
 	dst = appendAddressRecords(dst, name, dns.TypeA, v4)
 	dst = appendAddressRecords(dst, name, dns.TypeAAAA, v6)
-	x.srv.Question[0].Name = name
-	x.one.services = services
-	srv, _, err := plugin.SRV(context.Background(), &x.one, x.z.Origin, request.Request{Req: x.srv, Zone: x.z.Origin}, x.opt)
-	if err != nil {
-		return dst
-	}
-	for _, rr := range srv {
-		if h := rr.Header(); h.Rrtype == dns.TypeSRV && strings.EqualFold(h.Name, name) {
-			dst = append(dst, rr)
-		}
-	}
-	return dst
-}
-
-// nameBackend is the zone with the services of one name as the answer to every question.
-type nameBackend struct {
-	*index.Zone
-	services []msg.Service
-}
-
-// Services implements plugin.ServiceBackend.
-func (b *nameBackend) Services(context.Context, request.Request, bool, plugin.Options) ([]msg.Service, error) {
-	return b.services, nil
+	return appendPlainSRV(dst, name, services)
 }
 
 // serialAfter reports whether serial a is after b in RFC 1982 arithmetic.

@@ -113,31 +113,49 @@ func (s *answerSet) addresses() *addresses {
 }
 
 func newAddresses(s *answerSet) *addresses {
+	a := new(addresses)
+	a.fill(s)
+	return a
+}
+
+// fill sets a to s's addresses, reusing a's arrays: a transfer works them out for every name
+// of a zone, and their garbage would delay the queries answered meanwhile.
+func (a *addresses) fill(s *answerSet) {
+	*a = addresses{v4: a.v4[:0], v6: a.v6[:0]}
 	if len(s.leased()) > 0 {
-		return &addresses{}
+		return
 	}
 	sx := s.services
 	if s.hostless {
 		sx = withHost(sx) // as finish leaves them out of an A or AAAA answer
 	}
-	a := &addresses{plain: true}
-	seen := make(map[string]bool, len(sx))
-	for _, svc := range msg.Group(sx) {
+	a.plain = true
+	sx = msg.Group(sx)
+	for i, svc := range sx {
 		what, ip := svc.HostType()
 		switch {
 		case what == dns.TypeCNAME:
-			return &addresses{}
+			*a = addresses{v4: a.v4[:0], v6: a.v6[:0]}
+			return
 		case what == dns.TypeTXT:
 			a.text = true
-		case seen[svc.Host]:
+		case hostSeen(sx[:i], svc.Host):
 		case what == dns.TypeA:
 			a.v4 = append(a.v4, Address{IP: ip, TTL: svc.TTL})
 		case what == dns.TypeAAAA:
 			a.v6 = append(a.v6, Address{IP: ip, TTL: svc.TTL})
 		}
-		seen[svc.Host] = true
 	}
-	return a
+}
+
+// hostSeen reports whether one of sx has host: a name has few records, so a scan beats a map.
+func hostSeen(sx []msg.Service, host string) bool {
+	for _, s := range sx {
+		if s.Host == host {
+			return true
+		}
+	}
+	return false
 }
 
 // leasedRecord marks a record whose TTL follows its lease's remaining life.

@@ -30,6 +30,7 @@ type Zone struct {
 	last    int // the name whose set is cached: a transfer asks for each name a few times in a row
 	lastSet *answerSet
 	plain   answerSet // Plain's set, reused from name to name
+	addrs   addresses // and its addresses
 }
 
 type zoneName struct {
@@ -145,8 +146,8 @@ func (z *Zone) Name(i int) string { return z.names[i].name }
 // has nothing to rule on). Then services is what Services gives the name for every question,
 // and v4 and v6 what A and AAAA questions are answered with, worked out as for Index.Addresses;
 // a transfer builds the name's records from them rather than through the plugin lookups. An
-// empty non-terminal is plain, with no records. ok is false for every other name. services
-// is only good until the next call.
+// empty non-terminal is plain, with no records. ok is false for every other name. services,
+// v4 and v6 are only good until the next call (their arrays are reused).
 func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) {
 	entries := z.names[i].entries
 	if len(entries) == 0 {
@@ -173,7 +174,8 @@ func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) 
 			return nil, nil, nil, false
 		}
 	}
-	a := newAddresses(s)
+	a := &z.addrs
+	a.fill(s)
 	if !a.plain || a.text {
 		return nil, nil, nil, false
 	}
