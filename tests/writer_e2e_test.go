@@ -11,7 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"strconv"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -75,20 +75,23 @@ func (p *coreDNSProcess) alive() bool {
 	}
 }
 
-// metric is the value of one series, e.g. `coredns_gatewaydns_writer_leader{owner="eu1"}`,
-// from the process's /metrics; ok is false when the series is not exported.
+// metric is the value of one series, named by the labels the test cares about (see
+// seriesValue), e.g. `coredns_gatewaydns_writer_leader{owner="eu1"}`, from the process's
+// /metrics. ok is false when the series is not exported (v is 0) or the labels name several
+// (v is NaN: no condition holds).
 func (p *coreDNSProcess) metric(series string) (v float64, ok bool) {
 	body, code := httpGet("http://" + p.Metrics + "/metrics")
 	if code != 200 {
 		return 0, false
 	}
-	for _, l := range strings.Split(body, "\n") {
-		if rest, found := strings.CutPrefix(l, series+" "); found {
-			f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return f, err == nil
-		}
+	switch m := matching(body, series); len(m) {
+	case 0:
+		return 0, false
+	case 1:
+		return m[0].value, true
+	default:
+		return math.NaN(), false
 	}
-	return 0, false
 }
 
 // waitMetric polls until cond holds for the series' value (0 when absent).
@@ -685,9 +688,7 @@ func TestDryRunWriterLogsThePlanAndWritesNothing(t *testing.T) {
 		t.Errorf("the change of app was logged %d times, want once", n)
 	}
 	metrics, _ := httpGet("http://" + w.Metrics + "/metrics")
-	if want := `coredns_gatewaydns_writer_dry_run_ops_total{op="put",owner="eu1"} 2`; !strings.Contains(metrics, want) {
-		t.Errorf("metrics lack %q", want)
-	}
+	checkSeries(t, metrics, `coredns_gatewaydns_writer_dry_run_ops_total{op="put",owner="eu1"}`, 2)
 	resp, err := etcd.Client(t).Get(t.Context(), "/skydns/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatal(err)
