@@ -318,3 +318,56 @@ func gatewaydnsLines(body string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestMonitoringReloadKeepsOrMovesTheServersSeries: a reload that leaves the server block's
+// address as it was shares the running feed and publisher, series and all; one that moves the
+// block to another port exports its series under the new address and removes the old
+// address's, so that a frozen writer_leader or last_update of a server that no longer exists
+// raises no alert.
+func TestMonitoringReloadKeepsOrMovesTheServersSeries(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	kube := testenv.StartKubeAPIServer(t)
+	putEtcd(t, etcd.Client(t), "/skydns/cluster/openmcp/by/hand/1", `{"host":"198.51.100.7"}`)
+	corefile := func(port int, comment string) string {
+		return fmt.Sprintf("# %s\nopenmcp.cluster:%d {\n    ready\n    prometheus :9153\n    gatewaydns {\n"+
+			"        endpoint %s\n        owner moved\n        kubeconfig %s\n        domain-filter eu1.openmcp.cluster\n    }\n}\n",
+			comment, port, etcd.ClientURL, kube.KubeconfigFile)
+	}
+	before, after := freePort(t), freePort(t)
+	serverBefore, serverAfter := fmt.Sprintf("dns://:%d", before), fmt.Sprintf("dns://:%d", after)
+	p := startCorefile(t, "moved.Corefile", corefile(before, "first"))
+	p.waitReady(t, 30*time.Second)
+	leader := func(server string) string {
+		return fmt.Sprintf(`coredns_gatewaydns_writer_leader{owner="moved",server=%q}`, server)
+	}
+	startResyncs := func(server string) string {
+		return fmt.Sprintf(`coredns_gatewaydns_resyncs_total{reason="start",server=%q}`, server)
+	}
+	p.waitMetric(t, 30*time.Second, leader(serverBefore), isOne)
+	p.waitMetric(t, 10*time.Second, startResyncs(serverBefore), isOne)
+
+	if _, completed := p.reloadNow(t, corefile(before, "the same block"), 20*time.Second); !completed {
+		t.Fatal("the reload that keeps the block did not complete")
+	}
+	p.waitReady(t, 30*time.Second)
+	// Still one full load: the new instance took the running feed instead of loading again.
+	if v, _ := p.metric(startResyncs(serverBefore)); v != 1 {
+		t.Errorf("after a reload that keeps the block: %s = %v, want 1 (the feed shared)", startResyncs(serverBefore), v)
+	}
+	if v, _ := p.metric(leader(serverBefore)); v != 1 {
+		t.Errorf("after a reload that keeps the block: %s = %v, want 1 (the publisher shared)", leader(serverBefore), v)
+	}
+
+	if _, completed := p.reloadNow(t, corefile(after, "moved to another port"), 20*time.Second); !completed {
+		t.Fatal("the reload that moves the block did not complete")
+	}
+	waitFor(t, 10*time.Second, fmt.Sprintf("127.0.0.1:%d", after), "hand.by.openmcp.cluster.", dns.TypeA, answersWith("198.51.100.7"))
+	p.waitMetric(t, 30*time.Second, leader(serverAfter), isOne)
+	p.waitMetric(t, 10*time.Second, startResyncs(serverAfter), isOne)
+	body, _ := httpGet("http://" + p.Metrics + "/metrics")
+	for _, s := range parseMetrics(body) {
+		if strings.HasPrefix(s.name, "coredns_gatewaydns_") && s.labels["server"] != serverAfter {
+			t.Errorf("%s%v is still exported after its server block moved to %s", s.name, s.labels, serverAfter)
+		}
+	}
+}
