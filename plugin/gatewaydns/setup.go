@@ -348,8 +348,8 @@ func (c *config) publishKey() string {
 // carry every address, sorted and joined by a space, as the zones label joins the zones: one
 // series per stanza, so that a sum counts a watch event, a transfer or a leader once. A series
 // per address would count them once per address: sum by (owner) of writer_leader would be 2
-// with one leader, and GatewayDNSWriterLeader would fire. Such a block's series join the
-// requests of one of its addresses by a regular expression: see the plugin's README.
+// with one leader, and GatewayDNSWriterLeader would fire. The price: such a block's requests
+// are matched by its addresses rather than joined on server (see the plugin's README).
 func serverLabel(c *caddy.Controller) string {
 	hosts := dnsserver.GetConfig(c).ListenHosts
 	var addrs []string
