@@ -736,10 +736,10 @@ func TestDeploy(t *testing.T) {
 		}
 		// The workload writer runs: it leads for its owner (the overlay's), with its domain filter.
 		deadline := time.Now().Add(20 * time.Second)
-		want := `coredns_gatewaydns_writer_leader{owner="prod.platform.eu1"} 1`
+		want := `coredns_gatewaydns_writer_leader{owner="prod.platform.eu1"}`
 		for {
 			body, _ := httpGet("http://" + wl.Metrics + "/metrics")
-			if strings.Contains(body, want) {
+			if v, _ := seriesValue(body, want); v == 1 {
 				break
 			}
 			if time.Now().After(deadline) {

@@ -73,10 +73,10 @@ func kubeconfigVia(t *testing.T, kube *testenv.Kube, addr string) string {
 // deadAddr is a loopback address where nothing listens: connections are refused.
 func deadAddr(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", freePort(t)) }
 
-// exportsSeries reports whether /metrics has a line starting with series.
+// exportsSeries reports whether /metrics has a series named by series (see matching).
 func (p *coreDNSProcess) exportsSeries(series string) bool {
 	body, code := httpGet("http://" + p.Metrics + "/metrics")
-	return code == 200 && strings.Contains(body, series)
+	return code == 200 && len(matching(body, series)) > 0
 }
 
 // waitExported waits until /metrics exports series: the process is up and its stanza started.

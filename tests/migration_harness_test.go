@@ -441,7 +441,7 @@ func (m *migration) checkAdoptedCounted(t *testing.T, w *coreDNSProcess, events 
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		got, ok := w.metricWith("coredns_gatewaydns_writer_adopted_keys_total", `owner="`+migOwner+`"`)
+		got, ok := w.metric(`coredns_gatewaydns_writer_adopted_keys_total{owner="` + migOwner + `"}`)
 		if ok && int(got) == deleted {
 			return
 		}

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
@@ -96,6 +98,12 @@ func monitoredMetrics(t *testing.T) map[string][]string {
 		}
 	}
 	var dash struct {
+		Templating struct {
+			List []struct {
+				Name       string `json:"name"`
+				Definition string `json:"definition"`
+			} `json:"list"`
+		} `json:"templating"`
 		Panels []struct {
 			Title   string `json:"title"`
 			Targets []struct {
@@ -108,6 +116,9 @@ func monitoredMetrics(t *testing.T) map[string][]string {
 	}
 	if err := json.Unmarshal(b, &dash); err != nil {
 		t.Fatalf("dashboard.json: %v", err)
+	}
+	for _, v := range dash.Templating.List {
+		add("dashboard.json variable "+v.Name, v.Definition)
 	}
 	panels := 0
 	for _, p := range dash.Panels {
@@ -124,7 +135,9 @@ func monitoredMetrics(t *testing.T) map[string][]string {
 
 // TestMonitoringMetricsExported scrapes the built binary running a stanza that serves and
 // publishes and checks that it exports every metric the alert rules and the dashboard use: a
-// renamed metric would leave an alert that never fires and a panel that stays empty.
+// renamed metric would leave an alert that never fires and a panel that stays empty. Every
+// gatewaydns series carries the server label of the server block's queries
+// (coredns_dns_requests_total's), so that the two join on it.
 func TestMonitoringMetricsExported(t *testing.T) {
 	used := monitoredMetrics(t)
 	etcd := testenv.StartEtcd(t)
@@ -162,4 +175,199 @@ func TestMonitoringMetricsExported(t *testing.T) {
 		t.Errorf("%s is not exported by the binary; used by %s", m, strings.Join(used[m], ", "))
 	}
 	t.Logf("%d metrics used by the rules and the dashboard, %d missing", len(used), len(missing))
+
+	ask(t, "udp", p.DNS, "web.eu1.openmcp.cluster.", dns.TypeA)
+	body, _ := httpGet("http://" + p.Metrics + "/metrics")
+	server := requestsServer(t, body, "openmcp.cluster.")
+	labelled := 0
+	for _, s := range parseMetrics(body) {
+		if !strings.HasPrefix(s.name, "coredns_gatewaydns_") {
+			continue
+		}
+		labelled++
+		if s.labels["server"] != server {
+			t.Errorf("%s%v: server %q, want the queries' %q", s.name, s.labels, s.labels["server"], server)
+		}
+	}
+	t.Logf("%d gatewaydns series, each with server %q", labelled, server)
+}
+
+// requestsServer is the server label of the one server block that counted requests for zone
+// in body: what metrics.WithServer gives a query there.
+func requestsServer(t *testing.T, body, zone string) string {
+	t.Helper()
+	servers := map[string]bool{}
+	for _, s := range matching(body, fmt.Sprintf(`coredns_dns_requests_total{zone=%q}`, zone)) {
+		servers[s.labels["server"]] = true
+	}
+	if len(servers) != 1 {
+		t.Fatalf("requests for %s counted by %d servers (%v), want one", zone, len(servers), servers)
+	}
+	for s := range servers {
+		return s
+	}
+	return ""
+}
+
+// TestMonitoringServerBlocksOnTheSameZones: two server blocks serve the same zones on
+// different ports from different etcd prefixes, so their numbers differ. Each exports its own
+// series, labelled with the server its queries are counted under, and neither overwrites the
+// other's, at the start and after a change that only one of them sees.
+func TestMonitoringServerBlocksOnTheSameZones(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	cli := etcd.Client(t)
+	// Block a: 3 names. Block b: 5 names and a value it cannot serve.
+	for i := range 3 {
+		putEtcd(t, cli, fmt.Sprintf("/skydns-a/cluster/openmcp/a%d/1", i), fmt.Sprintf(`{"host":"10.40.0.%d"}`, i+1))
+	}
+	for i := range 5 {
+		putEtcd(t, cli, fmt.Sprintf("/skydns-b/cluster/openmcp/b%d/1", i), fmt.Sprintf(`{"host":"10.41.0.%d"}`, i+1))
+	}
+	putEtcd(t, cli, "/skydns-b/cluster/openmcp/bad/1", `{"host":`)
+
+	portA, portB := freePort(t), freePort(t)
+	// Block b is bound to an address: its server label is that address's, as its queries'.
+	corefile := fmt.Sprintf(`openmcp.cluster:%d {
+    ready
+    prometheus :9153
+    gatewaydns {
+        endpoint %[3]s
+        path skydns-a
+    }
+}
+openmcp.cluster:%[2]d {
+    bind 127.0.0.1
+    prometheus :9153
+    gatewaydns {
+        endpoint %[3]s
+        path skydns-b
+    }
+}
+`, portA, portB, etcd.ClientURL)
+	p := startCorefile(t, "two-blocks.Corefile", corefile)
+	p.waitReady(t, 30*time.Second)
+	addrA, addrB := fmt.Sprintf("127.0.0.1:%d", portA), fmt.Sprintf("127.0.0.1:%d", portB)
+	waitFor(t, 10*time.Second, addrA, "a0.openmcp.cluster.", dns.TypeA, answersWith("10.40.0.1"))
+	waitFor(t, 10*time.Second, addrB, "b0.openmcp.cluster.", dns.TypeA, answersWith("10.41.0.1"))
+
+	// What CoreDNS labels the two blocks' queries with: the address of each block's server.
+	serverA, serverB := fmt.Sprintf("dns://:%d", portA), fmt.Sprintf("dns://127.0.0.1:%d", portB)
+	body, _ := httpGet("http://" + p.Metrics + "/metrics")
+	for _, server := range []string{serverA, serverB} {
+		checkExported(t, body, fmt.Sprintf(`coredns_dns_requests_total{server=%q,zone="openmcp.cluster."}`, server))
+	}
+	if t.Failed() {
+		t.Fatalf("the queries are not counted under the servers this test expects:\n%s", body)
+	}
+
+	series := func(name, server string) string {
+		return fmt.Sprintf(`%s{server=%q,zones="openmcp.cluster."}`, name, server)
+	}
+	// check waits until every series holds its value: the answers come from the index at once,
+	// the gauges follow when the watcher reports what it applied.
+	check := func(what string, want map[string]float64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			body, _ := httpGet("http://" + p.Metrics + "/metrics")
+			held := 0
+			for s, v := range want {
+				if got, ok := seriesValue(body, s); ok && got == v {
+					held++
+				}
+			}
+			if held == len(want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				for s, v := range want {
+					checkSeries(t, body, s, v)
+				}
+				t.Fatalf("%s:\n%s", what, gatewaydnsLines(body))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	check("at the start", map[string]float64{
+		series("coredns_gatewaydns_index_records", serverA):         3,
+		series("coredns_gatewaydns_index_records", serverB):         5,
+		series("coredns_gatewaydns_invalid_records_total", serverA): 0,
+		series("coredns_gatewaydns_invalid_records_total", serverB): 1,
+		series("coredns_gatewaydns_etcd_reachable", serverA):        1,
+		series("coredns_gatewaydns_etcd_reachable", serverB):        1,
+	})
+
+	// A change under block a's prefix: only its series move.
+	putEtcd(t, cli, "/skydns-a/cluster/openmcp/a3/1", `{"host":"10.40.0.4"}`)
+	waitFor(t, 10*time.Second, addrA, "a3.openmcp.cluster.", dns.TypeA, answersWith("10.40.0.4"))
+	check("after a change only block a sees", map[string]float64{
+		series("coredns_gatewaydns_index_records", serverA):                          4,
+		series("coredns_gatewaydns_index_records", serverB):                          5,
+		`coredns_gatewaydns_watch_events_total{server="` + serverA + `",type="put"}`: 1,
+		`coredns_gatewaydns_watch_events_total{server="` + serverB + `",type="put"}`: 0,
+	})
+}
+
+// gatewaydnsLines are the gatewaydns series of a /metrics body, for a failure's message.
+func gatewaydnsLines(body string) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, "coredns_gatewaydns_") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestMonitoringReloadKeepsOrMovesTheServersSeries: a reload that leaves the server block's
+// address as it was shares the running feed and publisher, series and all; one that moves the
+// block to another port exports its series under the new address and removes the old
+// address's, so that a frozen writer_leader or last_update of a server that no longer exists
+// raises no alert.
+func TestMonitoringReloadKeepsOrMovesTheServersSeries(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	kube := testenv.StartKubeAPIServer(t)
+	putEtcd(t, etcd.Client(t), "/skydns/cluster/openmcp/by/hand/1", `{"host":"198.51.100.7"}`)
+	corefile := func(port int, comment string) string {
+		return fmt.Sprintf("# %s\nopenmcp.cluster:%d {\n    ready\n    prometheus :9153\n    gatewaydns {\n"+
+			"        endpoint %s\n        owner moved\n        kubeconfig %s\n        domain-filter eu1.openmcp.cluster\n    }\n}\n",
+			comment, port, etcd.ClientURL, kube.KubeconfigFile)
+	}
+	before, after := freePort(t), freePort(t)
+	serverBefore, serverAfter := fmt.Sprintf("dns://:%d", before), fmt.Sprintf("dns://:%d", after)
+	p := startCorefile(t, "moved.Corefile", corefile(before, "first"))
+	p.waitReady(t, 30*time.Second)
+	leader := func(server string) string {
+		return fmt.Sprintf(`coredns_gatewaydns_writer_leader{owner="moved",server=%q}`, server)
+	}
+	startResyncs := func(server string) string {
+		return fmt.Sprintf(`coredns_gatewaydns_resyncs_total{reason="start",server=%q}`, server)
+	}
+	p.waitMetric(t, 30*time.Second, leader(serverBefore), isOne)
+	p.waitMetric(t, 10*time.Second, startResyncs(serverBefore), isOne)
+
+	if _, completed := p.reloadNow(t, corefile(before, "the same block"), 20*time.Second); !completed {
+		t.Fatal("the reload that keeps the block did not complete")
+	}
+	p.waitReady(t, 30*time.Second)
+	// Still one full load: the new instance took the running feed instead of loading again.
+	if v, _ := p.metric(startResyncs(serverBefore)); v != 1 {
+		t.Errorf("after a reload that keeps the block: %s = %v, want 1 (the feed shared)", startResyncs(serverBefore), v)
+	}
+	if v, _ := p.metric(leader(serverBefore)); v != 1 {
+		t.Errorf("after a reload that keeps the block: %s = %v, want 1 (the publisher shared)", leader(serverBefore), v)
+	}
+
+	if _, completed := p.reloadNow(t, corefile(after, "moved to another port"), 20*time.Second); !completed {
+		t.Fatal("the reload that moves the block did not complete")
+	}
+	waitFor(t, 10*time.Second, fmt.Sprintf("127.0.0.1:%d", after), "hand.by.openmcp.cluster.", dns.TypeA, answersWith("198.51.100.7"))
+	p.waitMetric(t, 30*time.Second, leader(serverAfter), isOne)
+	p.waitMetric(t, 10*time.Second, startResyncs(serverAfter), isOne)
+	body, _ := httpGet("http://" + p.Metrics + "/metrics")
+	for _, s := range parseMetrics(body) {
+		if strings.HasPrefix(s.name, "coredns_gatewaydns_") && s.labels["server"] != serverAfter {
+			t.Errorf("%s%v is still exported after its server block moved to %s", s.name, s.labels, serverAfter)
+		}
+	}
 }

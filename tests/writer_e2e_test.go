@@ -11,8 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"slices"
-	"strconv"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -76,56 +75,23 @@ func (p *coreDNSProcess) alive() bool {
 	}
 }
 
-// metric is the value of one series, e.g. `coredns_gatewaydns_writer_leader{owner="eu1"}`,
-// from the process's /metrics; ok is false when the series is not exported.
+// metric is the value of one series, named by the labels the test cares about (see
+// seriesValue), e.g. `coredns_gatewaydns_writer_leader{owner="eu1"}`, from the process's
+// /metrics. ok is false when the series is not exported (v is 0) or the labels name several
+// (v is NaN: no condition holds).
 func (p *coreDNSProcess) metric(series string) (v float64, ok bool) {
 	body, code := httpGet("http://" + p.Metrics + "/metrics")
 	if code != 200 {
 		return 0, false
 	}
-	for _, l := range strings.Split(body, "\n") {
-		if rest, found := strings.CutPrefix(l, series+" "); found {
-			f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return f, err == nil
-		}
-	}
-	return 0, false
-}
-
-// metricWith sums the series of metric name whose labels include every one of labels (each
-// `key="value"`), whatever other labels they carry; ok is false when none is exported.
-func (p *coreDNSProcess) metricWith(name string, labels ...string) (sum float64, ok bool) {
-	body, code := httpGet("http://" + p.Metrics + "/metrics")
-	if code != 200 {
+	switch m := matching(body, series); len(m) {
+	case 0:
 		return 0, false
+	case 1:
+		return m[0].value, true
+	default:
+		return math.NaN(), false
 	}
-	for _, l := range strings.Split(body, "\n") {
-		rest, found := strings.CutPrefix(l, name+"{")
-		if !found {
-			continue
-		}
-		set, value, found := strings.Cut(rest, "} ")
-		if !found {
-			continue
-		}
-		have := strings.Split(set, ",")
-		if !all(labels, func(want string) bool { return slices.Contains(have, want) }) {
-			continue
-		}
-		if f, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
-			sum, ok = sum+f, true
-		}
-	}
-	return sum, ok
-}
-
-func all[T any](xs []T, f func(T) bool) bool {
-	for _, x := range xs {
-		if !f(x) {
-			return false
-		}
-	}
-	return true
 }
 
 // waitMetric polls until cond holds for the series' value (0 when absent).
@@ -722,9 +688,7 @@ func TestDryRunWriterLogsThePlanAndWritesNothing(t *testing.T) {
 		t.Errorf("the change of app was logged %d times, want once", n)
 	}
 	metrics, _ := httpGet("http://" + w.Metrics + "/metrics")
-	if want := `coredns_gatewaydns_writer_dry_run_ops_total{op="put",owner="eu1"} 2`; !strings.Contains(metrics, want) {
-		t.Errorf("metrics lack %q", want)
-	}
+	checkSeries(t, metrics, `coredns_gatewaydns_writer_dry_run_ops_total{op="put",owner="eu1"}`, 2)
 	resp, err := etcd.Client(t).Get(t.Context(), "/skydns/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -20,8 +21,10 @@ import (
 // all. A feed stops when the last stanza using it lets go.
 type feed struct {
 	key      string // what must be equal for two stanzas to share it: see config.feedKey
+	server   string // the server block's address, as metrics label it: see serverLabel
 	zones    string // the zones, as metrics label them
 	index    *index.Index
+	clashes  atomic.Int64 // names of the index that mix a CNAME with other data, now
 	prefixes []string
 	etcd     store.Config
 	metrics  watchMetrics
@@ -61,14 +64,15 @@ func (f *feed) start() error {
 }
 
 // newFeed prepares a feed; nothing runs until start.
-func newFeed(key, zones string, ix *index.Index, prefixes []string, etcd store.Config) *feed {
+func newFeed(key, server, zones string, ix *index.Index, prefixes []string, etcd store.Config) *feed {
 	return &feed{
 		key:      key,
+		server:   server,
 		zones:    zones,
 		index:    ix,
 		prefixes: prefixes,
 		etcd:     etcd,
-		metrics:  watchMetrics{zones: zones, count: ix.Len},
+		metrics:  watchMetrics{server: server, zones: zones, count: ix.Len},
 		loaded:   make(chan struct{}),
 	}
 }
@@ -86,7 +90,10 @@ func (o feedObserver) Resynced(reason string, keys int, took time.Duration) {
 	}
 }
 
-// stop ends the watchers and closes the client, each wait bounded by stopWait.
+// stop ends the watchers and closes the client, each wait bounded by stopWait, and forgets
+// the feed's series unless another feed carries the same labels: the stanza of a reload that
+// changed the block's stanza, which has started by now (CoreDNS starts the new instance before
+// it stops the old one).
 func (f *feed) stop() error {
 	if f.cancel == nil {
 		return nil
@@ -94,6 +101,10 @@ func (f *feed) stop() error {
 	f.cancel()
 	if !waitClosed(f.done, stopWait) {
 		log.Errorf("Watchers of %s did not stop within %s of their end; leaving them", f.zones, stopWait)
+	}
+	// After the watchers returned: a watcher still running could make the series again.
+	if !feeds.any(func(o *feed) bool { return o.server == f.server && o.zones == f.zones }) {
+		forgetServeSeries(f.server, f.zones)
 	}
 	return closeClient(f.client, f.zones)
 }

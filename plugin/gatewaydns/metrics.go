@@ -12,72 +12,75 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 )
 
-// Every metric carries the stanza's zones, so that two stanzas (or a reload's old and new
-// instance) do not mix their numbers.
+// Every metric carries the server block's address (server, see serverLabel) and the stanza's
+// zones (the publish role's: its owner), so that two stanzas do not mix their numbers: two
+// server blocks may serve the same zones, and only the server tells them apart. A reload's old
+// and new stanza of one server block share their series, as they share their feed.
 var (
 	indexRecords = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "index_records",
 		Help: "Records held in memory for answering.",
-	}, []string{"zones"})
+	}, []string{"server", "zones"})
 	watchEvents = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "watch_events_total",
 		Help: "Changes received from the etcd watch, by type (put, delete).",
-	}, []string{"zones", "type"})
+	}, []string{"server", "zones", "type"})
 	resyncs = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "resyncs_total",
 		Help: "Full loads of the zone from etcd, by reason (start, compacted).",
-	}, []string{"zones", "reason"})
+	}, []string{"server", "zones", "reason"})
 	resyncDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "resync_duration_seconds",
 		Help:    "Time a full load from etcd took.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 4, 8),
-	}, []string{"zones"})
+	}, []string{"server", "zones"})
 	lastUpdate = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "last_update_timestamp_seconds",
 		Help: "When etcd last answered the watch (a change or a progress notification); the age of the answers is time() minus this.",
-	}, []string{"zones"})
+	}, []string{"server", "zones"})
 	etcdErrors = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "etcd_errors_total",
 		Help: "Failed etcd requests, by operation (get, watch, lease).",
-	}, []string{"zones", "op"})
+	}, []string{"server", "zones", "op"})
 	cnameClashes = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "cname_clashes",
 		Help: "Names whose records mix a CNAME with addresses, or hold CNAMEs to different targets: answered from the older claim only.",
-	}, []string{"zones"})
+	}, []string{"server", "zones"})
 	invalidRecords = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "invalid_records_total",
 		Help: "Values in etcd skipped because they cannot be served (bad JSON, bad host, bad key).",
-	}, []string{"zones"})
+	}, []string{"server", "zones"})
 )
 
-// watchMetrics is the mirror.Observer of one stanza.
+// watchMetrics is the mirror.Observer of one feed. A feed serves one server block (its key
+// holds the server: see config.feedKey), so its series are that block's alone.
 type watchMetrics struct {
-	zones string
-	count func() int
+	server, zones string
+	count         func() int
 }
 
 func (m watchMetrics) Resynced(reason string, _ int, took time.Duration) {
-	resyncs.WithLabelValues(m.zones, reason).Inc()
-	resyncDuration.WithLabelValues(m.zones).Observe(took.Seconds())
-	indexRecords.WithLabelValues(m.zones).Set(float64(m.count()))
+	resyncs.WithLabelValues(m.server, m.zones, reason).Inc()
+	resyncDuration.WithLabelValues(m.server, m.zones).Observe(took.Seconds())
+	indexRecords.WithLabelValues(m.server, m.zones).Set(float64(m.count()))
 }
 
 func (m watchMetrics) Applied(puts, deletes int) {
 	if puts > 0 {
-		watchEvents.WithLabelValues(m.zones, "put").Add(float64(puts))
+		watchEvents.WithLabelValues(m.server, m.zones, "put").Add(float64(puts))
 	}
 	if deletes > 0 {
-		watchEvents.WithLabelValues(m.zones, "delete").Add(float64(deletes))
+		watchEvents.WithLabelValues(m.server, m.zones, "delete").Add(float64(deletes))
 	}
-	indexRecords.WithLabelValues(m.zones).Set(float64(m.count()))
+	indexRecords.WithLabelValues(m.server, m.zones).Set(float64(m.count()))
 }
 
 func (m watchMetrics) Heard() {
-	lastUpdate.WithLabelValues(m.zones).SetToCurrentTime()
+	lastUpdate.WithLabelValues(m.server, m.zones).SetToCurrentTime()
 }
 
 func (m watchMetrics) Failed(op string, _ error) {
-	etcdErrors.WithLabelValues(m.zones, op).Inc()
+	etcdErrors.WithLabelValues(m.server, m.zones, op).Inc()
 }
 
 // The publish role's metrics carry the owner id.
@@ -85,64 +88,66 @@ var (
 	writerLeader = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_leader",
 		Help: "1 while this replica is the writer of its owner, 0 while it stands by.",
-	}, []string{"owner"})
+	}, []string{"server", "owner"})
 	writerDesired = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_desired_records",
 		Help: "Records (name and target pairs) the cluster's objects ask for, at the last full sync.",
-	}, []string{"owner"})
+	}, []string{"server", "owner"})
 	writerWrites = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_writes_total",
 		Help: "Own keys written to etcd, by operation (put, delete).",
-	}, []string{"owner", "op"})
+	}, []string{"server", "owner", "op"})
 	writerConflicts = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_conflicts_total",
 		Help: "Names lost to an older claim (exclusive mode, or a CNAME beside other data), once per name, winner and object.",
-	}, []string{"owner"})
+	}, []string{"server", "owner"})
 	writerLostNames = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_lost_names",
 		Help: "Names the cluster's objects ask for that an older claim holds, now.",
-	}, []string{"owner"})
+	}, []string{"server", "owner"})
 	writerFailingNames = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_failing_names",
 		Help: "Names (or zones) the last attempt could not read or write, now.",
-	}, []string{"owner"})
+	}, []string{"server", "owner"})
 	writerSkipped = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_skipped_total",
 		Help: "Names or deletes left alone, by reason (e.g. not-owned: a key of another writer).",
-	}, []string{"owner", "reason"})
+	}, []string{"server", "owner", "reason"})
 	writerFailures = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_failures_total",
 		Help: "Names the store refused or could not be reached for, once per name and error; retried at the next sync.",
-	}, []string{"owner"})
+	}, []string{"server", "owner"})
 	writerDryRun = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_dry_run_ops_total",
 		Help: "With dry-run: own keys the writer would have put or deleted, by operation, each planned change counted once.",
-	}, []string{"owner", "op"})
+	}, []string{"server", "owner", "op"})
 	writerLastSync = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_last_sync_timestamp_seconds",
 		Help: "When a full sync of every name last succeeded.",
-	}, []string{"owner"})
+	}, []string{"server", "owner"})
 	writerPropagation = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_propagation_seconds",
 		Help:    "From an object change observed to its records committed in etcd.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
-	}, []string{"owner"})
+	}, []string{"server", "owner"})
 	writerAdopted = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_adopted_keys_total",
 		Help: "Keys external-dns wrote (records and TXT registry records) that the writer took over and deleted, with txt-owner-id.",
-	}, []string{"owner"})
+	}, []string{"server", "owner"})
 	sourceKindServed = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "source_kind_served",
 		Help: "1 when the API server serves the kind and it is watched, 0 when its CRD is missing.",
-	}, []string{"owner", "kind"})
+	}, []string{"server", "owner", "kind"})
 	sourceRejections = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "source_rejections_total",
 		Help: "Hostnames not published as asked, by object kind and cause; each is also a Warning Event on its object.",
-	}, []string{"owner", "kind", "cause"})
+	}, []string{"server", "owner", "kind", "cause"})
 )
 
-// publishMetrics is the kubesource.Observer and writer.Observer of one owner.
+// publishMetrics is the kubesource.Observer and writer.Observer of one owner. The owner is
+// unique in a Corefile (claimOwner); server is that of the block whose stanza publishes it.
 type publishMetrics struct {
+	server  string
 	owner   string
 	dryRun  bool
 	adopts  bool // txt-owner-id: writer_adopted_keys_total is exported
@@ -179,11 +184,11 @@ func (m *publishMetrics) KindServed(kind, _ string, served bool) {
 	if served {
 		v = 1
 	}
-	sourceKindServed.WithLabelValues(m.owner, kind).Set(v)
+	sourceKindServed.WithLabelValues(m.server, m.owner, kind).Set(v)
 }
 
 func (m *publishMetrics) Rejected(kind string, cause source.Cause) {
-	sourceRejections.WithLabelValues(m.owner, kind, string(cause)).Inc()
+	sourceRejections.WithLabelValues(m.server, m.owner, kind, string(cause)).Inc()
 }
 
 func (m *publishMetrics) Leading(leading bool) {
@@ -191,50 +196,54 @@ func (m *publishMetrics) Leading(leading bool) {
 	if leading {
 		v = 1
 	}
-	writerLeader.WithLabelValues(m.owner).Set(v)
+	writerLeader.WithLabelValues(m.server, m.owner).Set(v)
 }
 
 func (m *publishMetrics) Committed(puts, deletes int) {
-	writerWrites.WithLabelValues(m.owner, "put").Add(float64(puts))
-	writerWrites.WithLabelValues(m.owner, "delete").Add(float64(deletes))
+	writerWrites.WithLabelValues(m.server, m.owner, "put").Add(float64(puts))
+	writerWrites.WithLabelValues(m.server, m.owner, "delete").Add(float64(deletes))
 }
 
-func (m *publishMetrics) Conflict(plan.Conflict) { writerConflicts.WithLabelValues(m.owner).Inc() }
+func (m *publishMetrics) Conflict(plan.Conflict) {
+	writerConflicts.WithLabelValues(m.server, m.owner).Inc()
+}
 
 func (m *publishMetrics) Skipped(s plan.Skip) {
-	writerSkipped.WithLabelValues(m.owner, string(s.Reason)).Inc()
+	writerSkipped.WithLabelValues(m.server, m.owner, string(s.Reason)).Inc()
 }
 
-func (m *publishMetrics) Failed(string, error) { writerFailures.WithLabelValues(m.owner).Inc() }
+func (m *publishMetrics) Failed(string, error) {
+	writerFailures.WithLabelValues(m.server, m.owner).Inc()
+}
 
 func (m *publishMetrics) Planned(c plan.Change) {
-	writerDryRun.WithLabelValues(m.owner, "put").Add(float64(len(c.Puts)))
-	writerDryRun.WithLabelValues(m.owner, "delete").Add(float64(len(c.Deletes)))
+	writerDryRun.WithLabelValues(m.server, m.owner, "put").Add(float64(len(c.Puts)))
+	writerDryRun.WithLabelValues(m.server, m.owner, "delete").Add(float64(len(c.Deletes)))
 	log.Infof("Dry run: owner %q would write %s", m.owner, c)
 }
 
 func (m *publishMetrics) Adopted(keys int) {
-	writerAdopted.WithLabelValues(m.owner).Add(float64(keys))
+	writerAdopted.WithLabelValues(m.server, m.owner).Add(float64(keys))
 	log.Infof("Writer for owner %q took over %d key(s) external-dns wrote (records and TXT registry records)", m.owner, keys)
 }
 
 func (m *publishMetrics) Problems(lost, failing int) {
-	writerLostNames.WithLabelValues(m.owner).Set(float64(lost))
-	writerFailingNames.WithLabelValues(m.owner).Set(float64(failing))
+	writerLostNames.WithLabelValues(m.server, m.owner).Set(float64(lost))
+	writerFailingNames.WithLabelValues(m.server, m.owner).Set(float64(failing))
 }
 
 func (m *publishMetrics) Synced(at time.Time) {
 	m.recovered()
-	writerLastSync.WithLabelValues(m.owner).Set(float64(at.UnixNano()) / 1e9)
+	writerLastSync.WithLabelValues(m.server, m.owner).Set(float64(at.UnixNano()) / 1e9)
 	records := 0
 	for _, ep := range m.desired.Endpoints() {
 		records += len(ep.Targets) + len(ep.Records)
 	}
-	writerDesired.WithLabelValues(m.owner).Set(float64(records))
+	writerDesired.WithLabelValues(m.server, m.owner).Set(float64(records))
 }
 
 func (m *publishMetrics) Propagated(_ string, d time.Duration) {
-	writerPropagation.WithLabelValues(m.owner).Observe(d.Seconds())
+	writerPropagation.WithLabelValues(m.server, m.owner).Observe(d.Seconds())
 }
 
 // etcdReachable is the serve role's view of etcd, set on every change: 0 from the start until
@@ -242,71 +251,72 @@ func (m *publishMetrics) Propagated(_ string, d time.Duration) {
 var etcdReachable = promauto.NewGaugeVec(prometheus.GaugeOpts{
 	Namespace: plugin.Namespace, Subsystem: pluginName, Name: "etcd_reachable",
 	Help: "1 while etcd answers the watch of the zones, 0 before the first load and while it is unreachable.",
-}, []string{"zones"})
+}, []string{"server", "zones"})
 
 func (m watchMetrics) Reachable(ok bool) {
 	v := 0.0
 	if ok {
 		v = 1
 	}
-	etcdReachable.WithLabelValues(m.zones).Set(v)
+	etcdReachable.WithLabelValues(m.server, m.zones).Set(v)
 }
 
 // writerEtcdReachable is the publish role's view of etcd.
 var writerEtcdReachable = promauto.NewGaugeVec(prometheus.GaugeOpts{
 	Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_etcd_reachable",
 	Help: "1 while etcd answers the owner's writer, 0 before it first did and while it is unreachable.",
-}, []string{"owner"})
+}, []string{"server", "owner"})
 
 func (m *publishMetrics) EtcdReachable(ok bool) {
 	v := 0.0
 	if ok {
 		v = 1
 	}
-	writerEtcdReachable.WithLabelValues(m.owner).Set(v)
+	writerEtcdReachable.WithLabelValues(m.server, m.owner).Set(v)
 }
 
-// metricsAtZero creates the serve role's series of zones, so that a rate or an increase over
-// them sees the first event, and an alert on them can tell "none yet" from "not exported".
-// A series that already exists (a reload sharing the feed) keeps its value.
-func metricsAtZero(zones string) {
+// metricsAtZero creates the serve role's series of a server block's zones, so that a rate or an
+// increase over them sees the first event, and an alert on them can tell "none yet" from "not
+// exported". A series that already exists (a reload sharing the feed) keeps its value.
+func metricsAtZero(server, zones string) {
 	for _, op := range []string{"get", "watch", "lease", "check"} {
-		etcdErrors.WithLabelValues(zones, op)
+		etcdErrors.WithLabelValues(server, zones, op)
 	}
 	for _, reason := range []string{"start", "compacted", "inconsistent"} {
-		resyncs.WithLabelValues(zones, reason)
+		resyncs.WithLabelValues(server, zones, reason)
 	}
 	for _, typ := range []string{"put", "delete"} {
-		watchEvents.WithLabelValues(zones, typ)
+		watchEvents.WithLabelValues(server, zones, typ)
 	}
-	invalidRecords.WithLabelValues(zones)
-	indexRecords.WithLabelValues(zones)
-	lastUpdate.WithLabelValues(zones)
-	etcdReachable.WithLabelValues(zones)
-	transferMetricsAtZero(zones)
+	invalidRecords.WithLabelValues(server, zones)
+	cnameClashes.WithLabelValues(server, zones)
+	indexRecords.WithLabelValues(server, zones)
+	lastUpdate.WithLabelValues(server, zones)
+	etcdReachable.WithLabelValues(server, zones)
+	transferMetricsAtZero(server, zones)
 }
 
 // atZero creates the publish role's series of the owner at zero, as metricsAtZero does: a
 // standby replica exports writer_leader 0, so that "no replica leads" can be alerted on.
 func (m *publishMetrics) atZero() {
-	writerLeader.WithLabelValues(m.owner)
-	writerEtcdReachable.WithLabelValues(m.owner)
-	writerDesired.WithLabelValues(m.owner)
+	writerLeader.WithLabelValues(m.server, m.owner)
+	writerEtcdReachable.WithLabelValues(m.server, m.owner)
+	writerDesired.WithLabelValues(m.server, m.owner)
 	for _, op := range []string{"put", "delete"} {
-		writerWrites.WithLabelValues(m.owner, op)
+		writerWrites.WithLabelValues(m.server, m.owner, op)
 	}
-	writerConflicts.WithLabelValues(m.owner)
-	writerFailures.WithLabelValues(m.owner)
-	writerLostNames.WithLabelValues(m.owner)
-	writerFailingNames.WithLabelValues(m.owner)
-	writerLastSync.WithLabelValues(m.owner)
+	writerConflicts.WithLabelValues(m.server, m.owner)
+	writerFailures.WithLabelValues(m.server, m.owner)
+	writerLostNames.WithLabelValues(m.server, m.owner)
+	writerFailingNames.WithLabelValues(m.server, m.owner)
+	writerLastSync.WithLabelValues(m.server, m.owner)
 	if m.dryRun {
 		for _, op := range []string{"put", "delete"} {
-			writerDryRun.WithLabelValues(m.owner, op)
+			writerDryRun.WithLabelValues(m.server, m.owner, op)
 		}
 	}
 	if m.adopts {
-		writerAdopted.WithLabelValues(m.owner)
+		writerAdopted.WithLabelValues(m.server, m.owner)
 	}
 }
 
@@ -315,18 +325,48 @@ var (
 	transfers = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "transfers_total",
 		Help: "Zone transfers served, by kind (full: the whole zone; current: an IXFR from a secondary that was up to date).",
-	}, []string{"zones", "kind"})
+	}, []string{"server", "zones", "kind"})
 	notifies = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "notifies_total",
 		Help: "NOTIFY rounds sent to the transfer plugin's secondaries after a change, by result (ok, failed).",
-	}, []string{"zones", "result"})
+	}, []string{"server", "zones", "result"})
 )
 
-func transferMetricsAtZero(zones string) {
+func transferMetricsAtZero(server, zones string) {
 	for _, kind := range []string{"full", "current"} {
-		transfers.WithLabelValues(zones, kind)
+		transfers.WithLabelValues(server, zones, kind)
 	}
 	for _, result := range []string{"ok", "failed"} {
-		notifies.WithLabelValues(zones, result)
+		notifies.WithLabelValues(server, zones, result)
+	}
+}
+
+// seriesOf is what every metric vector can do: forget the series of some label values.
+type seriesOf interface {
+	DeletePartialMatch(prometheus.Labels) int
+}
+
+// forgetServeSeries deletes the serve role's series of a server block's zones once the last
+// feed labelled with them has stopped. Nothing would update them any more, and a frozen
+// last_update_timestamp_seconds or etcd_reachable of a server block that a reload removed or
+// moved to another port would raise GatewayDNSStale or GatewayDNSEtcdUnreachable, until the
+// process ends, for a server that no longer exists.
+func forgetServeSeries(server, zones string) {
+	labels := prometheus.Labels{"server": server, "zones": zones}
+	for _, vec := range []seriesOf{indexRecords, watchEvents, resyncs, resyncDuration, lastUpdate, etcdErrors,
+		cnameClashes, invalidRecords, etcdReachable, transfers, notifies} {
+		vec.DeletePartialMatch(labels)
+	}
+}
+
+// forgetPublishSeries deletes the publish role's series of an owner published by a server
+// block once its last publisher has stopped, for the same reason: a frozen writer_leader 1
+// would count as a second leader of the owner (GatewayDNSWriterLeader).
+func forgetPublishSeries(server, owner string) {
+	labels := prometheus.Labels{"server": server, "owner": owner}
+	for _, vec := range []seriesOf{writerLeader, writerDesired, writerWrites, writerConflicts, writerLostNames,
+		writerFailingNames, writerSkipped, writerFailures, writerDryRun, writerLastSync, writerPropagation,
+		writerAdopted, sourceKindServed, sourceRejections, writerEtcdReachable} {
+		vec.DeletePartialMatch(labels)
 	}
 }

@@ -44,7 +44,7 @@ type pending struct {
 }
 
 func (n *notifier) run(ctx context.Context, g *GatewayDNS, t *transfer.Transfer) {
-	zones := strings.Join(g.Zones, " ")
+	server, zones := g.stanza.cfg.server, strings.Join(g.Zones, " ")
 	sent := map[string]uint32{}
 	waiting := map[string]*pending{}
 	tick := time.NewTicker(notifyPoll)
@@ -79,11 +79,11 @@ func (n *notifier) run(ctx context.Context, g *GatewayDNS, t *transfer.Transfer)
 			delete(waiting, zone)
 			sent[zone] = p.serial
 			if err := t.Notify(zone); err != nil {
-				notifies.WithLabelValues(zones, "failed").Inc()
+				notifies.WithLabelValues(server, zones, "failed").Inc()
 				log.Warningf("NOTIFY of %s (serial %d): %v", zone, p.serial, err)
 				continue
 			}
-			notifies.WithLabelValues(zones, "ok").Inc()
+			notifies.WithLabelValues(server, zones, "ok").Inc()
 			log.Debugf("Sent NOTIFY of %s at serial %d", zone, p.serial)
 		}
 	}

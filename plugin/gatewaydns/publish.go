@@ -55,7 +55,7 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	p := &publisher{cfg: cfg, done: make(chan struct{})}
-	obs := &publishMetrics{owner: pc.owner, dryRun: pc.dryRun, adopts: pc.registry != nil}
+	obs := &publishMetrics{server: cfg.server, owner: pc.owner, dryRun: pc.dryRun, adopts: pc.registry != nil}
 	obs.atZero()
 	p.kube, err = kubesource.New(rc, kubesource.Options{
 		Config:   pc.source,
@@ -207,13 +207,18 @@ func startPublisher(cfg *config) (*publisher, error) {
 }
 
 // stop ends the writer and the sources, each wait bounded: the writer resigns if etcd
-// answers in time, else its election key expires with its TTL.
+// answers in time, else its election key expires with its TTL. It forgets the publisher's
+// series unless another publisher carries the same labels, as feed.stop does.
 func (p *publisher) stop() error {
 	p.cancel()
+	owner := p.cfg.publish.owner
 	if !waitClosed(p.done, stopWait) {
-		log.Errorf("Writer for owner %q did not stop within %s of its end; leaving it", p.cfg.publish.owner, stopWait)
+		log.Errorf("Writer for owner %q did not stop within %s of its end; leaving it", owner, stopWait)
 	}
-	return closeClient(p.client, "owner "+p.cfg.publish.owner)
+	if !publishers.any(func(o *publisher) bool { return o.cfg.server == p.cfg.server && o.cfg.publish.owner == owner }) {
+		forgetPublishSeries(p.cfg.server, owner)
+	}
+	return closeClient(p.client, "owner "+owner)
 }
 
 // publishRole is a stanza's hold on its publisher.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/etcd/msg"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
+	coreparse "github.com/coredns/coredns/plugin/pkg/parse"
 	mwtls "github.com/coredns/coredns/plugin/pkg/tls"
 	"github.com/coredns/coredns/plugin/transfer"
 
@@ -39,6 +41,7 @@ func init() {
 // config is one parsed stanza. Options and defaults are the stock etcd plugin's, so that
 // renaming etcd to gatewaydns in a Corefile serves the same answers.
 type config struct {
+	server         string // the server block's address(es), as metrics label them: see serverLabel
 	zones          []string
 	prefix         string
 	etcd           store.Config
@@ -96,6 +99,7 @@ func parse(c *caddy.Controller) (*config, error) {
 		return nil, c.ArgErr()
 	}
 	cfg.zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
+	cfg.server = serverLabel(c)
 	pc := &publishConfig{source: source.Config{ControllerName: defaultController}}
 	publishing := false
 	for c.NextBlock() {
@@ -294,24 +298,75 @@ func zonePrefixes(prefix string, zones []string) []string {
 }
 
 // feedKey is what two stanzas must have in common to share a feed across a reload: the same
-// records, read from the same etcd as the same user, answered with the same options.
+// records, read from the same etcd as the same user, answered with the same options, for the
+// same server block (by its address). The server is in the key so that a feed's series belong
+// to one server block, and two blocks on the same zones export their own numbers: a reload
+// of a block keeps its address and shares its feed as before. Two blocks that would otherwise
+// share a feed (same zones, same etcd, same options, other ports) watch and hold the records
+// twice; merging them into one block (one key per port, or bind) shares them again. The other
+// way, one feed fanned out to one set of series per block attached to it, would have to give a
+// block attaching to a running feed the feed's gauges at once (etcd_reachable is set on a
+// change only), and drop a block's series when it detaches: state for a Corefile that has
+// a cheap fix.
 func (c *config) feedKey() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%q %q %q %q %q %d %d %d %t\n", c.zones, c.prefix, c.etcd.Endpoints, c.etcd.Username,
+	fmt.Fprintf(h, "%q %q %q %q %q %q %d %d %d %t\n", c.server, c.zones, c.prefix, c.etcd.Endpoints, c.etcd.Username,
 		c.etcd.Password, c.minLeaseTTL, c.maxLeaseTTL, c.negativeTTL, c.exactNames)
 	h.Write(c.etcdTLSFiles)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
 // publishKey is what two stanzas must have in common to share a publisher across a reload:
-// the same stanza, word for word, with the same certificates and kubeconfig behind it.
+// the same stanza, word for word, with the same certificates and kubeconfig behind it, in a
+// server block of the same address, which the publisher's series carry: a reload that moves
+// the block to another port hands the owner over to a new publisher, as a changed stanza does.
 func (c *config) publishKey() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%q %q\n", c.zones, c.options)
+	fmt.Fprintf(h, "%q %q %q\n", c.server, c.zones, c.options)
 	h.Write(c.etcdTLSFiles)
 	if c.publish != nil && c.publish.kubeconfig != "" {
 		kubeconfig, _ := os.ReadFile(c.publish.kubeconfig) // unreadable: starting the publisher says so
 		h.Write(kubeconfig)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// serverLabel is the server label of the stanza's metrics: the address of its server block's
+// server, as CoreDNS forms Server.Addr (dnsserver.groupConfigsByListenAddr: the transport, the
+// listen host and the port, resolved), which is what metrics.WithServer returns for the block's
+// queries and what coredns_dns_requests_total and the cache plugin's metrics carry: e.g.
+// "dns://:53", or "dns://127.0.0.53:53" with bind 127.0.0.53. So a gatewaydns series joins the
+// block's request series on server.
+//
+// The block's keys hold its transports and ports (InspectServerBlocks has made each one
+// transport://zone:port by the time a plugin is set up); its listen hosts are those bind set on
+// its first key (bind comes before gatewaydns in plugin.cfg, and CoreDNS gives every key the
+// first one's hosts).
+//
+// A block with several addresses (bind with several addresses, keys with other ports or
+// transports) runs one server per address but one stanza: one feed, one publisher. Its series
+// carry every address, sorted and joined by a space, as the zones label joins the zones: one
+// series per stanza, so that a sum counts a watch event, a transfer or a leader once. A series
+// per address would count them once per address: sum by (owner) of writer_leader would be 2
+// with one leader, and GatewayDNSWriterLeader would fire. The price: such a block's requests
+// are matched by its addresses rather than joined on server (see the plugin's README).
+func serverLabel(c *caddy.Controller) string {
+	hosts := dnsserver.GetConfig(c).ListenHosts
+	var addrs []string
+	for _, key := range c.ServerBlockKeys {
+		trans, hostPort := coreparse.Transport(key)
+		_, port, err := plugin.SplitHostPort(hostPort)
+		if err != nil || port == "" {
+			port = dnsserver.Port // a key as a test writes it; CoreDNS's own always have a port
+		}
+		for _, h := range hosts {
+			addr := net.JoinHostPort(h, port)
+			if resolved, err := net.ResolveTCPAddr("tcp", addr); err == nil {
+				addr = resolved.String()
+			}
+			addrs = append(addrs, trans+"://"+addr)
+		}
+	}
+	slices.Sort(addrs)
+	return strings.Join(slices.Compact(addrs), " ")
 }

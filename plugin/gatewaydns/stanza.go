@@ -56,11 +56,12 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 		MaxLeaseTTL: cfg.maxLeaseTTL,
 		ExactNames:  cfg.exactNames,
 		Invalid: func(key string, err error) {
-			invalidRecords.WithLabelValues(zones).Inc()
+			invalidRecords.WithLabelValues(cfg.server, zones).Inc()
 			log.Warningf("Skipping a value that cannot be served: %v", err)
 		},
 		Clash: func(name string, clash bool, names int) {
-			cnameClashes.WithLabelValues(zones).Set(float64(names))
+			st.own.clashes.Store(int64(names))
+			cnameClashes.WithLabelValues(cfg.server, zones).Set(float64(names))
 			if clash {
 				log.Warningf("Records of %s mix a CNAME with addresses or another CNAME; answering from the older claim only (CNAME rule)", name)
 			} else {
@@ -68,8 +69,7 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 			}
 		},
 	})
-	cnameClashes.WithLabelValues(zones).Set(0)
-	st.own = newFeed(cfg.feedKey(), zones, st.index, st.prefixes, cfg.etcd)
+	st.own = newFeed(cfg.feedKey(), cfg.server, zones, st.index, st.prefixes, cfg.etcd)
 	st.serving.Store(newBackend(st.index))
 	return g, st
 }
@@ -103,7 +103,10 @@ func (s *stanza) start(reloading bool) error {
 		if f == s.own && !bridged && reloading {
 			waitClosed(f.loaded, reloadLoadWait)
 		}
-		metricsAtZero(f.zones)
+		metricsAtZero(f.server, f.zones)
+		// The clashes of the feed taken: a shared feed keeps its own, a new one has none yet.
+		// Set here rather than at setup, which would zero a shared feed's while they last.
+		cnameClashes.WithLabelValues(f.server, f.zones).Set(float64(f.clashes.Load()))
 	}
 	if s.cfg.publish != nil {
 		if err := s.publish.start(s.cfg); err != nil {

@@ -35,17 +35,17 @@ func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, erro
 	if err != nil {
 		return nil, err
 	}
-	zones := strings.Join(g.Zones, " ")
+	server, zones := g.stanza.cfg.server, strings.Join(g.Zones, " ")
 	ch := make(chan []dns.RR)
 	if serial != 0 && !serialAfter(z.Serial(request.Request{}), serial) {
-		transfers.WithLabelValues(zones, "current").Inc()
+		transfers.WithLabelValues(server, zones, "current").Inc()
 		go func() {
 			defer close(ch)
 			ch <- soa
 		}()
 		return ch, nil
 	}
-	transfers.WithLabelValues(zones, "full").Inc()
+	transfers.WithLabelValues(server, zones, "full").Inc()
 	// The transfer plugin reads the channel to its end, also when the secondary goes away.
 	go func() {
 		defer close(ch)
