@@ -30,6 +30,7 @@ import (
 
 type options struct {
 	phases      string
+	axfrNice    int
 	duration    time.Duration
 	rounds      int
 	qrecords    int
@@ -67,6 +68,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.pin, "pin", true, "pin servers and etcd to CPU 0 and dnsperf to CPU 1 (taskset), on a machine with 2 or more CPUs")
 	fs.BoolVar(&o.externalDNS, "external-dns", true, "phase P: build (once, into bin/) and measure external-dns v0.21.0")
 	fs.BoolVar(&o.profile, "profile", false, "Q and S: a CPU profile of each server during its first throughput run; S: a heap profile of each server after its last; X: a CPU profile during the first latency run with transfers (pprof plugin), into .cache/bench/run/")
+	fs.IntVar(&o.axfrNice, "axfr-nice", 10, "phase X: the nice value of the AXFR client, which shares a CPU with dnsperf (see axfr_client.go)")
 	fs.StringVar(&o.out, "out", "bench/results", "directory of the report and chart")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -110,6 +112,9 @@ type harness struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == axfrClientArg {
+		os.Exit(axfrClientMain(os.Args[2:]))
+	}
 	opt, err := parseFlags(os.Args[1:])
 	if err == flag.ErrHelp {
 		os.Exit(0)

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -28,7 +27,7 @@ func (h *harness) phaseX() error {
 	if err != nil {
 		return err
 	}
-	x := &xResults{records: len(d.records), rounds: h.opt.rounds, latFraction: h.opt.latFraction}
+	x := &xResults{records: len(d.records), rounds: h.opt.rounds, latFraction: h.opt.latFraction, axfrNice: h.opt.axfrNice}
 	h.res.x = x
 	logf("X: %d records in etcd in %v", len(d.records), loaded.Round(time.Millisecond))
 	input := filepath.Join(h.runDir, "queries-x.txt")
@@ -50,14 +49,14 @@ func (h *harness) phaseX() error {
 	}
 	defer srv.stop()
 	logf("X: gatewaydns with transfer on %s, ready in %v (log %s)", srv.DNS, ready.Round(time.Millisecond), srv.Log)
-	x.pinning = "none; the AXFR client runs in the harness, unpinned"
+	x.pinning = "none; the AXFR client, a child of the harness, unpinned"
 	if h.serverCPU != "" {
 		restore, err := pinHarness(h.clientCPU)
 		if err != nil {
 			return err
 		}
 		defer restore()
-		x.pinning = fmt.Sprintf("CoreDNS and etcd on CPU %s; dnsperf and the AXFR client (the harness) on CPU %s (taskset)", h.serverCPU, h.clientCPU)
+		x.pinning = fmt.Sprintf("CoreDNS and etcd on CPU %s; dnsperf, the harness and its AXFR client on CPU %s (taskset)", h.serverCPU, h.clientCPU)
 	}
 
 	// One transfer before anything is measured: it checks the zone is complete, and warms up.
@@ -142,32 +141,14 @@ func (h *harness) phaseX() error {
 // run lp starts until it has ended (the last one finishes after it). With -profile and
 // profile, a CPU profile of the server is taken over the run.
 func (h *harness) whileTransferring(srv *coreDNS, lp dnsperf.Options, input, perfLog string, want map[string]bool, profile bool) (dnsperf.Result, []xfer, error) {
-	stop := make(chan struct{})
-	var (
-		wg   sync.WaitGroup
-		ts   []xfer
-		terr error
-	)
-	started := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		close(started)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			t, err := axfr(srv.DNS, zone, want)
-			if err != nil {
-				terr = err
-				return
-			}
-			ts = append(ts, t)
-		}
-	}()
-	<-started
+	wantFile := filepath.Join(h.runDir, "axfr-want.txt")
+	if err := os.WriteFile(wantFile, []byte(strings.Join(slices.Sorted(maps.Keys(want)), "\n")), 0o644); err != nil {
+		return dnsperf.Result{}, nil, err
+	}
+	client, err := startAXFRClient(srv.DNS, zone, wantFile, filepath.Join(h.runDir, "axfr-client.log"), h.opt.axfrNice)
+	if err != nil {
+		return dnsperf.Result{}, nil, err
+	}
 	// Let the first transfer get going: the server is then sending, not setting up.
 	time.Sleep(200 * time.Millisecond)
 	var profiled chan error
@@ -179,8 +160,7 @@ func (h *harness) whileTransferring(srv *coreDNS, lp dnsperf.Options, input, per
 		}()
 	}
 	res, err := runDnsperf(lp, srv.DNS, input, perfLog)
-	close(stop)
-	wg.Wait()
+	ts, terr := client.finish(60 * time.Second)
 	if err != nil {
 		return res, ts, srv.failure(err)
 	}

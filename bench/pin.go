@@ -9,9 +9,9 @@ import (
 )
 
 // pinHarness moves every thread of the benchmark's own process to the CPUs of cpuList, with
-// taskset -a, and returns what puts them back where they were. Phase X runs its AXFR client in
-// this process: unpinned it would take CPU time from the server it measures, which a
-// secondary on another machine never does.
+// taskset -a, and returns what puts them back where they were. Phase X's AXFR client, a child
+// of this process, inherits the CPUs: unpinned it would take CPU time from the server it
+// measures, which a secondary on another machine never does.
 func pinHarness(cpuList string) (restore func(), err error) {
 	pid := strconv.Itoa(os.Getpid())
 	out, err := exec.Command("taskset", "-c", "-p", pid).Output()

@@ -104,6 +104,7 @@ type xResults struct {
 	records, names     int // in etcd; distinct names the transfers must hold
 	rounds             int
 	pinning            string
+	axfrNice           int             // of the AXFR client
 	perf               dnsperf.Options // of the latency runs
 	latFraction        float64
 	qps                float64 // at saturation, which the rate is a fraction of
