@@ -54,7 +54,7 @@ func TestMigrationFromExternalDNSWithTXTRegistry(t *testing.T) {
 }
 
 // TestMigrationFromExternalDNSStrictlyOwned: external-dns published without
-// --coredns-strictly-owned, then ran with it (what docs/migration.md step 0 suggests): it reads
+// --coredns-strictly-owned, then ran with it (what docs/migration.md step 0 once suggested): it reads
 // only keys with its owner, so it wrote a second, owned key beside every ownerless one, and new
 // TXT registry records. Once it is stopped, the writer of eu1, started with `txt-owner-id eu1`,
 // ends with only its own keys: the owned ones, the ownerless ones the registry assigns to eu1
