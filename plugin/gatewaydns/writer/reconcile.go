@@ -271,7 +271,10 @@ func (w *Writer) read(ctx context.Context, names []string, res *Result) (current
 		}
 		return ps
 	}
-	perName := len(paths("x"))
+	perName := 1 // range reads per name, at most: with a registry, its names and the old format's
+	if w.cfg.Registry != nil {
+		perName += len(txtregistry.Types) + 1
+	}
 	var readBatch func(batch []string) error
 	readBatch = func(batch []string) error {
 		ops := make([]clientv3.Op, 0, len(batch)*perName)

@@ -96,3 +96,34 @@ func sum(xs []int) int {
 	}
 	return n
 }
+
+// TestWriterReadsRegistryNamesWithinTxnLimit: with a registry each name is read with its seven
+// or eight registry names (a wildcard name with a wildcard replacement has one more); the
+// reads still fit etcd's --max-txn-ops, so no name fails.
+func TestWriterReadsRegistryNamesWithinTxnLimit(t *testing.T) {
+	e := testenv.StartEtcd(t, testenv.WithEtcdArgs("--max-txn-ops=8"))
+	cli := e.Client(t)
+	reg := &txtregistry.Config{Owner: "c1", WildcardReplacement: "wild"}
+	d := wtWant()
+	for i := range 10 {
+		d.set(wtEP(wtName(fmt.Sprintf("n%d", i)), fmt.Sprintf("10.0.0.%d", i)))
+	}
+	wildcard := wtName("*.apps")
+	d.set(wtEP(wildcard, "10.0.1.1"))
+	// external-dns's record of the wildcard name, and its registry record at a-wild.apps.
+	wtPut(t, cli, record.NamePath("skydns", wildcard)+"/1a1a1a1a", `{"host":"10.0.1.1","targetstrip":1}`)
+	wtPut(t, cli, record.NamePath("skydns", reg.Name(wildcard, "a"))+"/2b2b2b2b", wtRegistryValue("c1", "httproute/shop/apps"))
+	obs := &wtAdoptions{}
+	w, _ := wtStart(t, cli, writer.Config{Owner: "c1", Desired: d, Observer: obs, BatchSize: 8, Registry: reg})
+	wtEventually(t, 10*time.Second, "synced", func() bool { return obs.syncCount() > 0 })
+	res, err := w.Resync(wtCtx(t))
+	if err != nil || len(res.Failed) != 0 {
+		t.Fatalf("Resync: %v, failed %v", err, res.Failed)
+	}
+	if got := wtHosts(t, cli, wildcard); !slices.Equal(got, []string{"c1=10.0.1.1"}) {
+		t.Errorf("%s: %v, want only the writer's key", wildcard, got)
+	}
+	if n := len(wtKeys(t, cli)); n != 11 {
+		t.Errorf("%d keys, want 11: one per name, external-dns's and its registry record gone", n)
+	}
+}
