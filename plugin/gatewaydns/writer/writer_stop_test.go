@@ -245,9 +245,10 @@ func TestWriterStandbyNoticesHungEtcd(t *testing.T) {
 	start := time.Now()
 	p.BlackHole()
 	// Alone it takes 1-4 s (the lease's deadline, checked every 500 ms, then an attempt). The
-	// bound is looser: under the full suite with the race detector on 2 cores it once took
-	// over 7 s. What this pins is that a standby notices at all, not how fast the machine is.
-	wtEventually(t, 4*ttl+7*time.Second, "the standby says etcd does not answer", func() bool {
+	// bound is much looser: under the full suite with the race detector on 2 cores it once took
+	// over 7 s, and once over 15 s (3-4 s in every run alone). What this pins is that a standby
+	// notices at all, not how fast the machine is.
+	wtEventually(t, 30*time.Second, "the standby says etcd does not answer", func() bool {
 		return obs.get(func(o *wtObserver) bool { return !o.reachable[len(o.reachable)-1] })
 	})
 	t.Logf("standby noticed the hung etcd after %v (session TTL %v)", time.Since(start).Round(time.Millisecond), ttl)
