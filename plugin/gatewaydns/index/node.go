@@ -131,6 +131,12 @@ func (a *addresses) fill(s *answerSet) {
 	}
 	a.plain = true
 	sx = msg.Group(sx)
+	// A name has few records, and a scan of the ones before beats a map; a subtree's set (the
+	// apex's holds every record of the zone) needs the map.
+	var seen map[string]bool
+	if len(sx) > scanHosts {
+		seen = make(map[string]bool, len(sx))
+	}
 	for i, svc := range sx {
 		what, ip := svc.HostType()
 		switch {
@@ -139,16 +145,22 @@ func (a *addresses) fill(s *answerSet) {
 			return
 		case what == dns.TypeTXT:
 			a.text = true
-		case hostSeen(sx[:i], svc.Host):
+		case seen != nil && seen[svc.Host], seen == nil && hostSeen(sx[:i], svc.Host):
 		case what == dns.TypeA:
 			a.v4 = append(a.v4, Address{IP: ip, TTL: svc.TTL})
 		case what == dns.TypeAAAA:
 			a.v6 = append(a.v6, Address{IP: ip, TTL: svc.TTL})
 		}
+		if seen != nil {
+			seen[svc.Host] = true
+		}
 	}
 }
 
-// hostSeen reports whether one of sx has host: a name has few records, so a scan beats a map.
+// scanHosts is the most records whose hosts fill checks for duplicates by a scan.
+const scanHosts = 16
+
+// hostSeen reports whether one of sx has host.
 func hostSeen(sx []msg.Service, host string) bool {
 	for _, s := range sx {
 		if s.Host == host {
