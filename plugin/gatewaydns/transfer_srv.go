@@ -1,7 +1,9 @@
 package gatewaydns
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/coredns/coredns/plugin/etcd/msg"
@@ -16,19 +18,35 @@ import (
 // transfer of 100k names made, and garbage collection is what delays the queries answered
 // meanwhile. TestPlainSRVIsWhatPluginSRVAnswers holds the two equal.
 func appendPlainSRV(dst []dns.RR, name string, services []msg.Service) []dns.RR {
+	// The weights of each priority, added up as plugin.SRV does; a name has few priorities.
+	type priorityWeight struct{ priority, total int }
+	var totals []priorityWeight
+	for _, s := range services {
+		i := slices.IndexFunc(totals, func(t priorityWeight) bool { return t.priority == s.Priority })
+		if i < 0 {
+			i = len(totals)
+			totals = append(totals, priorityWeight{priority: s.Priority})
+		}
+		totals[i].total += cmp.Or(s.Weight, 100)
+	}
+	// plugin.SRV's duplicate check: a target and port once. A scan of the records made so far
+	// for a name with few of them, a map for one that many writers share.
+	type targetPort struct {
+		target string
+		port   uint16
+	}
+	var seen map[targetPort]bool
+	if len(services) > scanSRV {
+		seen = make(map[targetPort]bool, len(services))
+	}
 	start := len(dst)
 	for i := range services {
 		serv := services[i]
 		if serv.Port == -1 {
 			continue
 		}
-		total := 0 // the weights of the priority, as plugin.SRV adds them up
-		for _, s := range services {
-			if s.Priority == serv.Priority {
-				total += cmpOr(s.Weight, 100)
-			}
-		}
-		w := 100.0 / float64(total) * float64(cmpOr(serv.Weight, 100))
+		total := totals[slices.IndexFunc(totals, func(t priorityWeight) bool { return t.priority == serv.Priority })].total
+		w := 100.0 / float64(total) * float64(cmp.Or(serv.Weight, 100))
 		weight := max(uint16(math.Floor(w)), 1)
 		var srv *dns.SRV
 		if target, ok := srvTarget(serv.Key, serv.TargetStrip, name); ok {
@@ -38,23 +56,24 @@ func appendPlainSRV(dst []dns.RR, name string, services []msg.Service) []dns.RR 
 			serv.Host = msg.Domain(serv.Key)
 			srv = serv.NewSRV(name, weight)
 		}
-		if !seenSRV(dst[start:], srv.Target, srv.Port) {
-			dst = append(dst, srv)
+		if seen != nil {
+			k := targetPort{srv.Target, srv.Port}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+		} else if seenSRV(dst[start:], srv.Target, srv.Port) {
+			continue
 		}
+		dst = append(dst, srv)
 	}
 	return dst
 }
 
-// cmpOr is v, or def when v is 0.
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
-}
+// scanSRV is the most services whose SRV records appendPlainSRV checks for duplicates by a scan.
+const scanSRV = 16
 
-// seenSRV reports whether rrs (SRV records) hold target and port already: plugin.SRV's
-// duplicate check. A name has few services, so a scan beats a map.
+// seenSRV reports whether rrs (SRV records) hold target and port already.
 func seenSRV(rrs []dns.RR, target string, port uint16) bool {
 	for _, rr := range rrs {
 		if s := rr.(*dns.SRV); s.Target == target && s.Port == port {
