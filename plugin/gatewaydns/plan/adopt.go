@@ -53,40 +53,46 @@ func adoptable(in Input, cur []KV, reg []registryKV) map[string]bool {
 		return nil
 	}
 	theirs := in.Registry.Owner
-	takeable := func(kv KV) bool {
-		o := record.OwnerOf(kv.Value)
-		return o == "" || o == theirs || o == in.Owner
-	}
-	registered := make(map[string]bool)
-	adopt := make(map[string]bool)
-	registers := func(kv KV) bool {
-		v, err := record.ParseValue(kv.Value)
-		if err != nil || v.Text == "" || !takeable(kv) {
+	// registers: v is a registry record of theirs, in a key that is theirs, nobody's or ours.
+	registers := func(v record.Value) bool {
+		if v.Text == "" || (v.Owner != "" && v.Owner != theirs && v.Owner != in.Owner) {
 			return false
 		}
 		owner, ok := txtregistry.OwnerOf(v.Text)
 		return ok && owner == theirs
 	}
+	registered := make(map[string]bool)
+	adopt := make(map[string]bool)
 	for _, r := range reg {
-		if v, err := record.ParseValue(r.Value); err == nil && v.Host == "" && registers(r.KV) {
+		if v, err := record.ParseValue(r.Value); err == nil && v.Host == "" && registers(v) {
 			registered[r.Type] = true
 			adopt[r.Key] = true
 		}
 	}
-	for _, kv := range cur {
+	// Each value of the name parsed once; a value that does not parse as a record still has
+	// its owner field read, as record.OwnerOf reads it.
+	values := make([]record.Value, len(cur))
+	parsed := make([]bool, len(cur))
+	for i, kv := range cur {
+		v, err := record.ParseValue(kv.Value)
+		if err != nil {
+			values[i].Owner = record.OwnerOf(kv.Value)
+			continue
+		}
+		values[i], parsed[i] = v, true
 		// Not the writer's own keys: a text record it publishes is a record, whatever it says.
-		if record.OwnerOf(kv.Value) != in.Owner && registers(kv) {
+		if v.Owner != in.Owner && registers(v) {
 			registered[""] = true
 			adopt[kv.Key] = true
 		}
 	}
-	for _, kv := range cur {
-		switch o := record.OwnerOf(kv.Value); {
-		case o == in.Owner:
-		case o == theirs:
+	for i, kv := range cur {
+		switch v := values[i]; {
+		case v.Owner == in.Owner:
+		case v.Owner == theirs:
 			adopt[kv.Key] = true
-		case o == "":
-			for _, t := range registryTypes(kv.Value) {
+		case v.Owner == "" && parsed[i]:
+			for _, t := range registryTypes(v) {
 				if registered[t] || registered[""] {
 					adopt[kv.Key] = true
 				}
@@ -100,11 +106,8 @@ func adoptable(in Input, cur []KV, reg []registryKV) map[string]bool {
 // coredns provider reads every IP host back as an A record and every other host as a CNAME,
 // and wrote SRV and MX data as a host ("10 mail.example.com"), so an address is registered as
 // A or AAAA, and a host name as CNAME, SRV or MX.
-func registryTypes(value []byte) []string {
-	v, err := record.ParseValue(value)
+func registryTypes(v record.Value) []string {
 	switch {
-	case err != nil:
-		return nil
 	case v.Host == "" && v.Text != "":
 		return []string{"txt"}
 	case v.Host == "":
