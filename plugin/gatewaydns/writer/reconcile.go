@@ -98,10 +98,11 @@ func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, adopt []s
 		var zoneAdopt []string
 		_, err := store.ReadPages(ctx, get, p, 0, func(resp *clientv3.GetResponse) {
 			for _, kv := range resp.Kvs {
-				if record.OwnerOf(kv.Value) == w.cfg.Owner {
+				owner, adopt := w.scanned(kv)
+				if owner == w.cfg.Owner {
 					zoneOwn = append(zoneOwn, kv)
 				}
-				zoneAdopt = append(zoneAdopt, w.adoptionNames(kv)...)
+				zoneAdopt = append(zoneAdopt, adopt...)
 			}
 		})
 		label := z
@@ -123,20 +124,27 @@ func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, adopt []s
 	return own, adopt, failed, nil
 }
 
-// adoptionNames are the names whose reconcile may take kv over from external-dns: the name of
-// a key of Registry.Owner, and the names a registry record of Registry.Owner speaks for. The
-// plan decides; this only makes sure a resync visits them.
-func (w *Writer) adoptionNames(kv *mvccpb.KeyValue) []string {
-	reg := w.cfg.Registry
-	if reg == nil {
-		return nil
-	}
-	n, ok := record.RecordName(w.cfg.Prefix, string(kv.Key))
-	if !ok {
-		return nil
+// scanned is kv's owner field and, with a Registry, the names whose reconcile may take kv over
+// from external-dns (adoptionNames): the value is parsed once for both, as a full resync reads
+// every key of the zones.
+func (w *Writer) scanned(kv *mvccpb.KeyValue) (owner string, adopt []string) {
+	if w.cfg.Registry == nil {
+		return record.OwnerOf(kv.Value), nil
 	}
 	v, err := record.ParseValue(kv.Value)
 	if err != nil {
+		return record.OwnerOf(kv.Value), nil
+	}
+	return v.Owner, w.adoptionNames(string(kv.Key), v)
+}
+
+// adoptionNames are the names whose reconcile may take the value v at key over from
+// external-dns: the name of a key of Registry.Owner, and the names a registry record of
+// Registry.Owner speaks for. The plan decides; this only makes sure a resync visits them.
+func (w *Writer) adoptionNames(key string, v record.Value) []string {
+	reg := w.cfg.Registry
+	n, ok := record.RecordName(w.cfg.Prefix, key)
+	if !ok {
 		return nil
 	}
 	if v.Owner == reg.Owner && reg.Owner != w.cfg.Owner {
@@ -278,8 +286,10 @@ func (w *Writer) read(ctx context.Context, names []string, res *Result) (current
 	var readBatch func(batch []string) error
 	readBatch = func(batch []string) error {
 		ops := make([]clientv3.Op, 0, len(batch)*perName)
-		for _, n := range batch {
-			for _, p := range paths(n) {
+		bases := make([][]string, len(batch)) // each name's paths, in the order of ops
+		for i, n := range batch {
+			bases[i] = paths(n)
+			for _, p := range bases[i] {
 				ops = append(ops, clientv3.OpGet(p, clientv3.WithPrefix()))
 			}
 		}
@@ -307,8 +317,8 @@ func (w *Writer) read(ctx context.Context, names []string, res *Result) (current
 			rev = resp.Header.Revision
 		}
 		i := 0
-		for _, n := range batch {
-			for _, base := range paths(n) {
+		for b, n := range batch {
+			for _, base := range bases[b] {
 				for _, kv := range resp.Responses[i].GetResponseRange().Kvs {
 					k := string(kv.Key)
 					if strings.Contains(k[len(base):], "/") {
