@@ -119,7 +119,7 @@ func (e *Election) campaign(ctx context.Context, t *Term) error {
 		if len(older.Kvs) == 0 {
 			return nil
 		}
-		if err := waitDelete(ctx, e.client, string(older.Kvs[0].Key), older.Header.Revision, t.session.Done()); err != nil {
+		if err := waitDelete(ctx, e.client, string(older.Kvs[0].Key), older.Header.Revision, t.session.Ctx()); err != nil {
 			return err
 		}
 	}
@@ -131,22 +131,37 @@ func (e *Election) tell(ctx context.Context, err error) {
 	}
 }
 
+// errSessionLost: the campaign's session ended (its keep-alive went unanswered for the TTL)
+// while it waited for the leader to go.
+var errSessionLost = errors.New("session lost while waiting for the leader")
+
 // waitDelete returns when key is deleted after rev, or ctx ends, or the session is lost: a
 // standby whose etcd stops answering learns it from its session's keep-alive (within the TTL)
 // and campaigns again, which fails and says so, instead of waiting on a silent watch.
-func waitDelete(ctx context.Context, client *clientv3.Client, key string, rev int64, sessionDone <-chan struct{}) error {
+func waitDelete(ctx context.Context, client *clientv3.Client, key string, rev int64, session context.Context) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
+	// Watch itself does not return until the client's watch stream takes the request, which
+	// it does only once the stream is open: when etcd stops answering just before, that is
+	// never. The session's end must end that wait too, not only the one for events.
+	defer context.AfterFunc(session, cancel)()
 	wc := client.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
 	for {
 		select {
-		case <-sessionDone:
-			return errors.New("session lost while waiting for the leader")
+		case <-session.Done():
+			// The session's context is the campaign's too: say which ended.
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return errSessionLost
 		case resp, ok := <-wc:
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if session.Err() != nil {
+				return errSessionLost
+			}
 			if !ok {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
 				return errors.New("watch of the leader key closed")
 			}
 			if err := resp.Err(); err != nil {
