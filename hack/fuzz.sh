@@ -19,6 +19,7 @@ TARGETS=(
 	"./plugin/gatewaydns/source FuzzDNSEndpointClaims"
 	"./plugin/gatewaydns        FuzzParse"
 	"./plugin/gatewaydns/index  FuzzQuery"
+	"./plugin/gatewaydns/index  FuzzAskableIsTheReachabilityRule"
 )
 
 # fuzz_once runs one target; its output goes to the terminal and to $out.

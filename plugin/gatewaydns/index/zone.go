@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/etcd/msg"
@@ -112,7 +113,7 @@ func (ix *Index) zone(origin string, pause func()) (z *Zone, ok bool) {
 		// Path elements that no question can reach (upper case, a dot, an escape) are left
 		// out with what lies below them: the index never answers them either.
 		for el, c := range p.n.children.named {
-			if el == "" || strings.ContainsAny(el, `.\ `) || strings.ToLower(el) != el {
+			if !askable(el) {
 				continue
 			}
 			child := el + "." + p.name
@@ -124,6 +125,24 @@ func (ix *Index) zone(origin string, pause func()) (z *Zone, ok bool) {
 	}
 	ix.mu.RUnlock()
 	return z, true
+}
+
+// askable reports whether a question can reach the path element el: not empty, no dot, escape
+// or space, and lower case. It is asked of every name of a transfer: one pass over the bytes,
+// where strings.ContainsAny and strings.ToLower took a third of copying the zone.
+func askable(el string) bool {
+	if el == "" {
+		return false
+	}
+	for i := 0; i < len(el); i++ {
+		switch c := el[i]; {
+		case c == '.' || c == '\\' || c == ' ' || 'A' <= c && c <= 'Z':
+			return false
+		case c >= utf8.RuneSelf:
+			return !strings.ContainsAny(el, `.\ `) && strings.ToLower(el) == el
+		}
+	}
+	return true
 }
 
 // Names yields every name of the zone, the origin first.
