@@ -408,7 +408,7 @@ func (m *migration) switchToWriter(t *testing.T, extra ...string) {
 	t.Helper()
 	// external-dns stopped between two sync loops, so its last one left everything answered.
 	m.waitAnswered(t, 5*time.Second)
-	poll := pollQuestions(m.central.DNS, m.questions)
+	poll := pollQuestions(t, m.central.DNS, m.questions)
 	poll.waitRounds(t, 5, 10*time.Second)
 	watch := watchKeys(t, m.cli, migPrefix)
 	began := time.Now()

@@ -99,7 +99,7 @@ func TestMigrationWhileExternalDNSStillRuns(t *testing.T) {
 	m.waitPublished(t, x, "external-dns (TXT registry)")
 	m.logKeys(t, "external-dns published")
 
-	poll := pollQuestions(m.central.DNS, m.questions)
+	poll := pollQuestions(t, m.central.DNS, m.questions)
 	poll.waitRounds(t, 5, 10*time.Second)
 	watch := watchKeys(t, m.cli, migPrefix)
 	began := time.Now()

@@ -53,8 +53,9 @@ func answerSetDup(r *dns.Msg) (set []string, dup bool) {
 // questionPoller asks every question in turn, continuously, over UDP, and keeps every reply
 // that is not the wanted answer.
 type questionPoller struct {
-	stop chan struct{}
-	done chan struct{}
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
 
 	mu     sync.Mutex
 	rounds int
@@ -63,7 +64,9 @@ type questionPoller struct {
 	bad    []string
 }
 
-func pollQuestions(addr string, qs []migQuestion) *questionPoller {
+// pollQuestions starts the poller; it stops at finish, or when the test ends (a test that
+// fails before finish leaves no goroutine asking).
+func pollQuestions(t *testing.T, addr string, qs []migQuestion) *questionPoller {
 	p := &questionPoller{stop: make(chan struct{}), done: make(chan struct{}), asked: map[string]int{}, dups: map[string]int{}}
 	go func() {
 		defer close(p.done)
@@ -98,7 +101,14 @@ func pollQuestions(addr string, qs []migQuestion) *questionPoller {
 			}
 		}
 	}()
+	t.Cleanup(p.halt)
 	return p
+}
+
+// halt stops the poller and waits until it has.
+func (p *questionPoller) halt() {
+	p.stopOnce.Do(func() { close(p.stop) })
+	<-p.done
 }
 
 // waitRounds waits until the poller has asked every question n more times.
@@ -123,8 +133,7 @@ func (p *questionPoller) waitRounds(t *testing.T, n int, timeout time.Duration) 
 // finish stops the poller and fails the test for every reply that was not the wanted answer.
 func (p *questionPoller) finish(t *testing.T, what string) {
 	t.Helper()
-	close(p.stop)
-	<-p.done
+	p.halt()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	total := 0
@@ -179,7 +188,9 @@ type keyWatch struct {
 // watchKeys starts watching prefix from the next revision.
 func watchKeys(t *testing.T, cli *clientv3.Client, prefix string) *keyWatch {
 	t.Helper()
-	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	gctx, gcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	resp, err := cli.Get(gctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	gcancel()
 	if err != nil {
 		t.Fatalf("get %s: %v", prefix, err)
 	}
