@@ -42,18 +42,35 @@ func (c *cluster) loadBalancerStatus(name string, ips ...string) {
 	c.must(err)
 }
 
-// endpointSlice writes the slice of a Service as the EndpointSlice controller would: ready
-// endpoints with a hostname each, on node n1.
-func (c *cluster) endpointSlice(service, name string, ready map[string]bool, hostnames map[string]string) {
+// pod is what the EndpointSlice controller reads from a pod to write its endpoint.
+type pod struct {
+	ip, hostname, node string
+	ready              bool // the pod's Ready condition
+	terminating        bool // the pod has a deletionTimestamp
+}
+
+// endpointSlice writes the slice of a Service as the EndpointSlice controller writes it
+// (k8s.io/endpointslice podToEndpoint): every condition set, serving from the pod's readiness,
+// terminating from its deletion, ready as serving and not terminating; the hostname of a pod
+// whose subdomain is the Service; the pod's node; the labels that tie the slice to its Service.
+func (c *cluster) endpointSlice(service, name string, pods ...pod) {
 	c.t.Helper()
 	es := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Namespace: "shop", Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Labels: map[string]string{
+			discoveryv1.LabelServiceName: service,
+			discoveryv1.LabelManagedBy:   "endpointslice-controller.k8s.io",
+		}},
 		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080)), Protocol: ptr(corev1.ProtocolTCP)}},
 	}
-	for ip, r := range ready {
-		ep := discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(r)}, NodeName: ptr("n1")}
-		if h := hostnames[ip]; h != "" {
-			ep.Hostname = ptr(h)
+	for _, p := range pods {
+		ep := discoveryv1.Endpoint{Addresses: []string{p.ip}, NodeName: ptr(p.node), Conditions: discoveryv1.EndpointConditions{
+			Ready:       ptr(p.ready && !p.terminating),
+			Serving:     ptr(p.ready),
+			Terminating: ptr(p.terminating),
+		}}
+		if p.hostname != "" {
+			ep.Hostname = ptr(p.hostname)
 		}
 		es.Endpoints = append(es.Endpoints, ep)
 	}
@@ -87,7 +104,8 @@ func (c *cluster) node(name, internal, external string, unschedulable bool) {
 // LoadBalancer Service is reported until its load balancer has an address and then published;
 // a ClusterIP Service's internal-hostname gets the cluster IP the API server allocated; a
 // headless Service follows its EndpointSlices (readiness, per-pod names, a slice deleted); a
-// NodePort Service follows the nodes (a node added, a node cordoned); a deleted Service's names
+// NodePort Service follows the nodes (a node added, a node cordoned), and with
+// externalTrafficPolicy Local the nodes of its endpoints; a deleted Service's names
 // go; and the default sources read no Service at all.
 func TestIntegrationServices(t *testing.T) {
 	c := startCluster(t)
@@ -98,7 +116,7 @@ func TestIntegrationServices(t *testing.T) {
 	c.service("api", corev1.ServiceTypeLoadBalancer, host("api.example.com"))
 	db := c.service("db", corev1.ServiceTypeClusterIP, map[string]string{source.AnnotationPrefix + "internal-hostname": "db.internal.example.com"})
 	c.service("web", corev1.ServiceTypeClusterIP, host("web.example.com"), func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })
-	c.endpointSlice("web", "web-abc", map[string]bool{"10.244.0.1": true, "10.244.0.2": false}, map[string]string{"10.244.0.1": "web-0", "10.244.0.2": "web-1"})
+	c.endpointSlice("web", "web-abc", pod{ip: "10.244.0.1", hostname: "web-0", node: "n1", ready: true}, pod{ip: "10.244.0.2", hostname: "web-1", node: "n1"})
 	np := c.service("np", corev1.ServiceTypeNodePort, host("np.example.com"))
 
 	obs := newRecordingObserver()
@@ -128,7 +146,7 @@ func TestIntegrationServices(t *testing.T) {
 	eventually(t, waitFor, "api once its load balancer is up", endpointIs(w, "api.example.com", "192.0.2.10", "2001:db8::10"))
 
 	step := time.Now()
-	c.endpointSlice("web", "web-abc", map[string]bool{"10.244.0.1": true, "10.244.0.2": true}, map[string]string{"10.244.0.1": "web-0", "10.244.0.2": "web-1"})
+	c.endpointSlice("web", "web-abc", pod{ip: "10.244.0.1", hostname: "web-0", node: "n1", ready: true}, pod{ip: "10.244.0.2", hostname: "web-1", node: "n1", ready: true})
 	eventually(t, waitFor, "web-1 ready", endpointIs(w, "web.example.com", "10.244.0.1", "10.244.0.2"))
 	eventually(t, waitFor, "web-1 name", endpointIs(w, "web-1.web.example.com", "10.244.0.2"))
 	t.Logf("an EndpointSlice change published in %v", time.Since(step).Round(time.Millisecond))
@@ -138,6 +156,22 @@ func TestIntegrationServices(t *testing.T) {
 
 	c.node("n2", "10.0.0.2", "203.0.113.2", false)
 	eventually(t, waitFor, "np on the new node", endpointIs(w, "np.example.com", "203.0.113.1", "203.0.113.2"))
+
+	// externalTrafficPolicy Local: the nodes running a ready endpoint, else those running a
+	// serving terminating one, as kube-proxy routes the traffic.
+	c.service("local", corev1.ServiceTypeNodePort, host("local.example.com"), func(s *corev1.Service) {
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	})
+	c.endpointSlice("local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true}, pod{ip: "10.244.1.2", node: "n2"})
+	eventually(t, waitFor, "local on the node with the ready pod", endpointIs(w, "local.example.com", "203.0.113.1"))
+	c.endpointSlice("local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true}, pod{ip: "10.244.1.2", node: "n2", ready: true})
+	eventually(t, waitFor, "local on both nodes once both pods are ready", endpointIs(w, "local.example.com", "203.0.113.1", "203.0.113.2"))
+	c.endpointSlice("local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true, terminating: true}, pod{ip: "10.244.1.2", node: "n2", ready: true})
+	eventually(t, waitFor, "local leaves the node whose pod terminates", endpointIs(w, "local.example.com", "203.0.113.2"))
+	c.endpointSlice("local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true, terminating: true}, pod{ip: "10.244.1.2", node: "n2"})
+	eventually(t, waitFor, "local on the terminating but serving pod's node when no pod is ready",
+		endpointIs(w, "local.example.com", "203.0.113.1"))
+
 	c.node("n1", "10.0.0.1", "203.0.113.1", true)
 	eventually(t, waitFor, "np leaves the cordoned node", endpointIs(w, "np.example.com", "203.0.113.2"))
 

@@ -51,7 +51,7 @@ func headlessTargets(svc *corev1.Service, h string, eps []*discoveryv1.EndpointS
 	return out
 }
 
-// isTrue reads an EndpointConditions field: nil means true (the API's "unknown" is ready).
+// isTrue reads a condition whose nil means true (Ready, Serving).
 func isTrue(b *bool) bool { return b == nil || *b }
 
 // nodePortTargets returns the node addresses a NodePort Service's names point at: every
@@ -123,4 +123,4 @@ func endpointNodes(eps []*discoveryv1.EndpointSlice, nodes []*corev1.Node) []*co
 }
 
 // isSet reads a condition whose nil means false (Terminating).
-func isSet(b *bool) bool { return b == nil || *b }
+func isSet(b *bool) bool { return b != nil && *b }
