@@ -17,28 +17,28 @@ import (
 // tests do: the cloud provider's (status.loadBalancer), the EndpointSlice controller's (slices
 // labelled with their Service) and the kubelets' (Nodes with addresses).
 
-func (c *cluster) service(name string, typ corev1.ServiceType, annotations map[string]string, mods ...func(*corev1.Service)) *corev1.Service {
+func (c *cluster) service(namespace, name string, typ corev1.ServiceType, annotations map[string]string, mods ...func(*corev1.Service)) *corev1.Service {
 	c.t.Helper()
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Annotations: annotations},
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: annotations},
 		Spec: corev1.ServiceSpec{Type: typ, Selector: map[string]string{"app": name},
 			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}}}
 	for _, m := range mods {
 		m(svc)
 	}
-	created, err := c.kube.CoreV1().Services("shop").Create(c.ctx, svc, metav1.CreateOptions{})
+	created, err := c.kube.CoreV1().Services(namespace).Create(c.ctx, svc, metav1.CreateOptions{})
 	c.must(err)
 	return created
 }
 
-func (c *cluster) loadBalancerStatus(name string, ips ...string) {
+func (c *cluster) loadBalancerStatus(namespace, name string, ips ...string) {
 	c.t.Helper()
-	svc, err := c.kube.CoreV1().Services("shop").Get(c.ctx, name, metav1.GetOptions{})
+	svc, err := c.kube.CoreV1().Services(namespace).Get(c.ctx, name, metav1.GetOptions{})
 	c.must(err)
 	svc.Status.LoadBalancer.Ingress = nil
 	for _, ip := range ips {
 		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
 	}
-	_, err = c.kube.CoreV1().Services("shop").UpdateStatus(c.ctx, svc, metav1.UpdateOptions{})
+	_, err = c.kube.CoreV1().Services(namespace).UpdateStatus(c.ctx, svc, metav1.UpdateOptions{})
 	c.must(err)
 }
 
@@ -53,10 +53,10 @@ type pod struct {
 // (k8s.io/endpointslice podToEndpoint): every condition set, serving from the pod's readiness,
 // terminating from its deletion, ready as serving and not terminating; the hostname of a pod
 // whose subdomain is the Service; the pod's node; the labels that tie the slice to its Service.
-func (c *cluster) endpointSlice(service, name string, pods ...pod) {
+func (c *cluster) endpointSlice(namespace, service, name string, pods ...pod) {
 	c.t.Helper()
 	es := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Labels: map[string]string{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{
 			discoveryv1.LabelServiceName: service,
 			discoveryv1.LabelManagedBy:   "endpointslice-controller.k8s.io",
 		}},
@@ -74,12 +74,13 @@ func (c *cluster) endpointSlice(service, name string, pods ...pod) {
 		}
 		es.Endpoints = append(es.Endpoints, ep)
 	}
-	cur, err := c.kube.DiscoveryV1().EndpointSlices("shop").Get(c.ctx, name, metav1.GetOptions{})
+	slices := c.kube.DiscoveryV1().EndpointSlices(namespace)
+	cur, err := slices.Get(c.ctx, name, metav1.GetOptions{})
 	if err == nil {
 		es.ResourceVersion = cur.ResourceVersion
-		_, err = c.kube.DiscoveryV1().EndpointSlices("shop").Update(c.ctx, es, metav1.UpdateOptions{})
+		_, err = slices.Update(c.ctx, es, metav1.UpdateOptions{})
 	} else {
-		_, err = c.kube.DiscoveryV1().EndpointSlices("shop").Create(c.ctx, es, metav1.CreateOptions{})
+		_, err = slices.Create(c.ctx, es, metav1.CreateOptions{})
 	}
 	c.must(err)
 }
@@ -113,11 +114,11 @@ func TestIntegrationServices(t *testing.T) {
 	host := func(h string) map[string]string { return map[string]string{source.AnnotationPrefix + "hostname": h} }
 
 	c.node("n1", "10.0.0.1", "203.0.113.1", false)
-	c.service("api", corev1.ServiceTypeLoadBalancer, host("api.example.com"))
-	db := c.service("db", corev1.ServiceTypeClusterIP, map[string]string{source.AnnotationPrefix + "internal-hostname": "db.internal.example.com"})
-	c.service("web", corev1.ServiceTypeClusterIP, host("web.example.com"), func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })
-	c.endpointSlice("web", "web-abc", pod{ip: "10.244.0.1", hostname: "web-0", node: "n1", ready: true}, pod{ip: "10.244.0.2", hostname: "web-1", node: "n1"})
-	np := c.service("np", corev1.ServiceTypeNodePort, host("np.example.com"))
+	c.service("shop", "api", corev1.ServiceTypeLoadBalancer, host("api.example.com"))
+	db := c.service("shop", "db", corev1.ServiceTypeClusterIP, map[string]string{source.AnnotationPrefix + "internal-hostname": "db.internal.example.com"})
+	c.service("shop", "web", corev1.ServiceTypeClusterIP, host("web.example.com"), func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })
+	c.endpointSlice("shop", "web", "web-abc", pod{ip: "10.244.0.1", hostname: "web-0", node: "n1", ready: true}, pod{ip: "10.244.0.2", hostname: "web-1", node: "n1"})
+	np := c.service("shop", "np", corev1.ServiceTypeNodePort, host("np.example.com"))
 
 	obs := newRecordingObserver()
 	w := c.watch(source.Config{}, obs, source.KindService)
@@ -142,11 +143,11 @@ func TestIntegrationServices(t *testing.T) {
 		t.Errorf("the node port's SRV record: %+v, want %s", ep, wantSRV)
 	}
 
-	c.loadBalancerStatus("api", "192.0.2.10", "2001:db8::10")
+	c.loadBalancerStatus("shop", "api", "192.0.2.10", "2001:db8::10")
 	eventually(t, waitFor, "api once its load balancer is up", endpointIs(w, "api.example.com", "192.0.2.10", "2001:db8::10"))
 
 	step := time.Now()
-	c.endpointSlice("web", "web-abc", pod{ip: "10.244.0.1", hostname: "web-0", node: "n1", ready: true}, pod{ip: "10.244.0.2", hostname: "web-1", node: "n1", ready: true})
+	c.endpointSlice("shop", "web", "web-abc", pod{ip: "10.244.0.1", hostname: "web-0", node: "n1", ready: true}, pod{ip: "10.244.0.2", hostname: "web-1", node: "n1", ready: true})
 	eventually(t, waitFor, "web-1 ready", endpointIs(w, "web.example.com", "10.244.0.1", "10.244.0.2"))
 	eventually(t, waitFor, "web-1 name", endpointIs(w, "web-1.web.example.com", "10.244.0.2"))
 	t.Logf("an EndpointSlice change published in %v", time.Since(step).Round(time.Millisecond))
@@ -159,16 +160,16 @@ func TestIntegrationServices(t *testing.T) {
 
 	// externalTrafficPolicy Local: the nodes running a ready endpoint, else those running a
 	// serving terminating one, as kube-proxy routes the traffic.
-	c.service("local", corev1.ServiceTypeNodePort, host("local.example.com"), func(s *corev1.Service) {
+	c.service("shop", "local", corev1.ServiceTypeNodePort, host("local.example.com"), func(s *corev1.Service) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	})
-	c.endpointSlice("local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true}, pod{ip: "10.244.1.2", node: "n2"})
+	c.endpointSlice("shop", "local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true}, pod{ip: "10.244.1.2", node: "n2"})
 	eventually(t, waitFor, "local on the node with the ready pod", endpointIs(w, "local.example.com", "203.0.113.1"))
-	c.endpointSlice("local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true}, pod{ip: "10.244.1.2", node: "n2", ready: true})
+	c.endpointSlice("shop", "local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true}, pod{ip: "10.244.1.2", node: "n2", ready: true})
 	eventually(t, waitFor, "local on both nodes once both pods are ready", endpointIs(w, "local.example.com", "203.0.113.1", "203.0.113.2"))
-	c.endpointSlice("local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true, terminating: true}, pod{ip: "10.244.1.2", node: "n2", ready: true})
+	c.endpointSlice("shop", "local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true, terminating: true}, pod{ip: "10.244.1.2", node: "n2", ready: true})
 	eventually(t, waitFor, "local leaves the node whose pod terminates", endpointIs(w, "local.example.com", "203.0.113.2"))
-	c.endpointSlice("local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true, terminating: true}, pod{ip: "10.244.1.2", node: "n2"})
+	c.endpointSlice("shop", "local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true, terminating: true}, pod{ip: "10.244.1.2", node: "n2"})
 	eventually(t, waitFor, "local on the terminating but serving pod's node when no pod is ready",
 		endpointIs(w, "local.example.com", "203.0.113.1"))
 
