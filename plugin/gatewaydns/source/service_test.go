@@ -138,6 +138,8 @@ func TestServiceClaims(t *testing.T) {
 		node("n3", true, "int:10.0.0.3", "ext:203.0.113.3"), // cordoned
 	}
 	internalOnly := []*corev1.Node{node("n1", false, "int:10.0.0.1"), node("n2", false, "int:10.0.0.2")}
+	dualStackNodes := []*corev1.Node{node("n1", false, "int:10.0.0.1", "int:fd00::1", "ext:203.0.113.1", "ext:2001:db8::1")}
+	internalIPv6Nodes := nodes[1:2] // n2: an IPv4 ExternalIP, IPv4 and IPv6 InternalIPs
 	pods := []*discoveryv1.EndpointSlice{
 		slice(discoveryv1.AddressTypeIPv4,
 			endpoint{addr: "10.244.0.1", hostname: "web-0", node: "n1", ready: true},
@@ -234,6 +236,24 @@ func TestServiceClaims(t *testing.T) {
 		}), nodes: nodes, want: at("203.0.113.1,203.0.113.2", "*.np.example.com")},
 		{name: "NodePort access=private takes internal IPs", svc: service(np, host, "np.example.com", access, "private"), nodes: nodes,
 			want: at("10.0.0.1,10.0.0.2,fd00::2", "np.example.com")},
+		// Dual-stack nodes, as external-dns v0.21.0 reads them with its default
+		// --expose-internal-ipv6=false: an IPv6 InternalIP joins only with access=private.
+		{name: "dual-stack NodePort points at the ExternalIPs of both families", svc: service(np, host, "np.example.com"), nodes: dualStackNodes,
+			want: at("2001:db8::1,203.0.113.1", "np.example.com")},
+		{name: "dual-stack NodePort access=public takes the ExternalIPs of both families", svc: service(np, host, "np.example.com", access, "public"), nodes: dualStackNodes,
+			want: at("2001:db8::1,203.0.113.1", "np.example.com")},
+		{name: "dual-stack NodePort access=private takes the InternalIPs of both families", svc: service(np, host, "np.example.com", access, "private"), nodes: dualStackNodes,
+			want: at("10.0.0.1,fd00::1", "np.example.com")},
+		{name: "an IPv6 InternalIP is not published beside IPv4 ExternalIPs", svc: service(np, host, "np.example.com"), nodes: internalIPv6Nodes,
+			want: at("203.0.113.2", "np.example.com")},
+		{name: "an IPv6 InternalIP is not published with access=public", svc: service(np, host, "np.example.com", access, "public"), nodes: internalIPv6Nodes,
+			want: at("203.0.113.2", "np.example.com")},
+		{name: "an IPv6 InternalIP is published with access=private", svc: service(np, host, "np.example.com", access, "private"), nodes: internalIPv6Nodes,
+			want: at("10.0.0.2,fd00::2", "np.example.com")},
+		{name: "the legacy-prefix access annotation is read", svc: service(np, host, "np.example.com", LegacyAnnotationPrefix+"access", "private"), nodes: dualStackNodes,
+			want: at("10.0.0.1,fd00::1", "np.example.com")},
+		{name: "an access value other than public or private is the default", svc: service(np, host, "np.example.com", access, "Private"), nodes: dualStackNodes,
+			want: at("2001:db8::1,203.0.113.1", "np.example.com")},
 		{name: "NodePort access=public with no external IP is reported", svc: service(np, host, "np.example.com", access, "public"), nodes: internalOnly,
 			wantRej: []string{"Service/app/svc np.example.com NoTargets"}},
 		{name: "NodePort Local: only nodes running a ready endpoint", svc: withSpec(service(np, host, "np.example.com"), local), nodes: nodes,
