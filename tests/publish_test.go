@@ -99,9 +99,15 @@ func TestPublishesClusterObjectsAndAnswersThem(t *testing.T) {
 	if r := ask(t, "udp", p.DNS, "web.us1.openmcp.cluster.", dns.TypeA); r.Rcode != dns.RcodeNameError {
 		t.Fatalf("a name outside the domain filter was published: %v", r)
 	}
+	// A Service whose annotation names an invalid hostname is reported on the Service.
+	k8s.LoadBalancerService("shop", "odd-lb", "bad_name.eu1.openmcp.cluster", "203.0.113.51")
+	k8s.WaitWarningEvents("shop", "Service", "odd-lb", "InvalidHostname", 10*time.Second)
 	metrics, _ := httpGet("http://" + p.Metrics + "/metrics")
 	checkSeries(t, metrics, `coredns_gatewaydns_writer_leader{owner="eu1"}`, 1)
 	checkExported(t, metrics, `coredns_gatewaydns_source_rejections_total{cause="DomainFilter",kind="HTTPRoute",owner="eu1"}`)
+	// Each rejection counted once while it lasted, however often its Service was recomputed.
+	checkSeries(t, metrics, `coredns_gatewaydns_source_rejections_total{cause="NoTargets",kind="Service",owner="eu1"}`, 1)
+	checkSeries(t, metrics, `coredns_gatewaydns_source_rejections_total{cause="InvalidHostname",kind="Service",owner="eu1"}`, 1)
 }
 
 // TestWorkloadPublishesAndForwardsToCentral runs the two shapes of a landscape on the built

@@ -2,6 +2,7 @@ package kubesource
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,8 +106,10 @@ func (c *cluster) node(name, internal, external string, unschedulable bool) {
 // LoadBalancer Service is reported until its load balancer has an address and then published;
 // a ClusterIP Service's internal-hostname gets the cluster IP the API server allocated; a
 // headless Service follows its EndpointSlices (readiness, per-pod names, a slice deleted); a
-// NodePort Service follows the nodes (a node added, a node cordoned), and with
-// externalTrafficPolicy Local the nodes of its endpoints; a deleted Service's names
+// NodePort Service follows the nodes (a node added, a node cordoned), its access=private
+// annotation (legacy prefix) takes their internal addresses, and with externalTrafficPolicy
+// Local it follows the nodes of its endpoints; an invalid hostname is a Warning Event on its
+// Service while its valid ones publish; a deleted Service's names
 // go; and the default sources read no Service at all.
 func TestIntegrationServices(t *testing.T) {
 	c := startCluster(t)
@@ -119,6 +122,11 @@ func TestIntegrationServices(t *testing.T) {
 	c.service("shop", "web", corev1.ServiceTypeClusterIP, host("web.example.com"), func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })
 	c.endpointSlice("shop", "web", "web-abc", pod{ip: "10.244.0.1", hostname: "web-0", node: "n1", ready: true}, pod{ip: "10.244.0.2", hostname: "web-1", node: "n1"})
 	np := c.service("shop", "np", corev1.ServiceTypeNodePort, host("np.example.com"))
+	// The legacy annotation prefix, as external-dns v0.21.0 reads by default, and access=private.
+	c.service("shop", "np-private", corev1.ServiceTypeNodePort, map[string]string{
+		source.LegacyAnnotationPrefix + "hostname": "np-private.example.com", source.LegacyAnnotationPrefix + "access": "private"})
+	c.service("shop", "odd", corev1.ServiceTypeLoadBalancer, host("bad_name.example.com,odd.example.com"))
+	c.loadBalancerStatus("shop", "odd", "192.0.2.20")
 
 	obs := newRecordingObserver()
 	w := c.watch(source.Config{}, obs, source.KindService)
@@ -135,6 +143,18 @@ func TestIntegrationServices(t *testing.T) {
 	eventually(t, waitFor, "headless web", endpointIs(w, "web.example.com", "10.244.0.1"))
 	eventually(t, waitFor, "web-0", endpointIs(w, "web-0.web.example.com", "10.244.0.1"))
 	eventually(t, waitFor, "np", endpointIs(w, "np.example.com", "203.0.113.1"))
+	eventually(t, waitFor, "np-private at the internal address", endpointIs(w, "np-private.example.com", "10.0.0.1"))
+	eventually(t, waitFor, "odd's valid name", endpointIs(w, "odd.example.com", "192.0.2.20"))
+	eventually(t, waitFor, "odd's invalid name reported", func() (bool, string) {
+		evs := warningEvents(t, c.kube, "shop", source.KindService, "odd", string(source.CauseInvalidHostname))
+		if len(evs) != 1 {
+			return false, fmt.Sprintf("%d InvalidHostname Events on shop/odd", len(evs))
+		}
+		return evs[0].InvolvedObject.APIVersion == "v1" && strings.HasPrefix(evs[0].Message, "bad_name.example.com: "), evs[0].Message
+	})
+	if n := obs.rejections(source.KindService, source.CauseInvalidHostname); n != 1 {
+		t.Errorf("InvalidHostname counted %d times on Services, want 1", n)
+	}
 	if _, ok := w.Desired().Endpoint("api.example.com"); ok {
 		t.Errorf("api.example.com published before its load balancer has an address")
 	}
@@ -157,6 +177,7 @@ func TestIntegrationServices(t *testing.T) {
 
 	c.node("n2", "10.0.0.2", "203.0.113.2", false)
 	eventually(t, waitFor, "np on the new node", endpointIs(w, "np.example.com", "203.0.113.1", "203.0.113.2"))
+	eventually(t, waitFor, "np-private on the new node", endpointIs(w, "np-private.example.com", "10.0.0.1", "10.0.0.2"))
 
 	// externalTrafficPolicy Local: the nodes running a ready endpoint, else those running a
 	// serving terminating one, as kube-proxy routes the traffic.
