@@ -112,8 +112,9 @@ func TestPublishesClusterObjectsAndAnswersThem(t *testing.T) {
 
 // TestWorkloadPublishesAndForwardsToCentral runs the two shapes of a landscape on the built
 // binary: a workload cluster's CoreDNS (corefile.d/workload.Corefile: publish-only, forward)
-// and the central server (corefile.d/central.Corefile). A route in the workload cluster is
-// answered by the workload's own CoreDNS through the central server.
+// and the central server (corefile.d/central.Corefile). A route and an annotated LoadBalancer
+// Service in the workload cluster are answered by the workload's own CoreDNS through the
+// central server.
 func TestWorkloadPublishesAndForwardsToCentral(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	kube := testenv.StartKubeAPIServer(t)
@@ -140,4 +141,8 @@ func TestWorkloadPublishesAndForwardsToCentral(t *testing.T) {
 			t.Errorf("central over %s: %v", netw, r)
 		}
 	}
+	// The shipped stanza names the service source: an annotated LoadBalancer Service is
+	// answered, not NXDOMAIN as with the default sources.
+	k8s.LoadBalancerService("infra", "api-lb", "lb.eu1.openmcp.cluster", "203.0.113.51")
+	waitFor(t, 10*time.Second, workload.DNS, "lb.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.51"))
 }
