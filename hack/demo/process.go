@@ -96,7 +96,12 @@ func (d *demo) up() int {
 		fmt.Fprintf(os.Stderr, "demo: cannot read %s: %v\n", d.path("landscape.json"), err)
 		return 1
 	}
-	d.printAnswers(&info)
+	if err := d.printAnswers(&info); err != nil {
+		fmt.Fprintf(os.Stderr, "\ndemo: the landscape does not answer as it should:\n%s\nLogs: %s/*.log. Stopping what was started ...\n",
+			indent(err.Error()), d.rel(d.dir))
+		d.down(false)
+		return 1
+	}
 	return 0
 }
 
