@@ -6,14 +6,17 @@ import (
 	"github.com/miekg/dns"
 )
 
-func TestCNAMEBesideOtherData(t *testing.T) {
-	rr := func(s string) dns.RR {
-		r, err := dns.NewRR(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+func mustRR(t *testing.T, s string) dns.RR {
+	t.Helper()
+	r, err := dns.NewRR(s)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return r
+}
+
+func TestCNAMEBesideOtherData(t *testing.T) {
+	rr := func(s string) dns.RR { return mustRR(t, s) }
 	for _, tc := range []struct {
 		behaviour string
 		rrs       []dns.RR
@@ -34,13 +37,7 @@ func TestCNAMEBesideOtherData(t *testing.T) {
 }
 
 func TestCompleteTransfer(t *testing.T) {
-	rr := func(s string) dns.RR {
-		r, err := dns.NewRR(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	rr := func(s string) dns.RR { return mustRR(t, s) }
 	soa := rr("zone.test. 30 IN SOA ns.zone.test. hostmaster.zone.test. 14 7200 1800 86400 30")
 	a := rr("a.zone.test. 60 IN A 10.0.0.1")
 	for _, tc := range []struct {
