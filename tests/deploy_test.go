@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -734,6 +735,12 @@ func TestDeploy(t *testing.T) {
 				t.Errorf("central zone port answers %s: %v, want REFUSED", name, r)
 			}
 		}
+		// The overlay's stanza names the service source, and its RBAC lets it read Services: an
+		// annotated LoadBalancer Service in the workload cluster is answered.
+		k8s := gatewayfixture.New(t, k.Config)
+		k8s.Namespace("shop")
+		k8s.LoadBalancerService("shop", "api", "api.eu1.openmcp.cluster", "203.0.113.52")
+		waitFor(t, 10*time.Second, wl.DNS, "api.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.52"))
 		// The workload writer runs: it leads for its owner (the overlay's), with its domain filter.
 		deadline := time.Now().Add(20 * time.Second)
 		want := `coredns_gatewaydns_writer_leader{owner="prod.platform.eu1"}`

@@ -23,8 +23,8 @@ import (
 // A, TXT, SRV and MX records into etcd in the SkyDNS format, and the central server binary
 // answers them over UDP and TCP: an MX and a TXT beside a name's A record leave its A answer
 // without a CNAME, the SRV answer carries its target's address as glue. An invalid entry is a
-// Warning Event on the DNSEndpoint, an update is answered, and status.observedGeneration
-// follows the generation.
+// Warning Event on the DNSEndpoint and counted once in source_rejections_total, an update is
+// answered, and status.observedGeneration follows the generation.
 func TestWriterPublishesDNSEndpoints(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	kube := testenv.StartKubeAPIServer(t)
@@ -37,7 +37,7 @@ func TestWriterPublishesDNSEndpoints(t *testing.T) {
 	}
 
 	central := runCentral(t, etcd.ClientURL)
-	runWriter(t, "eu1", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster", "sources crd")
+	writer := runWriter(t, "eu1", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster", "sources crd")
 
 	entry := func(name, typ string, ttl int64, targets ...any) any {
 		return map[string]any{"dnsName": name, "recordType": typ, "recordTTL": ttl, "targets": targets}
@@ -138,6 +138,9 @@ func TestWriterPublishesDNSEndpoints(t *testing.T) {
 	t.Logf("DNSEndpoint updated -> answered by the central server: %s", time.Since(start))
 
 	k8s.WaitWarningEvents("dns", source.KindDNSEndpoint, "records", string(source.CauseInvalidTarget), 10*time.Second)
+	// Counted once, though the update recomputed the DNSEndpoint with the entry still invalid.
+	metrics, _ := httpGet("http://" + writer.Metrics + "/metrics")
+	checkSeries(t, metrics, `coredns_gatewaydns_source_rejections_total{cause="InvalidTarget",kind="DNSEndpoint",owner="eu1"}`, 1)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		u, err := dyn.Resource(source.DNSEndpointGVR).Namespace("dns").Get(context.Background(), "records", metav1.GetOptions{})
 		if err != nil {

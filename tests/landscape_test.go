@@ -3,7 +3,10 @@ package tests
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/dnscheck"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -19,6 +23,8 @@ import (
 // client certificates, two workload clusters (real kube-apiservers) eu1 and us1, the central
 // server (corefile.d/central-tls.Corefile) and each cluster's CoreDNS
 // (corefile.d/workload-tls.Corefile: publish its names, forward the zone to the central server).
+// Routes, an Ingress, an annotated LoadBalancer Service and a DNSEndpoint publish, and the
+// central server's zone transfer holds them all between its SOA records.
 func TestLandscape(t *testing.T) {
 	start := time.Now()
 	etcd := testenv.StartEtcd(t, testenv.WithEtcdTLS())
@@ -28,7 +34,14 @@ func TestLandscape(t *testing.T) {
 		"GATEWAYDNS_ETCD_KEY=" + etcd.TLS.ClientKeyFile,
 		"GATEWAYDNS_ETCD_CA=" + etcd.TLS.CAFile,
 	}
-	central := runCorefile(t, "central-tls.Corefile", tlsEnv...)
+	// The central server as make demo runs it: corefile.d/central-tls.Corefile with zone
+	// transfers to anyone on loopback, so that the zone can be taken as the demo prints it.
+	centralSrc, err := os.ReadFile(filepath.Join("..", "corefile.d", "central-tls.Corefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	central := startCorefile(t, "central-tls.Corefile",
+		strings.Replace(string(centralSrc), "    gatewaydns {", "    transfer {\n        to *\n    }\n    gatewaydns {", 1), tlsEnv...)
 
 	type cluster struct {
 		name string
@@ -37,6 +50,7 @@ func TestLandscape(t *testing.T) {
 	}
 	newCluster := func(name, gwAddress string) *cluster {
 		kube := testenv.StartKubeAPIServer(t)
+		kube.InstallDNSEndpointCRD(t)
 		k8s := gatewayfixture.New(t, kube.Config)
 		k8s.Namespace("infra")
 		k8s.Namespace("shop")
@@ -72,12 +86,34 @@ func TestLandscape(t *testing.T) {
 	eu1.k8s.HTTPRoute("shop", "old", "infra", "public", "old.eu1.openmcp.cluster")
 	us1.k8s.HTTPRoute("shop", "api", "infra", "public", "api.us1.openmcp.cluster")
 	us1.k8s.Ingress("shop", "legacy", "legacy.us1.openmcp.cluster", "198.51.100.20")
+	// As in make demo: an annotated LoadBalancer Service and a DNSEndpoint, published because
+	// workload-tls.Corefile names the service and crd sources.
+	eu1.k8s.LoadBalancerService("shop", "mqtt", "mqtt.eu1.openmcp.cluster", "203.0.113.13")
+	eu1.k8s.DNSEndpoint("shop", "vpn",
+		gatewayfixture.Endpoint{DNSName: "vpn.eu1.openmcp.cluster", RecordType: "A", TTL: 60, Targets: []string{"203.0.113.14"}},
+		gatewayfixture.Endpoint{DNSName: "vpn.eu1.openmcp.cluster", RecordType: "TXT", TTL: 60, Targets: []string{"owner=network-team"}})
 	known["web.eu1.openmcp.cluster."] = "203.0.113.10"
 	known["old.eu1.openmcp.cluster."] = "203.0.113.10"
 	known["api.us1.openmcp.cluster."] = "198.51.100.10"
 	known["legacy.us1.openmcp.cluster."] = "198.51.100.20"
+	known["mqtt.eu1.openmcp.cluster."] = "203.0.113.13"
+	known["vpn.eu1.openmcp.cluster."] = "203.0.113.14"
 	for name, ip := range known {
 		expectEverywhere(10*time.Second, name, answersWith(ip))
+	}
+	// The whole zone by transfer from the central server, as make demo prints it: between its
+	// SOA records, every name published.
+	rrs, err := dnscheck.Transfer(central.DNS, "openmcp.cluster")
+	if err == nil {
+		err = dnscheck.CompleteTransfer("openmcp.cluster", rrs)
+	}
+	if err != nil {
+		t.Fatalf("AXFR from the central server: %v\n%v", err, rrs)
+	}
+	for name, ip := range known {
+		if !slices.ContainsFunc(rrs, func(rr dns.RR) bool { a, ok := rr.(*dns.A); return ok && a.Hdr.Name == name && a.A.String() == ip }) {
+			t.Errorf("the transfer lacks %s A %s: %v", name, ip, rrs)
+		}
 	}
 	for _, c := range []*cluster{eu1, us1} {
 		for name, ip := range known {

@@ -99,15 +99,22 @@ func TestPublishesClusterObjectsAndAnswersThem(t *testing.T) {
 	if r := ask(t, "udp", p.DNS, "web.us1.openmcp.cluster.", dns.TypeA); r.Rcode != dns.RcodeNameError {
 		t.Fatalf("a name outside the domain filter was published: %v", r)
 	}
+	// A Service whose annotation names an invalid hostname is reported on the Service.
+	k8s.LoadBalancerService("shop", "odd-lb", "bad_name.eu1.openmcp.cluster", "203.0.113.51")
+	k8s.WaitWarningEvents("shop", "Service", "odd-lb", "InvalidHostname", 10*time.Second)
 	metrics, _ := httpGet("http://" + p.Metrics + "/metrics")
 	checkSeries(t, metrics, `coredns_gatewaydns_writer_leader{owner="eu1"}`, 1)
 	checkExported(t, metrics, `coredns_gatewaydns_source_rejections_total{cause="DomainFilter",kind="HTTPRoute",owner="eu1"}`)
+	// Each rejection counted once while it lasted, however often its Service was recomputed.
+	checkSeries(t, metrics, `coredns_gatewaydns_source_rejections_total{cause="NoTargets",kind="Service",owner="eu1"}`, 1)
+	checkSeries(t, metrics, `coredns_gatewaydns_source_rejections_total{cause="InvalidHostname",kind="Service",owner="eu1"}`, 1)
 }
 
 // TestWorkloadPublishesAndForwardsToCentral runs the two shapes of a landscape on the built
 // binary: a workload cluster's CoreDNS (corefile.d/workload.Corefile: publish-only, forward)
-// and the central server (corefile.d/central.Corefile). A route in the workload cluster is
-// answered by the workload's own CoreDNS through the central server.
+// and the central server (corefile.d/central.Corefile). A route and an annotated LoadBalancer
+// Service in the workload cluster are answered by the workload's own CoreDNS through the
+// central server.
 func TestWorkloadPublishesAndForwardsToCentral(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	kube := testenv.StartKubeAPIServer(t)
@@ -134,4 +141,8 @@ func TestWorkloadPublishesAndForwardsToCentral(t *testing.T) {
 			t.Errorf("central over %s: %v", netw, r)
 		}
 	}
+	// The shipped stanza names the service source: an annotated LoadBalancer Service is
+	// answered, not NXDOMAIN as with the default sources.
+	k8s.LoadBalancerService("infra", "api-lb", "lb.eu1.openmcp.cluster", "203.0.113.51")
+	waitFor(t, 10*time.Second, workload.DNS, "lb.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.51"))
 }

@@ -1,7 +1,6 @@
 // Package gatewayfixture plays a gateway controller against a real kube-apiserver in tests:
-// it creates Gateways, routes, Ingresses and Services and sets their status as a controller (or a
-// cloud provider) would, so
-// that gatewaydns sees what it sees in a cluster.
+// it creates Gateways, routes, Ingresses, Services and DNSEndpoints and sets their status as a
+// controller (or a cloud provider) would, so that gatewaydns sees what it sees in a cluster.
 package gatewayfixture
 
 import (
@@ -14,10 +13,14 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 )
 
 // ControllerName is the controller the fixture's status entries name.
@@ -28,6 +31,7 @@ type Cluster struct {
 	t    testing.TB
 	Kube kubernetes.Interface
 	GW   gwclient.Interface
+	Dyn  dynamic.Interface
 }
 
 // New connects to the API server of rc.
@@ -41,7 +45,11 @@ func New(t testing.TB, rc *rest.Config) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Cluster{t: t, Kube: kube, GW: gw}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Cluster{t: t, Kube: kube, GW: gw, Dyn: dyn}
 }
 
 func (c *Cluster) must(err error) {
@@ -170,6 +178,34 @@ func (c *Cluster) LoadBalancerService(namespace, name, hostnames string, ips ...
 	if len(ips) > 0 {
 		c.SetLoadBalancerIngress(namespace, name, ips...)
 	}
+}
+
+// Endpoint is one entry of a DNSEndpoint's spec.endpoints.
+type Endpoint struct {
+	DNSName, RecordType string
+	TTL                 int64
+	Targets             []string
+}
+
+// DNSEndpoint creates external-dns's DNSEndpoint namespace/name with endpoints, as a user
+// writes it (its CRD must be installed: testenv's InstallDNSEndpointCRD).
+func (c *Cluster) DNSEndpoint(namespace, name string, endpoints ...Endpoint) {
+	c.t.Helper()
+	var eps []any
+	for _, e := range endpoints {
+		targets := []any{}
+		for _, t := range e.Targets {
+			targets = append(targets, t)
+		}
+		eps = append(eps, map[string]any{"dnsName": e.DNSName, "recordType": e.RecordType, "recordTTL": e.TTL, "targets": targets})
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": source.DNSEndpointGVR.GroupVersion().String(), "kind": source.KindDNSEndpoint,
+		"metadata": map[string]any{"namespace": namespace, "name": name},
+		"spec":     map[string]any{"endpoints": eps},
+	}}
+	_, err := c.Dyn.Resource(source.DNSEndpointGVR).Namespace(namespace).Create(context.Background(), obj, metav1.CreateOptions{})
+	c.must(err)
 }
 
 // SetLoadBalancerIngress sets a Service's status.loadBalancer.ingress to ips.

@@ -86,14 +86,28 @@ func findGatewayAPIDir() (string, error) {
 	if err != nil {
 		return "", errors.Join(append(errs, err)...)
 	}
-	// go mod download prints the directory, fetching the module if needed.
-	out, err := runOutput(root, "go", "mod", "download", "-json", gatewayAPIModule)
+	d, err := downloadModule(root, gatewayAPIModule)
 	if err != nil {
 		return "", errors.Join(append(errs, err)...)
 	}
+	return d, nil
+}
+
+// downloadModule runs `go mod download -json` on module (a path, or path@version) in dir and
+// returns the module's directory: go mod download prints it, fetching the module if needed.
+// A failed download exits non-zero and says why in the JSON's Error field.
+func downloadModule(dir, module string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", module)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, runErr := cmd.Output()
 	var dl struct{ Dir, Error string }
-	if err := yaml.Unmarshal([]byte(out), &dl); err != nil || dl.Dir == "" {
-		return "", errors.Join(append(errs, fmt.Errorf("go mod download %s: %v %s", gatewayAPIModule, err, dl.Error))...)
+	if err := yaml.Unmarshal(out, &dl); err != nil && runErr == nil {
+		return "", fmt.Errorf("go mod download -json %s: %w", module, err)
+	}
+	if runErr != nil || dl.Dir == "" {
+		return "", fmt.Errorf("go mod download -json %s: %v: %s", module, runErr, strings.TrimSpace(dl.Error+" "+stderr.String()))
 	}
 	return dl.Dir, nil
 }
@@ -169,38 +183,48 @@ func readCRDDir(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error)
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		fc, err := readCRDFile(f)
 		if err != nil {
 			return nil, err
 		}
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-		for {
-			doc, err := r.Read()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
-			var meta struct {
-				APIVersion string `json:"apiVersion"`
-				Kind       string `json:"kind"`
-			}
-			if err := yaml.Unmarshal(doc, &meta); err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
-			if meta.Kind != "CustomResourceDefinition" || meta.APIVersion != "apiextensions.k8s.io/v1" {
-				continue
-			}
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := yaml.Unmarshal(doc, crd); err != nil {
-				return nil, fmt.Errorf("%s: %w", f, err)
-			}
-			crds = append(crds, crd)
-		}
+		crds = append(crds, fc...)
 	}
 	sort.Slice(crds, func(i, j int) bool { return crds[i].Spec.Names.Kind < crds[j].Spec.Names.Kind })
 	return crds, nil
+}
+
+// readCRDFile returns the CustomResourceDefinitions among the YAML documents of file f.
+func readCRDFile(f string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	data, err := os.ReadFile(f)
+	if err != nil {
+		return nil, err
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			return crds, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		var meta struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if meta.Kind != "CustomResourceDefinition" || meta.APIVersion != "apiextensions.k8s.io/v1" {
+			continue
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(doc, crd); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		crds = append(crds, crd)
+	}
 }
 
 // crdMatches reports whether name is the CRD's kind, plural or full name

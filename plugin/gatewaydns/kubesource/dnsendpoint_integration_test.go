@@ -46,6 +46,19 @@ func records(w *Watcher, name string) string {
 	return fmt.Sprintf("%s -> %s ttl=%d %s", name, strings.Join(ep.Targets, ","), ep.TTL, strings.Join(rs, "; "))
 }
 
+// observedGeneration is the condition that DNSEndpoint name is at generation gen and its
+// status says gen was observed.
+func (c *cluster) observedGeneration(des dynamic.ResourceInterface, name string, gen int64) func() (bool, string) {
+	return func() (bool, string) {
+		u, err := des.Get(c.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		return u.GetGeneration() == gen && og == gen, fmt.Sprintf("generation %d, observedGeneration %d", u.GetGeneration(), og)
+	}
+}
+
 // TestIntegrationDNSEndpoint: on a kube-apiserver without the DNSEndpoint CRD, a Watcher asked
 // for DNSEndpoints syncs without it, picks the CRD up when it is installed, publishes a
 // DNSEndpoint's A, TXT, SRV and MX records, writes status.observedGeneration, reports invalid
@@ -94,17 +107,7 @@ func TestIntegrationDNSEndpoint(t *testing.T) {
 		t.Errorf("DNSEndpoint served history %v, want [false true]", h)
 	}
 
-	observed := func(gen int64) func() (bool, string) {
-		return func() (bool, string) {
-			u, err := des.Get(c.ctx, "e", metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-			return u.GetGeneration() == gen && og == gen, fmt.Sprintf("generation %d, observedGeneration %d", u.GetGeneration(), og)
-		}
-	}
-	eventually(t, waitFor, "status.observedGeneration 1", observed(1))
+	eventually(t, waitFor, "status.observedGeneration 1", c.observedGeneration(des, "e", 1))
 	for _, reason := range []source.Cause{source.CauseUnsupportedRecordType, source.CauseInvalidTarget} {
 		eventually(t, waitFor, "a "+string(reason)+" Event", func() (bool, string) {
 			evs := warningEvents(t, c.kube, "apps", source.KindDNSEndpoint, "e", string(reason))
@@ -136,7 +139,7 @@ func TestIntegrationDNSEndpoint(t *testing.T) {
 	eventually(t, waitFor, "the dropped MX and TXT", func() (bool, string) {
 		return records(w, "example.com") == "example.com absent", records(w, "example.com")
 	})
-	eventually(t, waitFor, "status.observedGeneration 2", observed(2))
+	eventually(t, waitFor, "status.observedGeneration 2", c.observedGeneration(des, "e", 2))
 
 	c.must(des.Delete(c.ctx, "e", metav1.DeleteOptions{}))
 	eventually(t, waitFor, "the deleted DNSEndpoint's names", endpointIs(w, "a.example.com"))

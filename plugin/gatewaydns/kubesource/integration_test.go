@@ -369,7 +369,8 @@ func TestIntegrationMissingCRDs(t *testing.T) {
 
 // TestIntegrationGatewayFilters: on a real kube-apiserver, gateway-label-filter and
 // gateway-namespace choose the Gateways routes publish through, and a Gateway relabelled into
-// the filter brings its routes' names with it.
+// the filter brings its routes' names with it; gateway-name chooses Gateways by name in every
+// namespace.
 func TestIntegrationGatewayFilters(t *testing.T) {
 	c := startCluster(t)
 	c.namespace("infra", nil)
@@ -406,4 +407,22 @@ func TestIntegrationGatewayFilters(t *testing.T) {
 	_, err = c.gw.GatewayV1().Gateways("infra").Update(c.ctx, gw, metav1.UpdateOptions{})
 	c.must(err)
 	eventually(t, waitFor, "b once its Gateway is relabelled into the filter", endpointIs(w, "b.example.com", "192.0.2.32"))
+
+	// gateway-name: the Gateways of that name, in any namespace, whatever their labels.
+	byName := c.watch(source.Config{GatewayName: "public"}, newRecordingObserver())
+	waitSynced(t, byName)
+	eventually(t, waitFor, "a through infra/public", endpointIs(byName, "a.example.com", "192.0.2.31"))
+	eventually(t, waitFor, "c through edge/public", endpointIs(byName, "c.example.com", "192.0.2.33"))
+	if ok, state := endpointIs(byName, "b.example.com")(); !ok {
+		t.Errorf("published through a Gateway of another name: %s", state)
+	}
+	c.must(c.gw.GatewayV1().Gateways("edge").Delete(c.ctx, "public", metav1.DeleteOptions{}))
+	eventually(t, waitFor, "c gone with edge/public", endpointIs(byName, "c.example.com"))
+	c.gateway(newGateway("edge", "private", all), "192.0.2.34")
+	c.httpRoute("edge", "d", []string{"d.example.com"}, nil, parentRef("edge", "private", ""))
+	c.httpRoute("edge", "e", []string{"e.example.com"}, nil, parentRef("infra", "public", ""))
+	eventually(t, waitFor, "a route of another namespace through infra/public", endpointIs(byName, "e.example.com", "192.0.2.31"))
+	if ok, state := endpointIs(byName, "d.example.com")(); !ok {
+		t.Errorf("published through edge/private: %s", state)
+	}
 }

@@ -2,6 +2,7 @@ package kubesource
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,52 +18,70 @@ import (
 // tests do: the cloud provider's (status.loadBalancer), the EndpointSlice controller's (slices
 // labelled with their Service) and the kubelets' (Nodes with addresses).
 
-func (c *cluster) service(name string, typ corev1.ServiceType, annotations map[string]string, mods ...func(*corev1.Service)) *corev1.Service {
+func (c *cluster) service(namespace, name string, typ corev1.ServiceType, annotations map[string]string, mods ...func(*corev1.Service)) *corev1.Service {
 	c.t.Helper()
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Annotations: annotations},
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: annotations},
 		Spec: corev1.ServiceSpec{Type: typ, Selector: map[string]string{"app": name},
 			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}}}}
 	for _, m := range mods {
 		m(svc)
 	}
-	created, err := c.kube.CoreV1().Services("shop").Create(c.ctx, svc, metav1.CreateOptions{})
+	created, err := c.kube.CoreV1().Services(namespace).Create(c.ctx, svc, metav1.CreateOptions{})
 	c.must(err)
 	return created
 }
 
-func (c *cluster) loadBalancerStatus(name string, ips ...string) {
+func (c *cluster) loadBalancerStatus(namespace, name string, ips ...string) {
 	c.t.Helper()
-	svc, err := c.kube.CoreV1().Services("shop").Get(c.ctx, name, metav1.GetOptions{})
+	svc, err := c.kube.CoreV1().Services(namespace).Get(c.ctx, name, metav1.GetOptions{})
 	c.must(err)
 	svc.Status.LoadBalancer.Ingress = nil
 	for _, ip := range ips {
 		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
 	}
-	_, err = c.kube.CoreV1().Services("shop").UpdateStatus(c.ctx, svc, metav1.UpdateOptions{})
+	_, err = c.kube.CoreV1().Services(namespace).UpdateStatus(c.ctx, svc, metav1.UpdateOptions{})
 	c.must(err)
 }
 
-// endpointSlice writes the slice of a Service as the EndpointSlice controller would: ready
-// endpoints with a hostname each, on node n1.
-func (c *cluster) endpointSlice(service, name string, ready map[string]bool, hostnames map[string]string) {
+// pod is what the EndpointSlice controller reads from a pod to write its endpoint.
+type pod struct {
+	ip, hostname, node string
+	ready              bool // the pod's Ready condition
+	terminating        bool // the pod has a deletionTimestamp
+}
+
+// endpointSlice writes the slice of a Service as the EndpointSlice controller writes it
+// (k8s.io/endpointslice podToEndpoint): every condition set, serving from the pod's readiness,
+// terminating from its deletion, ready as serving and not terminating; the hostname of a pod
+// whose subdomain is the Service; the pod's node; the labels that tie the slice to its Service.
+func (c *cluster) endpointSlice(namespace, service, name string, pods ...pod) {
 	c.t.Helper()
 	es := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Namespace: "shop", Name: name, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{
+			discoveryv1.LabelServiceName: service,
+			discoveryv1.LabelManagedBy:   "endpointslice-controller.k8s.io",
+		}},
 		AddressType: discoveryv1.AddressTypeIPv4,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080)), Protocol: ptr(corev1.ProtocolTCP)}},
 	}
-	for ip, r := range ready {
-		ep := discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr(r)}, NodeName: ptr("n1")}
-		if h := hostnames[ip]; h != "" {
-			ep.Hostname = ptr(h)
+	for _, p := range pods {
+		ep := discoveryv1.Endpoint{Addresses: []string{p.ip}, NodeName: ptr(p.node), Conditions: discoveryv1.EndpointConditions{
+			Ready:       ptr(p.ready && !p.terminating),
+			Serving:     ptr(p.ready),
+			Terminating: ptr(p.terminating),
+		}}
+		if p.hostname != "" {
+			ep.Hostname = ptr(p.hostname)
 		}
 		es.Endpoints = append(es.Endpoints, ep)
 	}
-	cur, err := c.kube.DiscoveryV1().EndpointSlices("shop").Get(c.ctx, name, metav1.GetOptions{})
+	slices := c.kube.DiscoveryV1().EndpointSlices(namespace)
+	cur, err := slices.Get(c.ctx, name, metav1.GetOptions{})
 	if err == nil {
 		es.ResourceVersion = cur.ResourceVersion
-		_, err = c.kube.DiscoveryV1().EndpointSlices("shop").Update(c.ctx, es, metav1.UpdateOptions{})
+		_, err = slices.Update(c.ctx, es, metav1.UpdateOptions{})
 	} else {
-		_, err = c.kube.DiscoveryV1().EndpointSlices("shop").Create(c.ctx, es, metav1.CreateOptions{})
+		_, err = slices.Create(c.ctx, es, metav1.CreateOptions{})
 	}
 	c.must(err)
 }
@@ -87,7 +106,10 @@ func (c *cluster) node(name, internal, external string, unschedulable bool) {
 // LoadBalancer Service is reported until its load balancer has an address and then published;
 // a ClusterIP Service's internal-hostname gets the cluster IP the API server allocated; a
 // headless Service follows its EndpointSlices (readiness, per-pod names, a slice deleted); a
-// NodePort Service follows the nodes (a node added, a node cordoned); a deleted Service's names
+// NodePort Service follows the nodes (a node added, a node cordoned), its access=private
+// annotation (legacy prefix) takes their internal addresses, and with externalTrafficPolicy
+// Local it follows the nodes of its endpoints; an invalid hostname is a Warning Event on its
+// Service while its valid ones publish; a deleted Service's names
 // go; and the default sources read no Service at all.
 func TestIntegrationServices(t *testing.T) {
 	c := startCluster(t)
@@ -95,11 +117,16 @@ func TestIntegrationServices(t *testing.T) {
 	host := func(h string) map[string]string { return map[string]string{source.AnnotationPrefix + "hostname": h} }
 
 	c.node("n1", "10.0.0.1", "203.0.113.1", false)
-	c.service("api", corev1.ServiceTypeLoadBalancer, host("api.example.com"))
-	db := c.service("db", corev1.ServiceTypeClusterIP, map[string]string{source.AnnotationPrefix + "internal-hostname": "db.internal.example.com"})
-	c.service("web", corev1.ServiceTypeClusterIP, host("web.example.com"), func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })
-	c.endpointSlice("web", "web-abc", map[string]bool{"10.244.0.1": true, "10.244.0.2": false}, map[string]string{"10.244.0.1": "web-0", "10.244.0.2": "web-1"})
-	np := c.service("np", corev1.ServiceTypeNodePort, host("np.example.com"))
+	c.service("shop", "api", corev1.ServiceTypeLoadBalancer, host("api.example.com"))
+	db := c.service("shop", "db", corev1.ServiceTypeClusterIP, map[string]string{source.AnnotationPrefix + "internal-hostname": "db.internal.example.com"})
+	c.service("shop", "web", corev1.ServiceTypeClusterIP, host("web.example.com"), func(s *corev1.Service) { s.Spec.ClusterIP = corev1.ClusterIPNone })
+	c.endpointSlice("shop", "web", "web-abc", pod{ip: "10.244.0.1", hostname: "web-0", node: "n1", ready: true}, pod{ip: "10.244.0.2", hostname: "web-1", node: "n1"})
+	np := c.service("shop", "np", corev1.ServiceTypeNodePort, host("np.example.com"))
+	// The legacy annotation prefix, as external-dns v0.21.0 reads by default, and access=private.
+	c.service("shop", "np-private", corev1.ServiceTypeNodePort, map[string]string{
+		source.LegacyAnnotationPrefix + "hostname": "np-private.example.com", source.LegacyAnnotationPrefix + "access": "private"})
+	c.service("shop", "odd", corev1.ServiceTypeLoadBalancer, host("bad_name.example.com,odd.example.com"))
+	c.loadBalancerStatus("shop", "odd", "192.0.2.20")
 
 	obs := newRecordingObserver()
 	w := c.watch(source.Config{}, obs, source.KindService)
@@ -116,6 +143,18 @@ func TestIntegrationServices(t *testing.T) {
 	eventually(t, waitFor, "headless web", endpointIs(w, "web.example.com", "10.244.0.1"))
 	eventually(t, waitFor, "web-0", endpointIs(w, "web-0.web.example.com", "10.244.0.1"))
 	eventually(t, waitFor, "np", endpointIs(w, "np.example.com", "203.0.113.1"))
+	eventually(t, waitFor, "np-private at the internal address", endpointIs(w, "np-private.example.com", "10.0.0.1"))
+	eventually(t, waitFor, "odd's valid name", endpointIs(w, "odd.example.com", "192.0.2.20"))
+	eventually(t, waitFor, "odd's invalid name reported", func() (bool, string) {
+		evs := warningEvents(t, c.kube, "shop", source.KindService, "odd", string(source.CauseInvalidHostname))
+		if len(evs) != 1 {
+			return false, fmt.Sprintf("%d InvalidHostname Events on shop/odd", len(evs))
+		}
+		return evs[0].InvolvedObject.APIVersion == "v1" && strings.HasPrefix(evs[0].Message, "bad_name.example.com: "), evs[0].Message
+	})
+	if n := obs.rejections(source.KindService, source.CauseInvalidHostname); n != 1 {
+		t.Errorf("InvalidHostname counted %d times on Services, want 1", n)
+	}
 	if _, ok := w.Desired().Endpoint("api.example.com"); ok {
 		t.Errorf("api.example.com published before its load balancer has an address")
 	}
@@ -124,11 +163,11 @@ func TestIntegrationServices(t *testing.T) {
 		t.Errorf("the node port's SRV record: %+v, want %s", ep, wantSRV)
 	}
 
-	c.loadBalancerStatus("api", "192.0.2.10", "2001:db8::10")
+	c.loadBalancerStatus("shop", "api", "192.0.2.10", "2001:db8::10")
 	eventually(t, waitFor, "api once its load balancer is up", endpointIs(w, "api.example.com", "192.0.2.10", "2001:db8::10"))
 
 	step := time.Now()
-	c.endpointSlice("web", "web-abc", map[string]bool{"10.244.0.1": true, "10.244.0.2": true}, map[string]string{"10.244.0.1": "web-0", "10.244.0.2": "web-1"})
+	c.endpointSlice("shop", "web", "web-abc", pod{ip: "10.244.0.1", hostname: "web-0", node: "n1", ready: true}, pod{ip: "10.244.0.2", hostname: "web-1", node: "n1", ready: true})
 	eventually(t, waitFor, "web-1 ready", endpointIs(w, "web.example.com", "10.244.0.1", "10.244.0.2"))
 	eventually(t, waitFor, "web-1 name", endpointIs(w, "web-1.web.example.com", "10.244.0.2"))
 	t.Logf("an EndpointSlice change published in %v", time.Since(step).Round(time.Millisecond))
@@ -138,6 +177,23 @@ func TestIntegrationServices(t *testing.T) {
 
 	c.node("n2", "10.0.0.2", "203.0.113.2", false)
 	eventually(t, waitFor, "np on the new node", endpointIs(w, "np.example.com", "203.0.113.1", "203.0.113.2"))
+	eventually(t, waitFor, "np-private on the new node", endpointIs(w, "np-private.example.com", "10.0.0.1", "10.0.0.2"))
+
+	// externalTrafficPolicy Local: the nodes running a ready endpoint, else those running a
+	// serving terminating one, as kube-proxy routes the traffic.
+	c.service("shop", "local", corev1.ServiceTypeNodePort, host("local.example.com"), func(s *corev1.Service) {
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	})
+	c.endpointSlice("shop", "local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true}, pod{ip: "10.244.1.2", node: "n2"})
+	eventually(t, waitFor, "local on the node with the ready pod", endpointIs(w, "local.example.com", "203.0.113.1"))
+	c.endpointSlice("shop", "local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true}, pod{ip: "10.244.1.2", node: "n2", ready: true})
+	eventually(t, waitFor, "local on both nodes once both pods are ready", endpointIs(w, "local.example.com", "203.0.113.1", "203.0.113.2"))
+	c.endpointSlice("shop", "local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true, terminating: true}, pod{ip: "10.244.1.2", node: "n2", ready: true})
+	eventually(t, waitFor, "local leaves the node whose pod terminates", endpointIs(w, "local.example.com", "203.0.113.2"))
+	c.endpointSlice("shop", "local", "local-abc", pod{ip: "10.244.1.1", node: "n1", ready: true, terminating: true}, pod{ip: "10.244.1.2", node: "n2"})
+	eventually(t, waitFor, "local on the terminating but serving pod's node when no pod is ready",
+		endpointIs(w, "local.example.com", "203.0.113.1"))
+
 	c.node("n1", "10.0.0.1", "203.0.113.1", true)
 	eventually(t, waitFor, "np leaves the cordoned node", endpointIs(w, "np.example.com", "203.0.113.2"))
 

@@ -51,13 +51,15 @@ func headlessTargets(svc *corev1.Service, h string, eps []*discoveryv1.EndpointS
 	return out
 }
 
-// isTrue reads an EndpointConditions field: nil means true (the API's "unknown" is ready).
+// isTrue reads a condition whose nil means true (Ready, Serving).
 func isTrue(b *bool) bool { return b == nil || *b }
 
 // nodePortTargets returns the node addresses a NodePort Service's names point at: every
 // schedulable node, or with externalTrafficPolicy Local those running one of its endpoints;
 // their ExternalIP addresses, else their InternalIP addresses. The access annotation "public"
-// takes ExternalIP addresses only, "private" InternalIP addresses only.
+// takes ExternalIP addresses only, "private" InternalIP addresses only, of both families. An
+// IPv6 InternalIP is not added to the ExternalIPs: external-dns v0.21.0 adds it only with
+// --expose-internal-ipv6, off by default, and a migrated name must not gain addresses.
 func nodePortTargets(svc *corev1.Service, sc ServiceContext) []string {
 	var nodes []*corev1.Node
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
@@ -123,4 +125,4 @@ func endpointNodes(eps []*discoveryv1.EndpointSlice, nodes []*corev1.Node) []*co
 }
 
 // isSet reads a condition whose nil means false (Terminating).
-func isSet(b *bool) bool { return b == nil || *b }
+func isSet(b *bool) bool { return b != nil && *b }

@@ -48,20 +48,32 @@ func headless(kv ...string) *corev1.Service {
 	})
 }
 
-// endpoint is one EndpointSlice endpoint: its address, hostname ("" none), node and readiness.
+// endpoint is one EndpointSlice endpoint: its address, hostname ("" none), node, whether its
+// pod is ready and whether it is terminating. Its conditions are set as the EndpointSlice
+// controller sets them (serving: the pod is ready; ready: serving and not terminating), except
+// those named in unset, left nil as another writer may leave them.
 type endpoint struct {
 	addr, hostname, node string
 	ready, terminating   bool
-	unknown              bool // no conditions: the API reads that as ready
+	unset                string // conditions left nil: "ready", "serving", "terminating", space separated
 }
 
 func slice(family discoveryv1.AddressType, eps ...endpoint) *discoveryv1.EndpointSlice {
 	es := &discoveryv1.EndpointSlice{AddressType: family}
 	for _, e := range eps {
 		d := discoveryv1.Endpoint{Addresses: []string{e.addr},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr(e.ready), Serving: ptr(e.ready || e.terminating), Terminating: ptr(e.terminating)}}
-		if e.unknown {
-			d.Conditions = discoveryv1.EndpointConditions{}
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr(e.ready && !e.terminating), Serving: ptr(e.ready), Terminating: ptr(e.terminating)}}
+		for _, c := range strings.Fields(e.unset) {
+			switch c {
+			case "ready":
+				d.Conditions.Ready = nil
+			case "serving":
+				d.Conditions.Serving = nil
+			case "terminating":
+				d.Conditions.Terminating = nil
+			default:
+				panic("unknown endpoint condition " + c)
+			}
 		}
 		if e.hostname != "" {
 			d.Hostname = ptr(e.hostname)
@@ -126,6 +138,8 @@ func TestServiceClaims(t *testing.T) {
 		node("n3", true, "int:10.0.0.3", "ext:203.0.113.3"), // cordoned
 	}
 	internalOnly := []*corev1.Node{node("n1", false, "int:10.0.0.1"), node("n2", false, "int:10.0.0.2")}
+	dualStackNodes := []*corev1.Node{node("n1", false, "int:10.0.0.1", "int:fd00::1", "ext:203.0.113.1", "ext:2001:db8::1")}
+	internalIPv6Nodes := nodes[1:2] // n2: an IPv4 ExternalIP, IPv4 and IPv6 InternalIPs
 	pods := []*discoveryv1.EndpointSlice{
 		slice(discoveryv1.AddressTypeIPv4,
 			endpoint{addr: "10.244.0.1", hostname: "web-0", node: "n1", ready: true},
@@ -198,7 +212,7 @@ func TestServiceClaims(t *testing.T) {
 		{name: "headless Service without ready endpoints is reported", svc: headless(host, "web.example.com"),
 			eps: []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4, endpoint{addr: "10.244.0.3", hostname: "web-2"})}, wantRej: []string{"Service/app/svc web.example.com NoTargets"}},
 		{name: "headless endpoint without conditions counts as ready", svc: headless(host, "web.example.com"),
-			eps: []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4, endpoint{addr: "10.244.0.9", unknown: true})}, want: at("10.244.0.9", "web.example.com")},
+			eps: []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4, endpoint{addr: "10.244.0.9", unset: "ready serving terminating"})}, want: at("10.244.0.9", "web.example.com")},
 		{name: "headless wildcard name has no per-pod names", svc: headless(host, "*.web.example.com"), eps: pods[:1], want: at("10.244.0.1,10.244.0.2", "*.web.example.com")},
 		{name: "headless Service with a target annotation ignores its endpoints", svc: headless(host, "web.example.com", target, "192.0.2.5"), eps: pods, want: at("192.0.2.5", "web.example.com")},
 		{name: "headless per-pod names outside the domain filter are reported", cfg: Config{DomainFilter: NewDomainFilter([]string{"web.example.com"}, []string{"web-1.web.example.com"})},
@@ -222,14 +236,56 @@ func TestServiceClaims(t *testing.T) {
 		}), nodes: nodes, want: at("203.0.113.1,203.0.113.2", "*.np.example.com")},
 		{name: "NodePort access=private takes internal IPs", svc: service(np, host, "np.example.com", access, "private"), nodes: nodes,
 			want: at("10.0.0.1,10.0.0.2,fd00::2", "np.example.com")},
+		// Dual-stack nodes, as external-dns v0.21.0 reads them with its default
+		// --expose-internal-ipv6=false: an IPv6 InternalIP joins only with access=private.
+		{name: "dual-stack NodePort points at the ExternalIPs of both families", svc: service(np, host, "np.example.com"), nodes: dualStackNodes,
+			want: at("2001:db8::1,203.0.113.1", "np.example.com")},
+		{name: "dual-stack NodePort access=public takes the ExternalIPs of both families", svc: service(np, host, "np.example.com", access, "public"), nodes: dualStackNodes,
+			want: at("2001:db8::1,203.0.113.1", "np.example.com")},
+		{name: "dual-stack NodePort access=private takes the InternalIPs of both families", svc: service(np, host, "np.example.com", access, "private"), nodes: dualStackNodes,
+			want: at("10.0.0.1,fd00::1", "np.example.com")},
+		{name: "an IPv6 InternalIP is not published beside IPv4 ExternalIPs", svc: service(np, host, "np.example.com"), nodes: internalIPv6Nodes,
+			want: at("203.0.113.2", "np.example.com")},
+		{name: "an IPv6 InternalIP is not published with access=public", svc: service(np, host, "np.example.com", access, "public"), nodes: internalIPv6Nodes,
+			want: at("203.0.113.2", "np.example.com")},
+		{name: "an IPv6 InternalIP is published with access=private", svc: service(np, host, "np.example.com", access, "private"), nodes: internalIPv6Nodes,
+			want: at("10.0.0.2,fd00::2", "np.example.com")},
+		{name: "the legacy-prefix access annotation is read", svc: service(np, host, "np.example.com", LegacyAnnotationPrefix+"access", "private"), nodes: dualStackNodes,
+			want: at("10.0.0.1,fd00::1", "np.example.com")},
+		{name: "an access value other than public or private is the default", svc: service(np, host, "np.example.com", access, "Private"), nodes: dualStackNodes,
+			want: at("2001:db8::1,203.0.113.1", "np.example.com")},
 		{name: "NodePort access=public with no external IP is reported", svc: service(np, host, "np.example.com", access, "public"), nodes: internalOnly,
 			wantRej: []string{"Service/app/svc np.example.com NoTargets"}},
 		{name: "NodePort Local: only nodes running a ready endpoint", svc: withSpec(service(np, host, "np.example.com"), local), nodes: nodes,
 			eps:  []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4, endpoint{addr: "10.244.0.1", node: "n1", ready: true}, endpoint{addr: "10.244.0.3", node: "n2"})},
 			want: at("203.0.113.1", "np.example.com")},
 		{name: "NodePort Local: terminating serving endpoints when none is ready", svc: withSpec(service(np, host, "np.example.com"), local), nodes: nodes,
-			eps:  []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4, endpoint{addr: "10.244.0.1", node: "n1"}, endpoint{addr: "10.244.0.2", node: "n2", terminating: true})},
+			eps:  []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4, endpoint{addr: "10.244.0.1", node: "n1"}, endpoint{addr: "10.244.0.2", node: "n2", ready: true, terminating: true})},
 			want: at("203.0.113.2", "np.example.com")},
+		// The EndpointSlice API reads a nil ready or serving as true and a nil terminating as
+		// false; the controller sets all three, other writers may leave any out.
+		{name: "NodePort Local: a ready endpoint with terminating unset counts as ready", svc: withSpec(service(np, host, "np.example.com"), local), nodes: nodes,
+			eps: []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4,
+				endpoint{addr: "10.244.0.1", node: "n1", ready: true}, endpoint{addr: "10.244.0.2", node: "n2", ready: true, unset: "terminating"})},
+			want: at("203.0.113.1,203.0.113.2", "np.example.com")},
+		{name: "NodePort Local: an endpoint with only ready set counts as ready", svc: withSpec(service(np, host, "np.example.com"), local), nodes: nodes,
+			eps: []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4,
+				endpoint{addr: "10.244.0.1", node: "n1", ready: true}, endpoint{addr: "10.244.0.2", node: "n2", ready: true, unset: "serving terminating"})},
+			want: at("203.0.113.1,203.0.113.2", "np.example.com")},
+		{name: "NodePort Local: an endpoint without conditions counts as ready", svc: withSpec(service(np, host, "np.example.com"), local), nodes: nodes,
+			eps: []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4,
+				endpoint{addr: "10.244.0.1", node: "n1", ready: true}, endpoint{addr: "10.244.0.2", node: "n2", unset: "ready serving terminating"})},
+			want: at("203.0.113.1,203.0.113.2", "np.example.com")},
+		{name: "NodePort Local: a terminating endpoint with serving unset is serving", svc: withSpec(service(np, host, "np.example.com"), local), nodes: nodes,
+			eps: []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4,
+				endpoint{addr: "10.244.0.1", node: "n1", terminating: true, unset: "serving"},
+				endpoint{addr: "10.244.0.2", node: "n2", terminating: true})}, // serving false: its pod is not ready
+			want: at("203.0.113.1", "np.example.com")},
+		{name: "NodePort Local: a not-ready endpoint with serving and terminating unset is neither ready nor terminating",
+			svc: withSpec(service(np, host, "np.example.com"), local), nodes: nodes,
+			eps: []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4,
+				endpoint{addr: "10.244.0.1", node: "n1", unset: "serving terminating"}, endpoint{addr: "10.244.0.2", node: "n2"})},
+			want: at("203.0.113.1,203.0.113.2", "np.example.com")},
 		{name: "NodePort Local without endpoints is reported", svc: withSpec(service(np, host, "np.example.com"), local), nodes: nodes,
 			wantRej: []string{"Service/app/svc np.example.com NoTargets"}},
 
