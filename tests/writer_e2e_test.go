@@ -689,6 +689,10 @@ func TestDryRunWriterLogsThePlanAndWritesNothing(t *testing.T) {
 	}
 	metrics, _ := httpGet("http://" + w.Metrics + "/metrics")
 	checkSeries(t, metrics, `coredns_gatewaydns_writer_dry_run_ops_total{op="put",owner="eu1"}`, 2)
+	// Not a leader of eu1: beside eu1's real writer, sum by (owner) stays 1.
+	if m := matching(metrics, `coredns_gatewaydns_writer_leader{owner="eu1"}`); len(m) != 0 {
+		t.Errorf("a dry run exports writer_leader: %v", m)
+	}
 	resp, err := etcd.Client(t).Get(t.Context(), "/skydns/", clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		t.Fatal(err)
