@@ -112,7 +112,8 @@ func startMigration(t *testing.T, dualStack bool) *migration {
 	}
 	// The prefix external-dns v0.21.0 reads by default (external-dns.alpha.kubernetes.io/);
 	// gatewaydns reads it too.
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	lb, err := m.k8s.GW.GatewayV1().Gateways("infra").Get(ctx, "lb", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -118,9 +118,15 @@ type kvInfo struct {
 	Lease     int64
 }
 
+// etcdCallTimeout bounds each etcd request of a test's own: a hung etcd fails the test
+// instead of hanging it.
+const etcdCallTimeout = 10 * time.Second
+
 func keysUnder(t *testing.T, cli *clientv3.Client, prefix string) map[string]kvInfo {
 	t.Helper()
-	resp, err := cli.Get(context.Background(), prefix, clientv3.WithPrefix())
+	ctx, cancel := context.WithTimeout(context.Background(), etcdCallTimeout)
+	defer cancel()
+	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix())
 	if err != nil {
 		t.Fatalf("get %s: %v", prefix, err)
 	}
@@ -133,7 +139,9 @@ func keysUnder(t *testing.T, cli *clientv3.Client, prefix string) map[string]kvI
 
 func putEtcd(t *testing.T, cli *clientv3.Client, key, value string) {
 	t.Helper()
-	if _, err := cli.Put(context.Background(), key, value); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), etcdCallTimeout)
+	defer cancel()
+	if _, err := cli.Put(ctx, key, value); err != nil {
 		t.Fatalf("put %s: %v", key, err)
 	}
 }
