@@ -260,3 +260,16 @@ func (w *keyWatch) catchUp(t *testing.T) []keyEvent {
 // registryTypePrefixes start the first label of the name of an external-dns TXT registry
 // record (new format, v0.12 on): "a-", "aaaa-", "cname-"... before the record's own first label.
 var registryTypePrefixes = []string{"a-", "aaaa-", "cname-", "txt-", "ns-", "mx-", "ptr-", "srv-", "naptr-"}
+
+// firstPut is the first put among the events after the first from, ok false when there is none
+// yet.
+func (w *keyWatch) firstPut(from int) (keyEvent, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.events[min(from, len(w.events)):] {
+		if e.put {
+			return e, true
+		}
+	}
+	return keyEvent{}, false
+}

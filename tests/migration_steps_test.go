@@ -1,0 +1,92 @@
+package tests
+
+// The steps of docs/migration.md around the switch (migration_switch_test.go): the dry run
+// before it and dropping `txt-owner-id` after it.
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// dryRunBeside is the guide's step before the switch: the writer of eu1 with the takeover's
+// lines and `dry-run`, beside the running external-dns, logs once per name what the takeover
+// would write (its own keys put, external-dns's keys and registry records of the name deleted)
+// and writes nothing. It is stopped afterwards.
+func (m *migration) dryRunBeside(t *testing.T, extra ...string) {
+	t.Helper()
+	w := m.writer(t, append(slices.Clone(extra), "dry-run")...)
+	defer w.stop(t)
+	want := m.wantKeys()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, name := range slices.Sorted(maps.Keys(m.targets)) {
+		// What external-dns has for the name now: the keys the takeover deletes.
+		var theirs []string
+		for k := range keysUnder(t, m.cli, migPrefix) {
+			if n, _ := recordName(k); n == name {
+				theirs = append(theirs, k)
+			}
+		}
+		for {
+			line, problem := plannedTakeover(w.log.String(), name, want, theirs)
+			if problem == "" {
+				t.Logf("dry run: %s", line)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the dry run logged no takeover of %s: %s\nlog:\n%s", name, problem, w.log.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for k, v := range keysUnder(t, m.cli, migPrefix) {
+		if _, ours := want[k]; ours || parseEtcdValue(v.Value).Owner == migOwner {
+			t.Errorf("the dry run wrote %s = %s", k, v.Value)
+		}
+	}
+	for _, op := range []string{"put", "delete"} {
+		if v, _ := w.metric(`coredns_gatewaydns_writer_writes_total{op="` + op + `"}`); v != 0 {
+			t.Errorf("the dry run counted %v writes (%s)", v, op)
+		}
+	}
+}
+
+// plannedTakeover finds the dry run's line for name in log: it must put the writer's keys of
+// the name (want) and delete external-dns's (theirs). The dual-stack name's keys change at each
+// external-dns loop: for it, one delete is enough. It returns the line, or what is missing.
+func plannedTakeover(log, name string, want map[string]string, theirs []string) (line, problem string) {
+	prefix := `Dry run: owner "` + migOwner + `" would write ` + name + " "
+	problem = "no line " + prefix
+	for l := range strings.SplitSeq(log, "\n") {
+		_, l, ok := strings.Cut(l, prefix)
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(l)
+		var missing []string
+		for k := range want {
+			if n, _ := recordName(k); n == name && !slices.Contains(fields, "+"+k) {
+				missing = append(missing, "+"+k)
+			}
+		}
+		deletes := 0
+		for _, k := range theirs {
+			if slices.Contains(fields, "-"+k) {
+				deletes++
+			} else if !strings.HasPrefix(name, "dual.") {
+				missing = append(missing, "-"+k)
+			}
+		}
+		if deletes == 0 {
+			missing = append(missing, "a delete of external-dns's keys")
+		}
+		if len(missing) == 0 {
+			return prefix + l, ""
+		}
+		problem = fmt.Sprintf("the line %q lacks %v", prefix+l, missing)
+	}
+	return "", problem
+}
