@@ -185,10 +185,11 @@ func (m *migration) question(label string, qtype uint16, want ...string) {
 }
 
 // externalDNS starts external-dns as the cluster ran it: gateway-httproute, owner eu1, its
-// subdomain only.
-func (m *migration) externalDNS(t *testing.T, strictlyOwned bool) *testenv.ExternalDNS {
+// subdomain only, and the flags args.
+func (m *migration) externalDNS(t *testing.T, strictlyOwned bool, args ...string) *testenv.ExternalDNS {
 	t.Helper()
 	return testenv.StartExternalDNS(t, testenv.ExternalDNSOptions{
+		Args:          args,
 		EtcdURL:       "http://" + m.link.Addr,
 		Kubeconfig:    m.kube.KubeconfigFile,
 		DomainFilter:  migDomain,
@@ -377,4 +378,26 @@ func (m *migration) answer(t *testing.T, label string, qtype uint16) []string {
 		t.Fatalf("%s %s: %v", label, dns.TypeToString[qtype], err)
 	}
 	return append([]string{dns.RcodeToString[r.Rcode]}, answerSet(r)...)
+}
+
+// waitPublishedBeside waits until etcd holds every key the writer of eu1 wants, whatever else
+// is there.
+func (m *migration) waitPublishedBeside(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	want := m.wantKeys()
+	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
+		keys := keysUnder(t, m.cli, migPrefix)
+		missing := 0
+		for k := range want {
+			if _, ok := keys[k]; !ok {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the writer did not publish %d of its keys within %s; keys under %s:\n%s", missing, timeout, migPrefix, dumpKeys(keys))
+		}
+	}
 }

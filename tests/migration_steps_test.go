@@ -1,15 +1,21 @@
 package tests
 
 // The steps of docs/migration.md around the switch (migration_switch_test.go): the dry run
-// before it and dropping `txt-owner-id` after it.
+// before it, and what follows it.
 
 import (
+	"context"
 	"fmt"
 	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
 // dryRunBeside is the guide's step before the switch: the writer of eu1 with the takeover's
@@ -89,4 +95,27 @@ func plannedTakeover(log, name string, want map[string]string, theirs []string) 
 		problem = fmt.Sprintf("the line %q lacks %v", prefix+l, missing)
 	}
 	return "", problem
+}
+
+// dropOwnerless runs deploy/etcd/drop-ownerless.sh with args against the test's etcd, as the
+// guide's last step for external-dns --registry=noop, and returns its output.
+func (m *migration) dropOwnerless(t *testing.T, args ...string) string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Fatalf("deploy/etcd/drop-ownerless.sh needs jq: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(root, "deploy", "etcd", "drop-ownerless.sh")}, args...)...)
+	cmd.Env = append(os.Environ(), "ETCDCTL="+testenv.FindBinary(t, "etcdctl"), "ETCDCTL_ENDPOINTS="+m.etcd.ClientURL)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("drop-ownerless.sh %v: %v\n%s", args, err, out)
+	}
+	t.Logf("drop-ownerless.sh %s:\n%s", strings.Join(args, " "), out)
+	return string(out)
 }

@@ -152,3 +152,55 @@ func TestMigrationWhileExternalDNSStillRuns(t *testing.T) {
 	}, migTXTOwner)
 	t.Logf("total %s", time.Since(m.start).Round(time.Millisecond))
 }
+
+// TestMigrationFromExternalDNSWithoutRegistry: external-dns ran with --registry=noop, so its
+// keys have no owner and no registry record says whose they are: no writer may take them
+// over. As the guide says, it is stopped first (it would rewrite and delete the writer's keys,
+// since with no registry it takes every key of its domain for its own), between two writes of
+// a sync loop; the writer of eu1, without `txt-owner-id`, publishes beside the ownerless keys;
+// deploy/etcd/drop-ownerless.sh then lists and deletes the ownerless keys the writer's keys
+// duplicate. Every name is answered throughout, and the writer's keys are all that is left.
+func TestMigrationFromExternalDNSWithoutRegistry(t *testing.T) {
+	m := startMigration(t, false)
+	x := m.externalDNS(t, false, "--registry=noop")
+	m.waitPublished(t, x, "external-dns --registry=noop")
+	for k, v := range m.logKeys(t, "external-dns --registry=noop published") {
+		if name, registry := recordName(k); registry || parseEtcdValue(v.Value).Owner != "" {
+			t.Errorf("external-dns --registry=noop wrote %s (%s) = %s", k, name, v.Value)
+		}
+	}
+
+	// A record written by hand, which the writer does not publish: listed, kept.
+	manual := migPrefix + "manual/1"
+	putEtcd(t, m.cli, manual, `{"host":"192.0.2.1"}`)
+
+	m.waitAnswered(t, 10*time.Second, true)
+	poll := pollQuestions(t, m.central.DNS, m.questions)
+	poll.waitRounds(t, 5, 10*time.Second)
+	watch := watchKeys(t, m.cli, migPrefix)
+	m.stopBetweenWrites(t, x, watch)
+	m.writer(t)
+	m.waitPublishedBeside(t, 30*time.Second)
+	poll.waitRounds(t, 5, 10*time.Second)
+
+	listed := m.dropOwnerless(t, migPrefix, migOwner)
+	if strings.Count(listed, "keep ") != 1 || !strings.Contains(listed, "keep "+manual+"\n") || !strings.Contains(listed, "drop ") {
+		t.Errorf("drop-ownerless.sh lists other keys to keep than %s, or none to drop:\n%s", manual, listed)
+	}
+	if keys := keysUnder(t, m.cli, migPrefix); len(m.keyProblems(keys)) <= 1 {
+		t.Errorf("listing deleted keys:\n%s", dumpKeys(keys))
+	}
+	m.dropOwnerless(t, "--delete", migPrefix, migOwner)
+	if _, ok := keysUnder(t, m.cli, manual)[manual]; !ok {
+		t.Errorf("drop-ownerless.sh --delete deleted %s, which no key of %s duplicates", manual, migOwner)
+	}
+	// The guide: delete such a key by hand if it must go.
+	if _, err := m.cli.Delete(t.Context(), manual); err != nil {
+		t.Fatal(err)
+	}
+	poll.waitRounds(t, 10, 10*time.Second)
+	poll.finish(t, "every name during the switch")
+	m.checkWrites(t, slices.DeleteFunc(fromWriter(watch.catchUp(t), m.wantKeys()), func(e keyEvent) bool { return e.key == manual }))
+	m.checkFinalKeys(t)
+	t.Logf("total %s", time.Since(m.start).Round(time.Millisecond))
+}
