@@ -1,7 +1,8 @@
 package tests
 
 // The steps of docs/migration.md around the switch (migration_switch_test.go): the dry run
-// before it, and what follows it.
+// before it, dropping `txt-owner-id` after it, the rollback, and the last step for external-dns
+// --registry=noop.
 
 import (
 	"context"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -118,4 +121,63 @@ func (m *migration) dropOwnerless(t *testing.T, args ...string) string {
 	}
 	t.Logf("drop-ownerless.sh %s:\n%s", strings.Join(args, " "), out)
 	return string(out)
+}
+
+// dropTxtOwnerID is the guide's step after the switch: the writer w, once external-dns's keys
+// are all taken over, is started again without `txt-owner-id` (a rollout of the Corefile without
+// the line). The new writer's full resync finds nothing to write, and every name stays
+// answered. It returns the new writer.
+func (m *migration) dropTxtOwnerID(t *testing.T, w *coreDNSProcess) *coreDNSProcess {
+	t.Helper()
+	poll := pollQuestions(t, m.central.DNS, m.questions)
+	poll.waitRounds(t, 5, 10*time.Second)
+	watch := watchKeys(t, m.cli, migPrefix)
+	w.stop(t)
+	w = m.writer(t)
+	w.waitMetric(t, 30*time.Second, `coredns_gatewaydns_writer_last_sync_timestamp_seconds{owner="`+migOwner+`"}`, func(v float64) bool { return v > 0 })
+	m.checkNoWrites(t, watch, 0, "the writer started again without txt-owner-id, its first full resync done")
+	poll.waitRounds(t, 10, 10*time.Second)
+	poll.finish(t, "every name while txt-owner-id is dropped")
+	m.checkFinalKeys(t)
+	return w
+}
+
+// rollBack is the guide's rollback after the switch: the writer w stops (the cluster's previous
+// CoreDNS restored) and external-dns starts again with the same owner id and
+// --coredns-strictly-owned, which reads the writer's keys (owner eu1) as its own: every name
+// stays answered over its sync loops, and a name whose route goes is deleted by it, the
+// writer's key included. It returns external-dns.
+func (m *migration) rollBack(t *testing.T, w *coreDNSProcess, gone string) *testenv.ExternalDNS {
+	t.Helper()
+	poll := pollQuestions(t, m.central.DNS, m.questions)
+	poll.waitRounds(t, 5, 10*time.Second)
+	w.stop(t)
+	x := m.externalDNS(t, true)
+	st := x.WaitSyncs(t, 3, 20*time.Second)
+	t.Logf("external-dns --coredns-strictly-owned back: %d sync loops, %d with changes", st.Syncs, st.Changes)
+	poll.waitRounds(t, 10, 10*time.Second)
+	poll.finish(t, "every name during the rollback")
+	m.logKeys(t, "after the rollback")
+
+	// external-dns holds the names again: a route that goes takes its name's keys with it.
+	if err := m.k8s.GW.GatewayV1().HTTPRoutes("shop").Delete(t.Context(), gone, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	name := gone + "." + migDomain
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left := 0
+		for k := range keysUnder(t, m.cli, migPrefix) {
+			if n, _ := recordName(k); n == name {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("external-dns left %d keys of %s after its route was deleted:\n%s", left, name, dumpKeys(keysUnder(t, m.cli, migPrefix)))
+		}
+	}
+	t.Logf("external-dns deleted every key of %s when its route went", name)
+	return x
 }

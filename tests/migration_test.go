@@ -65,12 +65,13 @@ func TestMigrationFromExternalDNSWithTXTRegistry(t *testing.T) {
 	}
 
 	m.dryRunBeside(t, migTXTOwner)
-	m.switchBeside(t, x, 3, migTXTOwner)
+	w, _ := m.switchBeside(t, x, 3, migTXTOwner)
 	fixedA, fixedTXT := m.answer(t, "oldcname", dns.TypeA), m.answer(t, "oldcname", dns.TypeTXT)
 	t.Logf("after the takeover: oldcname A %v, TXT %v", fixedA, fixedTXT)
 	if !slices.Contains(fixedA, "CNAME "+migCNAME+".") || strings.Contains(strings.Join(fixedTXT, " "), "heritage=external-dns") {
 		t.Errorf("oldcname answers A %v, TXT %v after the takeover, want its CNAME and no registry text", fixedA, fixedTXT)
 	}
+	m.dropTxtOwnerID(t, w)
 	t.Logf("total %s", time.Since(m.start).Round(time.Millisecond))
 }
 
@@ -202,5 +203,19 @@ func TestMigrationFromExternalDNSWithoutRegistry(t *testing.T) {
 	poll.finish(t, "every name during the switch")
 	m.checkWrites(t, slices.DeleteFunc(fromWriter(watch.catchUp(t), m.wantKeys()), func(e keyEvent) bool { return e.key == manual }))
 	m.checkFinalKeys(t)
+	t.Logf("total %s", time.Since(m.start).Round(time.Millisecond))
+}
+
+// TestMigrationRollsBackToExternalDNS: after the switch (external-dns without strict ownership,
+// the writer beside it, external-dns stopped), the guide's rollback: the writer stops and
+// external-dns comes back with the same owner id and --coredns-strictly-owned. It takes the
+// writer's keys as its own: every name stays answered, and a route deleted afterwards takes
+// its name's keys with it.
+func TestMigrationRollsBackToExternalDNS(t *testing.T) {
+	m := startMigration(t, false)
+	x := m.externalDNS(t, false)
+	m.waitPublished(t, x, "external-dns (TXT registry)")
+	w, _ := m.switchBeside(t, x, 1, migTXTOwner)
+	m.rollBack(t, w, "www")
 	t.Logf("total %s", time.Since(m.start).Round(time.Millisecond))
 }
