@@ -1,12 +1,14 @@
 package tests
 
-// The harness of the migration tests (migration_test.go): end-to-end migration from a REAL external-dns v0.21.0 (--provider=coredns) to the gatewaydns
-// writer (docs/migration.md, steps 3 and 4), one test per way external-dns ran: with its
-// default TXT registry, with --coredns-strictly-owned turned on late, and still running while
-// the writer takes over. Each test: one etcd, one kube-apiserver with a Gateway controller
-// played by gatewayfixture, the central server answering the zone, external-dns publishing
-// the names first; then the switch, with every name asked over UDP throughout, and an etcd
-// watch that sees every put and delete under the cluster's prefix.
+// The setup of the migration tests (migration_test.go): end-to-end migration from a REAL
+// external-dns v0.21.0 (--provider=coredns) to the gatewaydns writer (docs/migration.md, step
+// 3), one test per way external-dns ran: its default TXT registry, --coredns-strictly-owned
+// (from the start, or turned on late), --registry=noop, and still running while the writer
+// takes over. Each test: one etcd, one kube-apiserver with a Gateway controller played by
+// gatewayfixture, the central server answering the zone, external-dns publishing the names
+// first (through a link to etcd that a test can slow down); then the switch
+// (migration_switch_test.go), with every name asked over UDP throughout, and an etcd watch that
+// sees every put and delete under the cluster's prefix (migration_watch_test.go).
 //
 // external-dns is built by hack/build-external-dns.sh (make test-binaries); without
 // $GATEWAYDNS_TEST_BIN these tests skip (see testenv.ExternalDNSBinary).
@@ -367,37 +369,4 @@ func (m *migration) checkFinalKeys(t *testing.T) {
 // hexKey is a key under name's path with a random 8-hex suffix, as external-dns makes them.
 func hexKey(name string) string {
 	return record.NamePath(record.DefaultPrefix, name) + "/" + fmt.Sprintf("%08x", rand.Int32())
-}
-
-// answer is the central server's answer to label.eu1.openmcp.cluster qtype, as answerSet
-// renders it, after the rcode.
-func (m *migration) answer(t *testing.T, label string, qtype uint16) []string {
-	t.Helper()
-	r, err := exchange("udp", m.central.DNS, label+"."+migDomain, qtype)
-	if err != nil {
-		t.Fatalf("%s %s: %v", label, dns.TypeToString[qtype], err)
-	}
-	return append([]string{dns.RcodeToString[r.Rcode]}, answerSet(r)...)
-}
-
-// waitPublishedBeside waits until etcd holds every key the writer of eu1 wants, whatever else
-// is there.
-func (m *migration) waitPublishedBeside(t *testing.T, timeout time.Duration) {
-	t.Helper()
-	want := m.wantKeys()
-	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
-		keys := keysUnder(t, m.cli, migPrefix)
-		missing := 0
-		for k := range want {
-			if _, ok := keys[k]; !ok {
-				missing++
-			}
-		}
-		if missing == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the writer did not publish %d of its keys within %s; keys under %s:\n%s", missing, timeout, migPrefix, dumpKeys(keys))
-		}
-	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/miekg/dns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
@@ -180,4 +181,15 @@ func (m *migration) rollBack(t *testing.T, w *coreDNSProcess, gone string) *test
 	}
 	t.Logf("external-dns deleted every key of %s when its route went", name)
 	return x
+}
+
+// answer is the central server's answer to label.eu1.openmcp.cluster qtype, as answerSet
+// renders it, after the rcode.
+func (m *migration) answer(t *testing.T, label string, qtype uint16) []string {
+	t.Helper()
+	r, err := exchange("udp", m.central.DNS, label+"."+migDomain, qtype)
+	if err != nil {
+		t.Fatalf("%s %s: %v", label, dns.TypeToString[qtype], err)
+	}
+	return append([]string{dns.RcodeToString[r.Rcode]}, answerSet(r)...)
 }

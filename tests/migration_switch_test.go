@@ -267,3 +267,25 @@ func (m *migration) checkAdoptedCounted(t *testing.T, w *coreDNSProcess, events 
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// waitPublishedBeside waits until etcd holds every key the writer of eu1 wants, whatever else
+// is there.
+func (m *migration) waitPublishedBeside(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	want := m.wantKeys()
+	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
+		keys := keysUnder(t, m.cli, migPrefix)
+		missing := 0
+		for k := range want {
+			if _, ok := keys[k]; !ok {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the writer did not publish %d of its keys within %s; keys under %s:\n%s", missing, timeout, migPrefix, dumpKeys(keys))
+		}
+	}
+}
