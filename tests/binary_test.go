@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -126,11 +127,19 @@ func (p *coreDNSProcess) localize(src string) string {
 
 // newCoreDNSProcess picks the loopback ports for a coredns to start.
 func newCoreDNSProcess(t *testing.T) *coreDNSProcess {
+	// Four distinct ports: a port freePort closed can come back from the next call (seen: the
+	// ready and prometheus plugins given one port, and the process never ready).
+	var ports []int
+	for len(ports) < 4 {
+		if p := freePort(t); !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
 	return &coreDNSProcess{
-		DNS:     fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		Health:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		Ready:   fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		Metrics: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		DNS:     fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		Health:  fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		Ready:   fmt.Sprintf("127.0.0.1:%d", ports[2]),
+		Metrics: fmt.Sprintf("127.0.0.1:%d", ports[3]),
 		log:     new(processLog),
 		done:    make(chan error, 1),
 	}

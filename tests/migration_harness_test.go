@@ -1,12 +1,14 @@
 package tests
 
-// The harness of the migration tests (migration_test.go): end-to-end migration from a REAL external-dns v0.21.0 (--provider=coredns) to the gatewaydns
-// writer (docs/migration.md, steps 3 and 4), one test per way external-dns ran: with its
-// default TXT registry, with --coredns-strictly-owned turned on late, and still running while
-// the writer takes over. Each test: one etcd, one kube-apiserver with a Gateway controller
-// played by gatewayfixture, the central server answering the zone, external-dns publishing
-// the names first; then the switch, with every name asked over UDP throughout, and an etcd
-// watch that sees every put and delete under the cluster's prefix.
+// The setup of the migration tests (migration_test.go): end-to-end migration from a REAL
+// external-dns v0.21.0 (--provider=coredns) to the gatewaydns writer (docs/migration.md, step
+// 3), one test per way external-dns ran: its default TXT registry, --coredns-strictly-owned
+// (from the start, or turned on late), --registry=noop, and still running while the writer
+// takes over. Each test: one etcd, one kube-apiserver with a Gateway controller played by
+// gatewayfixture, the central server answering the zone, external-dns publishing the names
+// first (through a link to etcd that a test can slow down); then the switch
+// (migration_switch_test.go), with every name asked over UDP throughout, and an etcd watch that
+// sees every put and delete under the cluster's prefix (migration_watch_test.go).
 //
 // external-dns is built by hack/build-external-dns.sh (make test-binaries); without
 // $GATEWAYDNS_TEST_BIN these tests skip (see testenv.ExternalDNSBinary).
@@ -28,6 +30,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
+	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
@@ -49,6 +52,10 @@ type migQuestion struct {
 	name  string   // without the trailing dot
 	qtype uint16   // A or AAAA; a CNAME name is asked for A
 	want  []string // the answer as answerSet renders it
+	// settled: answered as wanted only once the writer took the name over: the dual-stack
+	// name, whose AAAA answer external-dns drops for a moment at each of its sync loops (see
+	// startMigration), and a name external-dns's registry text breaks (#4953).
+	settled bool
 }
 
 func (q migQuestion) String() string { return q.name + " " + dns.TypeToString[q.qtype] }
@@ -61,6 +68,9 @@ type migration struct {
 	kube    *testenv.Kube
 	k8s     *gatewayfixture.Cluster
 	central *coreDNSProcess
+	// link is external-dns's connection to etcd, slowed down to stop it inside a sync loop
+	// (stopMidSync).
+	link *tcpproxy.Proxy
 	// questions are asked throughout; targets are the targets of each name, the keys the
 	// writer must end with.
 	questions []migQuestion
@@ -89,6 +99,12 @@ func startMigration(t *testing.T, dualStack bool) *migration {
 	m := &migration{start: time.Now(), targets: map[string][]string{}, dualStack: dualStack}
 	m.etcd = testenv.StartEtcd(t)
 	m.cli = m.etcd.Client(t)
+	link, err := tcpproxy.Start(strings.TrimPrefix(m.etcd.ClientURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = link.Close() })
+	m.link = link
 	m.kube = testenv.StartKubeAPIServer(t)
 	m.k8s = gatewayfixture.New(t, m.kube.Config)
 	m.k8s.Namespace("infra")
@@ -112,7 +128,8 @@ func startMigration(t *testing.T, dualStack bool) *migration {
 	}
 	// The prefix external-dns v0.21.0 reads by default (external-dns.alpha.kubernetes.io/);
 	// gatewaydns reads it too.
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	lb, err := m.k8s.GW.GatewayV1().Gateways("infra").Get(ctx, "lb", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +162,7 @@ func startMigration(t *testing.T, dualStack bool) *migration {
 	if dualStack {
 		a("dual", dns.TypeA, "A 203.0.113.20")
 		a("dual", dns.TypeAAAA, "AAAA 2001:db8::20")
+		m.questions[len(m.questions)-1].settled = true
 	}
 	// The central server, without the `log` plugin of corefile.d/central.Corefile: the poller
 	// asks thousands of questions.
@@ -169,11 +187,12 @@ func (m *migration) question(label string, qtype uint16, want ...string) {
 }
 
 // externalDNS starts external-dns as the cluster ran it: gateway-httproute, owner eu1, its
-// subdomain only.
-func (m *migration) externalDNS(t *testing.T, strictlyOwned bool) *testenv.ExternalDNS {
+// subdomain only, and the flags args.
+func (m *migration) externalDNS(t *testing.T, strictlyOwned bool, args ...string) *testenv.ExternalDNS {
 	t.Helper()
 	return testenv.StartExternalDNS(t, testenv.ExternalDNSOptions{
-		EtcdURL:       m.etcd.ClientURL,
+		Args:          args,
+		EtcdURL:       "http://" + m.link.Addr,
 		Kubeconfig:    m.kube.KubeconfigFile,
 		DomainFilter:  migDomain,
 		OwnerID:       migOwner,
@@ -189,31 +208,29 @@ func (m *migration) writer(t *testing.T, extra ...string) *coreDNSProcess {
 	return w
 }
 
-// waitPublished waits until the central server answers every question as wanted and
-// external-dns then completes a sync loop that changes nothing: everything it writes is in
-// etcd. With a dual-stack name, which external-dns never settles, it waits for two loops
-// instead: the second one started after every name was answered.
+// waitPublished waits until the central server answers every question as wanted, and
+// external-dns then completes two sync loops: the second one started after every name was
+// answered. (external-dns v0.21.0 never settles a dual-stack name, nor, with strict ownership,
+// an IPv6 address: it reads every IP back as an A record, and rewrites those at every loop.)
 func (m *migration) waitPublished(t *testing.T, x *testenv.ExternalDNS, what string) {
 	t.Helper()
 	began := time.Now()
-	m.waitAnswered(t, 30*time.Second)
+	m.waitAnswered(t, 30*time.Second, false)
 	answered := time.Since(began)
-	if m.dualStack {
-		st := x.WaitSyncs(t, 2, 15*time.Second)
-		t.Logf("%s: every name answered after %s, then %d sync loops, %d with changes",
-			what, answered.Round(time.Millisecond), st.Syncs, st.Changes)
-		return
-	}
-	st := x.WaitSteady(t, 15*time.Second)
-	t.Logf("%s: every name answered after %s, a sync loop without changes after %s (%d loops, %d with changes)",
-		what, answered.Round(time.Millisecond), time.Since(began).Round(time.Millisecond), st.Syncs, st.Changes)
+	st := x.WaitSyncs(t, 2, 15*time.Second)
+	t.Logf("%s: every name answered after %s, then %d sync loops, %d with changes",
+		what, answered.Round(time.Millisecond), st.Syncs, st.Changes)
 }
 
-// waitAnswered waits until the central server answers every question as wanted.
-func (m *migration) waitAnswered(t *testing.T, timeout time.Duration) {
+// waitAnswered waits until the central server answers every question as wanted, the settled
+// ones too when all.
+func (m *migration) waitAnswered(t *testing.T, timeout time.Duration, all bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for _, q := range m.questions {
+		if q.settled && !all {
+			continue
+		}
 		waitFor(t, time.Until(deadline), m.central.DNS, q.name, q.qtype, func(r *dns.Msg) bool {
 			return r.Rcode == dns.RcodeSuccess && slices.Equal(answerSet(r), q.want)
 		})
@@ -349,106 +366,7 @@ func (m *migration) checkFinalKeys(t *testing.T) {
 	}
 }
 
-// checkWrites fails the test when a key of the writer was put more than once in events, or
-// when a key the writer replaced was deleted in another transaction than a put of the writer
-// for the same name (the put and the delete of one replacement share a revision).
-func (m *migration) checkWrites(t *testing.T, events []keyEvent) {
-	t.Helper()
-	want := m.wantKeys()
-	puts := map[string]int{}
-	putRevs := map[string][]int64{} // name -> revisions of the writer's puts for it
-	for _, e := range events {
-		if _, ours := want[e.key]; ours && e.put {
-			puts[e.key]++
-			name, _ := recordName(e.key)
-			putRevs[name] = append(putRevs[name], e.rev)
-		}
-	}
-	var problems []string
-	for _, k := range slices.Sorted(maps.Keys(want)) {
-		if puts[k] != 1 {
-			problems = append(problems, fmt.Sprintf("%s put %d times, want once", k, puts[k]))
-		}
-	}
-	for _, e := range events {
-		if _, ours := want[e.key]; ours || e.put {
-			continue
-		}
-		name, _ := recordName(e.key)
-		if !slices.Contains(putRevs[name], e.rev) {
-			problems = append(problems, fmt.Sprintf("%s deleted at revision %d, in no transaction that put a key of the writer for %s (those: %v)",
-				e.key, e.rev, name, putRevs[name]))
-		}
-	}
-	var b strings.Builder
-	for _, e := range events {
-		b.WriteString("  " + e.String() + "\n")
-	}
-	if len(problems) > 0 {
-		t.Errorf("writes since the switch:\n%s\nevery change under %s since the switch:\n%s", strings.Join(problems, "\n"), migPrefix, b.String())
-		return
-	}
-	revs := map[int64]bool{}
-	for _, e := range events {
-		revs[e.rev] = true
-	}
-	t.Logf("%d changes under %s since the switch, in %d transactions, each key of the writer put once:\n%s", len(events), migPrefix, len(revs), b.String())
-}
-
 // hexKey is a key under name's path with a random 8-hex suffix, as external-dns makes them.
 func hexKey(name string) string {
 	return record.NamePath(record.DefaultPrefix, name) + "/" + fmt.Sprintf("%08x", rand.Int32())
-}
-
-// switchToWriter is the switch of the tests that stop external-dns first (external-dns is
-// stopped already): with every question asked throughout, the writer of eu1 starts with the
-// extra lines and must end with exactly its own keys, each put once, each replaced key deleted
-// in the transaction that put its replacement, no answer ever missing.
-func (m *migration) switchToWriter(t *testing.T, extra ...string) {
-	t.Helper()
-	// external-dns stopped between two sync loops, so its last one left everything answered.
-	m.waitAnswered(t, 5*time.Second)
-	poll := pollQuestions(t, m.central.DNS, m.questions)
-	poll.waitRounds(t, 5, 10*time.Second)
-	watch := watchKeys(t, m.cli, migPrefix)
-	began := time.Now()
-	w := m.writer(t, extra...)
-	m.waitAdopted(t, 30*time.Second)
-	t.Logf("the writer ended with exactly its own keys %s after it started", time.Since(began).Round(time.Millisecond))
-	poll.waitRounds(t, 10, 10*time.Second)
-	poll.finish(t, "every name during the switch")
-	events := watch.catchUp(t)
-	m.checkWrites(t, events)
-	m.checkFinalKeys(t)
-	m.checkAdoptedCounted(t, w, events)
-}
-
-// checkAdoptedCounted: writer_adopted_keys_total counts the keys the writer deleted in taking
-// them over that were not already its owner's: the keys without owner and the TXT registry
-// records. (A key external-dns --coredns-strictly-owned wrote with owner eu1 is the writer's own
-// key, as far as anyone can tell: deleting it is a plain delete.)
-func (m *migration) checkAdoptedCounted(t *testing.T, w *coreDNSProcess, events []keyEvent) {
-	t.Helper()
-	want := m.wantKeys()
-	deleted := 0
-	for _, e := range events {
-		if _, ours := want[e.key]; ours || e.put {
-			continue
-		}
-		if v := parseEtcdValue(e.value); v.Owner != migOwner || strings.Contains(v.Text, "heritage=external-dns") {
-			deleted++
-		}
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got, ok := w.metric(`coredns_gatewaydns_writer_adopted_keys_total{owner="` + migOwner + `"}`)
-		if ok && int(got) == deleted {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("coredns_gatewaydns_writer_adopted_keys_total = %v (exported %v), want %d: the keys of external-dns deleted since the switch", got, ok, deleted)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -8,6 +8,7 @@
 #   role and user  gatewaydns-CLUSTER
 #     readwrite  /skydns/<reversed ZONE>/<reversed CLUSTER>/   its records, nothing else
 #     readwrite  /gatewaydns/leader/OWNER/                      the election of its replicas
+#     readwrite  /gatewaydns/leader-dry-run/OWNER/              that of its dry-run replicas
 # For the central server (deploy/overlays/central):
 #   role and user  gatewaydns-server
 #     read       /skydns/<reversed ZONE>/                        every cluster's records
@@ -37,7 +38,7 @@
 set -euo pipefail
 
 usage() {
-	sed -n '2,9p' "$0" >&2
+	sed -n '2,10p' "$0" >&2
 	exit 2
 }
 
@@ -132,6 +133,7 @@ for arg in "$@"; do
 	ensure_role "$name"
 	grant "$name" readwrite "${zone_prefix}$(reverse "$cluster")/"
 	grant "$name" readwrite "${LEADER_PREFIX%/}/${owner}/"
+	grant "$name" readwrite "${LEADER_PREFIX%/}-dry-run/${owner}/"
 	ensure_user "$name" "$name"
 done
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -168,12 +169,41 @@ func (x *ExternalDNS) Stop() {
 // StopAfterSync waits for the end of a sync loop and stops external-dns right after it, long
 // before the next one (a second at least): SIGTERM in the middle of a loop cancels its
 // remaining etcd requests and can leave a name half-written (a key deleted, its replacement
-// not put yet). It returns the loops it waited for.
+// not put yet). For a test's setup (a history to migrate from), not for the switch itself,
+// whose stop lands where it lands (StopMidSync). It returns the loops it waited for.
 func (x *ExternalDNS) StopAfterSync(t testing.TB, timeout time.Duration) SyncStats {
 	t.Helper()
 	st := x.WaitSyncs(t, 1, timeout)
 	x.Stop()
 	return st
+}
+
+// StopMidSync stops external-dns with SIGTERM inside a sync loop, as `kubectl scale
+// --replicas=0` may: it waits for the next loop to start, waits a random part of within, and
+// signals. It returns whether the loop was cut: external-dns then cancels the loop's remaining
+// etcd requests and exits with "Failed to do run once" (its controller treats the cancelled
+// loop as fatal), where a stop between two loops logs "Terminating main controller loop". A
+// loop that writes nothing lasts one etcd read: to cut it, the caller makes external-dns's link
+// to etcd slow (tcpproxy.SetDelay) and within shorter than a round trip.
+func (x *ExternalDNS) StopMidSync(t testing.TB, within, timeout time.Duration) (cut bool) {
+	t.Helper()
+	started, _ := x.Metric(externalDNSLastReconcile)
+	for deadline := time.Now().Add(timeout); ; time.Sleep(5 * time.Millisecond) {
+		if !x.Running() {
+			t.Fatalf("external-dns exited (%v) while waiting for a sync loop; log:\n%s", x.proc.Err(), LogTail(x.LogFile, 30))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("external-dns started no sync loop within %s; log:\n%s", timeout, LogTail(x.LogFile, 30))
+		}
+		if v, ok := x.Metric(externalDNSLastReconcile); ok && v != started {
+			break
+		}
+	}
+	if within > 0 {
+		time.Sleep(rand.N(within))
+	}
+	x.Stop()
+	return strings.Contains(x.Log(), "Failed to do run once")
 }
 
 // Running reports whether the process has not exited.
@@ -216,29 +246,15 @@ func (x *ExternalDNS) Metric(series string) (v float64, ok bool) {
 // succeeded, and external_dns_controller_no_op_runs_total counts the loops that found nothing
 // to change.
 const (
-	externalDNSLastSync = "external_dns_controller_last_sync_timestamp_seconds"
-	externalDNSNoOpRuns = "external_dns_controller_no_op_runs_total"
+	externalDNSLastReconcile = "external_dns_controller_last_reconcile_timestamp_seconds"
+	externalDNSLastSync      = "external_dns_controller_last_sync_timestamp_seconds"
+	externalDNSNoOpRuns      = "external_dns_controller_no_op_runs_total"
 )
 
 // SyncStats is what WaitSyncs saw.
 type SyncStats struct {
 	Syncs   int // successful sync loops that ended while it waited
 	Changes int // how many of them changed something in etcd (not a no-op)
-}
-
-// WaitSteady waits until external-dns completes a sync loop that changes nothing (everything
-// it wants is in etcd) and returns the loops it saw, that one included.
-func (x *ExternalDNS) WaitSteady(t testing.TB, timeout time.Duration) SyncStats {
-	t.Helper()
-	var st SyncStats
-	for deadline := time.Now().Add(timeout); ; {
-		one := x.WaitSyncs(t, 1, time.Until(deadline))
-		st.Syncs += one.Syncs
-		st.Changes += one.Changes
-		if one.Changes == 0 {
-			return st
-		}
-	}
 }
 
 // WaitSyncs waits until external-dns has completed n more successful sync loops (each ends with

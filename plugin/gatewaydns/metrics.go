@@ -192,6 +192,11 @@ func (m *publishMetrics) Rejected(kind string, cause source.Cause) {
 }
 
 func (m *publishMetrics) Leading(leading bool) {
+	if m.dryRun {
+		// A dry run never writes: counted as a leader, it would make two "leaders" of an owner
+		// beside its real writer, and one of an owner external-dns still publishes.
+		return
+	}
 	v := 0.0
 	if leading {
 		v = 1
@@ -299,7 +304,9 @@ func metricsAtZero(server, zones string) {
 // atZero creates the publish role's series of the owner at zero, as metricsAtZero does: a
 // standby replica exports writer_leader 0, so that "no replica leads" can be alerted on.
 func (m *publishMetrics) atZero() {
-	writerLeader.WithLabelValues(m.server, m.owner)
+	if !m.dryRun {
+		writerLeader.WithLabelValues(m.server, m.owner)
+	}
 	writerEtcdReachable.WithLabelValues(m.server, m.owner)
 	writerDesired.WithLabelValues(m.server, m.owner)
 	for _, op := range []string{"put", "delete"} {

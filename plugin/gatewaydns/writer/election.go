@@ -15,6 +15,13 @@ import (
 // <prefix>/<owner>. It is outside the records' prefix, so no server of the zone ever reads it.
 const DefaultLeaderPrefix = "/gatewaydns/leader"
 
+// dryRunElection is appended to the leader prefix for the election of dry-run writers
+// (<prefix>-dry-run/<owner>): they elect among themselves, so that one of them logs, and never
+// in the election of the owner's real writers, where a dry-run leader would hold the owner's
+// leadership and no replica would write. The prefix is outside the real elections' keys
+// (<prefix>/<owner>/...) whatever the owner id.
+const dryRunElection = "-dry-run"
+
 // DefaultElectionTTL is how long a crashed leader keeps its leadership: a successor takes over
 // at most this long after the leader's process is gone (at once when it shuts down cleanly).
 const DefaultElectionTTL = 10 * time.Second

@@ -100,7 +100,7 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 			}
 		case <-resync.C:
 			synced := w.cfg.Desired.Synced()
-			_, err := w.resync(ctx, term, lease)
+			res, err := w.resync(ctx, term, lease)
 			if errors.Is(err, ErrNotLeader) {
 				return err
 			}
@@ -110,7 +110,11 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 			}
 			resyncedSynced = resyncedSynced || synced
 			delay.Reset()
-			resync.Reset(w.cfg.ResyncInterval)
+			next := w.cfg.ResyncInterval
+			if res.Adopted > 0 {
+				next = min(next, adoptionRecheck)
+			}
+			resync.Reset(next)
 		case <-retry:
 			retry = nil
 			w.Enqueue()
@@ -133,6 +137,13 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 		}
 	}
 }
+
+// adoptionRecheck is how soon a full resync that took keys over from external-dns is followed
+// by another. An external-dns still running may have been inside a sync loop when its keys
+// were taken: what the loop writes afterwards (a key and its registry record, planned before
+// the takeover) is taken over then, not at the next periodic resync. Once a resync takes
+// nothing over, the period is ResyncInterval again.
+const adoptionRecheck = 10 * time.Second
 
 // watchKey deposes term as soon as its election key is deleted (resigned by hand, its
 // session's lease revoked or expired), without waiting for the session's next keep-alive.

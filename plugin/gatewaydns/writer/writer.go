@@ -4,10 +4,12 @@
 package writer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -112,7 +114,8 @@ type Config struct {
 	// Prefix is the records' path (record.DefaultPrefix when empty).
 	Prefix string
 	// LeaderPrefix is where the replicas of an owner elect their leader (DefaultLeaderPrefix
-	// when empty). With etcd auth the writer's role needs readwrite on <LeaderPrefix>/<Owner>/.
+	// when empty). With etcd auth the writer's role needs readwrite on <LeaderPrefix>/<Owner>/,
+	// a dry-run writer's on <LeaderPrefix>-dry-run/<Owner>/.
 	LeaderPrefix string
 	// Owner is the owner id written into every key, e.g. "<environment>.<namespace>.<cluster>".
 	Owner string
@@ -146,7 +149,8 @@ type Config struct {
 	AttemptTimeout time.Duration
 	// DryRun plans as usual and tells the Observer (DryRunObserver) what it would change, but
 	// writes no record and takes no lease: for trying a writer beside a running external-dns.
-	// It still takes part in its owner's election, so that one replica tells.
+	// Dry-run replicas elect one of them to tell, in an election of their own: a dry-run writer
+	// never holds the leadership of the owner's real writers.
 	DryRun bool
 	// Registry, when set, takes over what external-dns's TXT registry says Registry.Owner holds
 	// (plan.Input.Registry): each name's registry names are read with it, and a full resync
@@ -256,7 +260,11 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 	if obs == nil {
 		obs = NopObserver{}
 	}
-	el := NewElection(client, cfg.LeaderPrefix, cfg.Owner, cfg.Identity, cfg.ElectionTTL)
+	leaderPrefix := cmp.Or(cfg.LeaderPrefix, DefaultLeaderPrefix)
+	if cfg.DryRun {
+		leaderPrefix = path.Clean(leaderPrefix) + dryRunElection
+	}
+	el := NewElection(client, leaderPrefix, cfg.Owner, cfg.Identity, cfg.ElectionTTL)
 	el.attempt = cfg.AttemptTimeout
 	wr := &Writer{
 		client:  client,

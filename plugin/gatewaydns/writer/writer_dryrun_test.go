@@ -1,6 +1,8 @@
 package writer_test
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -71,5 +73,49 @@ func TestWriterDryRunTellsThePlanOnceAndWritesNothing(t *testing.T) {
 	}
 	if obs.get(func(o *wtObserver) bool { return o.puts+o.dels > 0 }) {
 		t.Fatal("a dry run reported commits")
+	}
+}
+
+// A dry-run writer tried beside the owner's real writer elects in an election of its own: the
+// real writer leads its owner and writes, whichever started first, and the dry-run one tells
+// its plan and writes nothing.
+func TestWriterDryRunBesideRealWriterOfTheSameOwner(t *testing.T) {
+	e := testenv.StartEtcd(t)
+	cli := e.Client(t)
+	app, api := wtName("app"), wtName("api")
+	// The dry run starts first: in the owner's own election it would lead, and the real
+	// writer would wait for it forever.
+	dryObs := &dryObserver{}
+	dry, _ := wtStart(t, e.Client(t), writer.Config{Owner: "c1", Identity: "dry", DryRun: true,
+		Desired: wtWant(wtEP(app, "10.0.0.1"), wtEP(api, "10.0.0.2")), Observer: dryObs})
+	wtEventually(t, 10*time.Second, "the dry run leads its election and tells its plan",
+		func() bool { return dry.IsLeader() && dryObs.plannedCount() == 2 })
+
+	realObs := &wtObserver{}
+	real, _ := wtStart(t, e.Client(t), writer.Config{Owner: "c1", Identity: "real",
+		Desired: wtWant(wtEP(app, "10.0.0.1")), Observer: realObs})
+	wtEventually(t, 10*time.Second, "the real writer leads and publishes", func() bool {
+		return real.IsLeader() && slices.Equal(wtHosts(t, cli, app), []string{"c1=10.0.0.1"})
+	})
+	if !dry.IsLeader() {
+		t.Fatal("the dry run lost its own election to the real writer")
+	}
+	if keys := wtKeys(t, cli); len(keys) != 1 {
+		t.Fatalf("keys %v, want app's alone: the dry run wrote", slices.Collect(maps.Keys(keys)))
+	}
+	for prefix, identity := range map[string]string{
+		writer.DefaultLeaderPrefix + "/c1/":         "real",
+		writer.DefaultLeaderPrefix + "-dry-run/c1/": "dry",
+	} {
+		resp, err := cli.Get(wtCtx(t), prefix, clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != identity {
+			t.Fatalf("election %s holds %v, want %q's key alone", prefix, resp.Kvs, identity)
+		}
+	}
+	if dryObs.get(func(o *wtObserver) bool { return o.puts+o.dels > 0 }) {
+		t.Fatal("the dry run reported commits")
 	}
 }

@@ -89,6 +89,35 @@ func TestWriterTakesOverExternalDNSTXTRegistry(t *testing.T) {
 	}
 }
 
+// TestWriterTakesOverWhatExternalDNSWritesJustAfterTheTakeover: an external-dns still running
+// may be inside a sync loop when the writer takes its keys over, and write what the loop
+// planned afterwards (here a key of app and its registry record). The writer takes those over
+// at a resync that follows the takeover within seconds, not at the next periodic one.
+func TestWriterTakesOverWhatExternalDNSWritesJustAfterTheTakeover(t *testing.T) {
+	e := testenv.StartEtcd(t)
+	cli := e.Client(t)
+	reg := &txtregistry.Config{Owner: "c1"}
+	path := func(n string) string { return record.NamePath("skydns", n) + "/" }
+	app := wtName("app")
+	wtPut(t, cli, path(app)+"1a2b3c4d", `{"host":"10.0.0.1","targetstrip":1}`)
+	wtPut(t, cli, path(reg.Name(app, "a"))+"5e6f7a8b", wtRegistryValue("c1", "httproute/shop/app"))
+	obs := &wtAdoptions{}
+	wtStart(t, cli, writer.Config{Owner: "c1", Desired: wtWant(wtEP(app, "10.0.0.1")), Observer: obs, Registry: reg})
+	own := record.Key("skydns", app, "c1", "10.0.0.1")
+	only := func() bool { return slices.Equal(slices.Sorted(maps.Keys(wtKeys(t, cli))), []string{own}) }
+	wtEventually(t, 10*time.Second, "the takeover", only)
+
+	// The loop that was in flight: its writes land after the takeover.
+	wtPut(t, cli, path(app)+"9c8d7e6f", `{"host":"10.0.0.1","targetstrip":1}`)
+	wtPut(t, cli, path(reg.Name(app, "a"))+"0a1b2c3d", wtRegistryValue("c1", "httproute/shop/app"))
+	start := time.Now()
+	wtEventually(t, 20*time.Second, "the late keys taken over", only)
+	t.Logf("the late keys taken over %v after they were written", time.Since(start).Round(time.Millisecond))
+	if total := func() int { obs.mu.Lock(); defer obs.mu.Unlock(); return sum(obs.adopted) }(); total != 4 {
+		t.Errorf("adopted %d keys, want 4: two at the takeover, two after", total)
+	}
+}
+
 func sum(xs []int) int {
 	n := 0
 	for _, x := range xs {
