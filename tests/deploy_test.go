@@ -624,6 +624,7 @@ func TestDeploy(t *testing.T) {
 	}
 
 	k := testenv.StartKubeAPIServer(t)
+	k.InstallDNSEndpointCRD(t)
 	t.Run("DryRunAccepted", func(t *testing.T) {
 		applyObjects(t, k.Config, workload, true)
 		applyObjects(t, k.Config, central, true)
@@ -648,7 +649,7 @@ func TestDeploy(t *testing.T) {
 				t.Errorf("workload coredns lists %s: %v", r, err)
 			}
 		}
-		for _, gr := range [][2]string{{"networking.k8s.io", "ingresses"}, {"", "namespaces"}, {"", "services"}, {"discovery.k8s.io", "endpointslices"}, {"", "nodes"}} {
+		for _, gr := range [][2]string{{"networking.k8s.io", "ingresses"}, {"", "namespaces"}, {"", "services"}, {"discovery.k8s.io", "endpointslices"}, {"", "nodes"}, {externalDNSGroup, "dnsendpoints"}} {
 			if err := listAs(t, workloadSA, gr[0], gr[1]); err != nil {
 				t.Errorf("workload coredns lists %s: %v", gr[1], err)
 			}
@@ -698,8 +699,11 @@ func TestDeploy(t *testing.T) {
 		cen, cenZone := runDeployedCorefile(t, "central", central, certs, k.UserKubeconfig(t, "system:serviceaccount:kube-system:coredns-central", saGroups...),
 			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL})
 		cen.waitReady(t, 60*time.Second)
+		// Every source the shipped roles allow, the opt-in ones too (Services, DNSEndpoints), so
+		// that each list, watch and write they grant is made for real.
 		wl, _ := runDeployedCorefile(t, "workload", workload, certs, k.UserKubeconfig(t, saName, saGroups...),
-			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL, "GATEWAYDNS_CENTRAL": cenZone})
+			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL, "GATEWAYDNS_CENTRAL": cenZone},
+			"sources gateway-httproute gateway-grpcroute gateway-tlsroute gateway-tcproute gateway-udproute ingress service crd")
 		wl.waitReady(t, 60*time.Second)
 		t.Logf("both Corefiles ready %v after the test started", time.Since(start).Round(time.Millisecond))
 
@@ -751,6 +755,7 @@ func TestDeploy(t *testing.T) {
 		if err != nil || resp.Count != 1 {
 			t.Errorf("election key of prod.platform.eu1: count %v, err %v", resp, err)
 		}
+		checkWritesInTheCluster(t, k.Config, wl)
 	})
 	t.Logf("TestDeploy took %v", time.Since(start).Round(time.Millisecond))
 }
@@ -905,10 +910,11 @@ var (
 // runDeployedCorefile runs the built binary with the Corefile of objs's ConfigMap and the
 // environment of its Deployment (overridden by env), changed only where a pod and this test
 // differ: loopback ports instead of :53/:8080/:8181/:9153, the certificates' directory, and a
-// kubeconfig for the ServiceAccount instead of in-cluster credentials.
+// kubeconfig for the ServiceAccount instead of in-cluster credentials; options are added to
+// the gatewaydns stanzas.
 //
 // It returns the process and the address of the zone-only listener (the Corefile's :5353).
-func runDeployedCorefile(t *testing.T, name string, objs []*unstructured.Unstructured, certs, kubeconfig string, env map[string]string) (*coreDNSProcess, string) {
+func runDeployedCorefile(t *testing.T, name string, objs []*unstructured.Unstructured, certs, kubeconfig string, env map[string]string, options ...string) (*coreDNSProcess, string) {
 	t.Helper()
 	cm := findObj(t, objs, "ConfigMap", "coredns")
 	corefile, _, _ := unstructured.NestedString(cm.Object, "data", "Corefile")
@@ -924,6 +930,9 @@ func runDeployedCorefile(t *testing.T, name string, objs []*unstructured.Unstruc
 	corefile = kubernetesLn.ReplaceAllString(corefile, "$0\n${1}    kubeconfig "+kubeconfig)
 	if strings.Contains(corefile, "owner ") {
 		corefile = gatewaydnsLn.ReplaceAllString(corefile, "$0\n${1}    kubeconfig "+kubeconfig)
+	}
+	for _, o := range options {
+		corefile = gatewaydnsLn.ReplaceAllString(corefile, "$0\n${1}    "+o)
 	}
 	corefile = strings.ReplaceAll(corefile, etcdCertsPath, certs+"/")
 	vars := containerEnv(t, objs)
