@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/gatewaydns/gatewaydns/internal/kustomize"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -31,7 +32,7 @@ func serverSideApply(t *testing.T, cfg *rest.Config, o *unstructured.Unstructure
 	gvk := o.GroupVersionKind()
 	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		t.Fatalf("%s: %v", objID(o), err)
+		t.Fatalf("%s: %v", kustomize.ID(o), err)
 	}
 	var ri dynamic.ResourceInterface = dynamic.NewForConfigOrDie(cfg).Resource(m.Resource)
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -59,7 +60,7 @@ func kubeadmCoreDNS(t *testing.T) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := readYAMLObjects(filepath.Join(root, "deploy", "base", "deployment.yaml"))
+	objs, err := kustomize.ReadYAMLObjects(filepath.Join(root, "deploy", "base", "deployment.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestDeployKubeadmImageSwap(t *testing.T) {
 	k := testenv.StartKubeAPIServer(t)
 	for _, o := range kubeadmCoreDNS(t) {
 		if _, err := serverSideApply(t, k.Config, o, "kubeadm", false); err != nil {
-			t.Fatalf("kubeadm's %s: %v", objID(o), err)
+			t.Fatalf("kubeadm's %s: %v", kustomize.ID(o), err)
 		}
 	}
 
@@ -100,7 +101,7 @@ func TestDeployKubeadmImageSwap(t *testing.T) {
 		}
 		// The RBAC is new: no conflict, no force needed.
 		if _, err := serverSideApply(t, k.Config, o, "gatewaydns", false); err != nil {
-			t.Errorf("%s: %v", objID(o), err)
+			t.Errorf("%s: %v", kustomize.ID(o), err)
 		}
 	}
 	if deploy == nil {
@@ -158,7 +159,7 @@ func TestDeployKubeadmImageSwap(t *testing.T) {
 	workload := renderOverlay(t, "workload")
 	for _, o := range workload {
 		if _, err := serverSideApply(t, k.Config, o, "gatewaydns", true); err != nil {
-			t.Errorf("workload overlay, forced: %s: %v", objID(o), err)
+			t.Errorf("workload overlay, forced: %s: %v", kustomize.ID(o), err)
 		}
 	}
 	for _, o := range kubeadmCoreDNS(t) {
