@@ -17,15 +17,10 @@ import (
 	"github.com/miekg/dns"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/gatewaydns/gatewaydns/internal/kustomize"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
@@ -76,9 +71,6 @@ func findObj(t *testing.T, objs []*unstructured.Unstructured, kind, name string)
 // applyObjects creates objs (dry-run only when dryRun), with strict field validation.
 func applyObjects(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured, dryRun bool) {
 	t.Helper()
-	dc := discovery.NewDiscoveryClientForConfigOrDie(cfg)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	dyn := dynamic.NewForConfigOrDie(cfg)
 	opts := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict, FieldManager: "deploy-test"}
 	if dryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
@@ -86,16 +78,8 @@ func applyObjects(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructu
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Errorf("%s: %v", kustomize.ID(o), err)
-			continue
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
-		}
+		ri := objectClient(t, cfg, o)
+		var err error
 		for attempt := 0; ; attempt++ {
 			_, err = ri.Create(ctx, o, opts)
 			// kube-system is created by the API server shortly after it starts.
