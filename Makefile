@@ -4,16 +4,18 @@
 #   make test            the whole test suite (race detector on), as CI runs it
 #   make build           ./coredns
 #   make generate        regenerate the plugin list from plugin.cfg
-#   make test-binaries   etcd, etcdctl, kube-apiserver, promtool and external-dns for the tests, into ./bin
+#   make test-binaries   etcd, etcdctl, kube-apiserver, kubeadm, promtool and external-dns for the tests, into ./bin
 #   make fuzz            every fuzz target for FUZZTIME seconds (default 10)
 #   make bench           benchmarks vs the stock etcd, cache and hosts plugins and external-dns (BENCHFLAGS=...)
 #   make soak            the load and reload tests at full length: 60s of dnsperf load and churn, 50 reloads
 #   make lint            gofmt and go vet
-#   make image           the container image (needs a docker engine)
+#   make image IMAGE=... the container image, named as deploy/overlays/*/kustomization.yaml images: says (needs a docker engine)
 
 GITCOMMIT ?= $(shell git describe --dirty --always 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X github.com/coredns/coredns/coremain.GitCommit=$(GITCOMMIT)
-IMAGE     ?= gatewaydns/coredns:$(GITCOMMIT)
+# No default: this project publishes no image, so a name of its own would look like one. Name it
+# after your registry, as the overlays' images: do (deploy/README.md "The image").
+IMAGE     ?=
 GO        ?= go
 TESTFLAGS ?=
 
@@ -75,6 +77,7 @@ lint:
 
 .PHONY: image
 image:
+	@test -n "$(IMAGE)" || { echo "make image needs IMAGE=<registry>/gatewaydns-coredns:<tag>, the name the overlays' images: set (deploy/README.md); this project publishes no image"; exit 2; }
 	docker build -t $(IMAGE) .
 
 .PHONY: clean

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the real components the integration tests run against:
-#   kube-apiserver (k8s.io/kubernetes), etcd and etcdctl (go.etcd.io/etcd)
+#   kube-apiserver and kubeadm (k8s.io/kubernetes), etcd and etcdctl (go.etcd.io/etcd)
 # from the Go module proxy, at the versions pinned in tools/go.mod.
 #
 # Usage: hack/build-test-binaries.sh [OUTDIR]      (default: <repo>/bin)
@@ -85,6 +85,9 @@ build etcdctl go.etcd.io/etcd/etcdctl/v3 -ldflags "-s -w"
 # Same build tags as upstream's hack/lib/golang.sh for release binaries.
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
 	-tags selinux,notest,grpcnotrace -ldflags "${kube_ldflags}"
+# kubeadm: tests/deploy_kubeadm_test.go runs its CoreDNS add-on phase (kubeadm's own manifests,
+# made the way kubeadm makes them) before applying deploy/overlays over them.
+build kubeadm k8s.io/kubernetes/cmd/kubeadm -tags selinux,notest -ldflags "${kube_ldflags}"
 
 # Check that what we have runs and is the expected version. (Capture the
 # output first: with pipefail, `bin --version | grep -q` can fail on SIGPIPE.)
@@ -97,6 +100,7 @@ check_version() {
 	log "$(basename "${bin}"): ${want}"
 }
 check_version "${OUTDIR}/kube-apiserver" "Kubernetes ${KUBE_VERSION}" --version
+check_version "${OUTDIR}/kubeadm" "${KUBE_VERSION}" version -o short
 check_version "${OUTDIR}/etcd" "etcd Version: ${ETCD_VERSION}" --version
 check_version "${OUTDIR}/etcdctl" "etcdctl version: ${ETCD_VERSION}" version
-log "done in $((SECONDS - total_start))s: kube-apiserver ${KUBE_VERSION}, etcd ${ETCD_VERSION}, etcdctl ${ETCD_VERSION} in ${OUTDIR}"
+log "done in $((SECONDS - total_start))s: kube-apiserver and kubeadm ${KUBE_VERSION}, etcd ${ETCD_VERSION}, etcdctl ${ETCD_VERSION} in ${OUTDIR}"

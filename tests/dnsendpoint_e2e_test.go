@@ -141,17 +141,24 @@ func TestWriterPublishesDNSEndpoints(t *testing.T) {
 	// Counted once, though the update recomputed the DNSEndpoint with the entry still invalid.
 	metrics, _ := httpGet("http://" + writer.Metrics + "/metrics")
 	checkSeries(t, metrics, `coredns_gatewaydns_source_rejections_total{cause="InvalidTarget",kind="DNSEndpoint",owner="eu1"}`, 1)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		u, err := dyn.Resource(source.DNSEndpointGVR).Namespace("dns").Get(context.Background(), "records", metav1.GetOptions{})
+	waitObservedGeneration(t, res, "records", 10*time.Second)
+}
+
+// waitObservedGeneration waits until the DNSEndpoint name's status.observedGeneration is its
+// generation: the writer read this version of it and patched its status.
+func waitObservedGeneration(t *testing.T, res dynamic.ResourceInterface, name string, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(100 * time.Millisecond) {
+		u, err := res.Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 		if og == u.GetGeneration() {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("status.observedGeneration %d, generation %d", og, u.GetGeneration())
+			t.Fatalf("DNSEndpoint %s: status.observedGeneration %d, generation %d", name, og, u.GetGeneration())
 		}
 	}
 }

@@ -1,116 +1,124 @@
 package tests
 
 import (
-	"net"
-	"strings"
-	"sync"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
-// fakeResolver is a DNS server on loopback (UDP and TCP, one port) that answers every A
-// question with its own address ip and counts the questions it got per name, so a test can tell
-// which server a node cache asked and whether it asked at all.
-type fakeResolver struct {
-	Addr string
-	ip   string
-	mu   sync.Mutex
-	seen map[string]int
-}
-
-func startFakeResolver(t *testing.T, ip string) *fakeResolver {
+// questionsOf is how many questions of type qtype p has been asked: the sum of its
+// coredns_dns_requests_total over every server block and zone. Each server is asked over
+// its own listener, so the count tells whether the node cache asked it, and how often.
+func questionsOf(t *testing.T, p *coreDNSProcess, qtype uint16) float64 {
 	t.Helper()
-	f := &fakeResolver{ip: ip, seen: map[string]int{}}
-	tcp, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	body, code := httpGet("http://" + p.Metrics + "/metrics")
+	if code != 200 {
+		t.Fatalf("metrics of %s: HTTP %d", p.DNS, code)
 	}
-	udp, err := net.ListenPacket("udp", tcp.Addr().String())
-	if err != nil {
-		tcp.Close()
-		t.Fatal(err)
+	n := 0.0
+	for _, s := range matching(body, fmt.Sprintf(`coredns_dns_requests_total{type=%q}`, dns.TypeToString[qtype])) {
+		n += s.value
 	}
-	f.Addr = tcp.Addr().String()
-	h := dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		m := new(dns.Msg)
-		m.SetReply(r)
-		q := r.Question[0]
-		f.mu.Lock()
-		f.seen[strings.ToLower(q.Name)]++
-		f.mu.Unlock()
-		if q.Qtype == dns.TypeA {
-			rr, _ := dns.NewRR(q.Name + " 60 IN A " + f.ip)
-			m.Answer = append(m.Answer, rr)
-		}
-		_ = w.WriteMsg(m)
-	})
-	servers := []*dns.Server{{Listener: tcp, Handler: h}, {PacketConn: udp, Handler: h}}
-	for _, s := range servers {
-		go func() { _ = s.ActivateAndServe() }()
-	}
-	t.Cleanup(func() {
-		for _, s := range servers {
-			_ = s.Shutdown()
-		}
-	})
-	return f
+	return n
 }
 
-func (f *fakeResolver) asked(name string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.seen[name]
+// upstreamCorefile is a stand-in for the node's upstream resolvers, on the built binary: the
+// hosts plugin answers example.org.
+const upstreamCorefile = `. {
+    ready
+    prometheus :9153
+    hosts {
+        198.51.100.3 example.org
+    }
 }
+`
 
-// TestNodeLocalCorefile runs corefile.d/nodelocal.Corefile on the built binary in front of
-// three stand-in servers: the landscape zone goes to the central server, cluster.local (and the
-// reverse zones) to the cluster DNS, every other name upstream; each name asked once of the
-// server that owns it, however often the pods ask.
+// TestNodeLocalCorefile runs corefile.d/nodelocal.Corefile on the built binary in front of real
+// servers, each the built binary too: the central gatewaydns (central.Corefile) answering the
+// landscape zone from a real etcd, the cluster DNS (cluster-dns.Corefile: the kubernetes plugin
+// on a real kube-apiserver) and an upstream (the hosts plugin). Each name is answered by the
+// server the Corefile routes its zone to, which is asked once however often the pods ask (the
+// others not at all), and a change in etcd reaches the pods once the landscape zone's 5s cache
+// lets it.
 func TestNodeLocalCorefile(t *testing.T) {
-	central := startFakeResolver(t, "198.51.100.1")
-	cluster := startFakeResolver(t, "198.51.100.2")
-	upstream := startFakeResolver(t, "198.51.100.3")
-	p := runCorefile(t, "nodelocal.Corefile",
-		"NODELOCAL_CENTRAL="+central.Addr,
-		"NODELOCAL_CLUSTER_DNS="+cluster.Addr,
-		"NODELOCAL_UPSTREAM="+upstream.Addr)
-	p.waitReady(t, 30*time.Second)
+	etcd := testenv.StartEtcd(t)
+	cli := etcd.Client(t)
+	putEtcd(t, cli, "/skydns/cluster/openmcp/eu1/shop/5d1c0e2a", `{"host":"203.0.113.10","ttl":60,"owner":"eu1"}`)
+	kube := testenv.StartKubeAPIServer(t)
+	k8s := gatewayfixture.New(t, kube.Config)
+	k8s.Namespace("shop")
+	serviceIP := createService(t, k8s, "shop", "web")
 
-	cases := []struct {
-		name  string
-		owner *fakeResolver
-		ip    string
+	central := runCentral(t, etcd.ClientURL)
+	cluster := runCorefile(t, "cluster-dns.Corefile", "GATEWAYDNS_KUBECONFIG="+kube.KubeconfigFile)
+	upstream := startCorefile(t, "upstream.Corefile", upstreamCorefile)
+	cluster.waitReady(t, 60*time.Second)
+	upstream.waitReady(t, 30*time.Second)
+	node := runCorefile(t, "nodelocal.Corefile",
+		"NODELOCAL_CENTRAL="+central.DNS,
+		"NODELOCAL_CLUSTER_DNS="+cluster.DNS,
+		"NODELOCAL_UPSTREAM="+upstream.DNS)
+	node.waitReady(t, 30*time.Second)
+
+	reverse, err := dns.ReverseAddr(serviceIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := map[string]*coreDNSProcess{"central": central, "cluster DNS": cluster, "upstream": upstream}
+	firstAsked := map[string]time.Time{} // the node cache took its answer after this
+	for _, c := range []struct {
+		name   string
+		qtype  uint16
+		server string
+		want   func(*dns.Msg) bool
 	}{
-		{"shop.eu1.openmcp.cluster.", central, central.ip},
-		{"web.shop.svc.cluster.local.", cluster, cluster.ip},
-		{"example.org.", upstream, upstream.ip},
-	}
-	all := []*fakeResolver{central, cluster, upstream}
-	for _, c := range cases {
-		waitFor(t, 10*time.Second, p.DNS, c.name, dns.TypeA, hasAnswer)
+		{"shop.eu1.openmcp.cluster.", dns.TypeA, "central", answersWith("203.0.113.10")},
+		{"nothere.eu1.openmcp.cluster.", dns.TypeA, "central", isNXDOMAIN}, // denial cached too
+		{"web.shop.svc.cluster.local.", dns.TypeA, "cluster DNS", answersWith(serviceIP)},
+		{reverse, dns.TypePTR, "cluster DNS", func(r *dns.Msg) bool {
+			return len(r.Answer) == 1 && r.Answer[0].(*dns.PTR).Ptr == "web.shop.svc.cluster.local."
+		}},
+		{"example.org.", dns.TypeA, "upstream", answersWith("198.51.100.3")},
+	} {
+		before := map[string]float64{}
+		for name, s := range servers {
+			before[name] = questionsOf(t, s, c.qtype)
+		}
+		firstAsked[c.name] = time.Now()
 		for _, netw := range []string{"udp", "tcp", "udp"} {
-			if r := ask(t, netw, p.DNS, c.name, dns.TypeA); !answersWith(c.ip)(r) {
-				t.Errorf("%s: A %s: want %s, got %v", netw, c.name, c.ip, r)
+			if r := ask(t, netw, node.DNS, c.name, c.qtype); !c.want(r) {
+				t.Errorf("%s: %s %s through the node cache: %v", netw, dns.TypeToString[c.qtype], c.name, r)
 			}
 		}
-		for _, f := range all {
-			want := 0
-			if f == c.owner {
-				want = 1 // the rest came from the cache
+		for name, s := range servers {
+			want := 0.0
+			if name == c.server {
+				want = 1 // the two others came from the node cache
 			}
-			if got := f.asked(c.name); got != want {
-				t.Errorf("%s was asked %d times of the server at %s (%s), want %d", c.name, got, f.Addr, f.ip, want)
+			if got := questionsOf(t, s, c.qtype) - before[name]; got != want {
+				t.Errorf("%s %s: the %s was asked %v times, want %v", dns.TypeToString[c.qtype], c.name, name, got, want)
 			}
 		}
 	}
-	// A reverse lookup is the cluster DNS's (Service and pod addresses).
-	if r := ask(t, "udp", p.DNS, "10.0.96.10.in-addr.arpa.", dns.TypePTR); r.Rcode != dns.RcodeSuccess {
-		t.Errorf("PTR: %v", r)
+
+	// A change: the central server answers it at once; the node cache keeps the answer it took
+	// for its 5s, then asks again.
+	const shop = "shop.eu1.openmcp.cluster."
+	putEtcd(t, cli, "/skydns/cluster/openmcp/eu1/shop/5d1c0e2a", `{"host":"203.0.113.11","ttl":60,"owner":"eu1"}`)
+	waitFor(t, 5*time.Second, central.DNS, shop, dns.TypeA, answersWith("203.0.113.11"))
+	r := ask(t, "udp", node.DNS, shop, dns.TypeA)
+	if since := time.Since(firstAsked[shop]); since < 4*time.Second && !answersWith("203.0.113.10")(r) {
+		t.Errorf("%v after the node cache took its answer it answers %v, want the cached 203.0.113.10", since, r)
 	}
-	if cluster.asked("10.0.96.10.in-addr.arpa.") != 1 || upstream.asked("10.0.96.10.in-addr.arpa.") != 0 {
-		t.Errorf("the reverse zone should go to the cluster DNS only: cluster %d, upstream %d",
-			cluster.asked("10.0.96.10.in-addr.arpa."), upstream.asked("10.0.96.10.in-addr.arpa."))
+	waitFor(t, 10*time.Second, node.DNS, shop, dns.TypeA, answersWith("203.0.113.11"))
+	since := time.Since(firstAsked[shop])
+	if since < 5*time.Second {
+		t.Errorf("the node cache answered the change %v after it took the old answer: it did not keep it for its 5s", since)
 	}
+	t.Logf("the change reached the pods %v after the node cache took the old answer", since.Round(time.Millisecond))
 }

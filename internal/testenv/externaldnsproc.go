@@ -57,18 +57,11 @@ type ExternalDNS struct {
 	stop sync.Once
 }
 
-// ExternalDNSBinary returns the external-dns binary, found as FindBinary finds binaries. It is
-// built by hack/build-external-dns.sh (make test-binaries), which takes minutes: a plain
-// `go test` that does not set $GATEWAYDNS_TEST_BIN skips the test. With the variable set (make
-// test sets it) a missing binary fails the test, as FindBinary does. Call it first in a test
+// ExternalDNSBinary returns the external-dns binary (see ToolBinary). Call it first in a test
 // that needs external-dns, so that a skip comes before anything else is started.
 func ExternalDNSBinary(t testing.TB) string {
 	t.Helper()
-	if os.Getenv(EnvTestBin) == "" {
-		t.Skipf("testenv: external-dns tests run only with $%s set (make test sets it; "+
-			"hack/build-external-dns.sh builds bin/external-dns)", EnvTestBin)
-	}
-	return FindBinary(t, "external-dns")
+	return ToolBinary(t, "external-dns", "hack/build-external-dns.sh")
 }
 
 // StartExternalDNS starts external-dns (see ExternalDNSBinary) with o, and waits until its

@@ -75,6 +75,20 @@ func FindBinary(t testing.TB, name string) string {
 	return ""
 }
 
+// ToolBinary returns a binary that `make test-binaries` builds from the module proxy with
+// builtBy (promtool, external-dns), found as FindBinary finds binaries. Building it takes
+// minutes, so a plain `go test` that does not set $GATEWAYDNS_TEST_BIN skips the test. With the
+// variable set (make test sets it) a missing binary fails the test, as FindBinary does: a run
+// meant to be whole does not pass by leaving a test out.
+func ToolBinary(t testing.TB, name, builtBy string) string {
+	t.Helper()
+	if os.Getenv(EnvTestBin) == "" {
+		t.Skipf("testenv: tests that need %s run only with $%s set (make test sets it; %s builds bin/%s)",
+			name, EnvTestBin, builtBy, name)
+	}
+	return FindBinary(t, name)
+}
+
 var (
 	repoRootOnce sync.Once
 	repoRoot     string

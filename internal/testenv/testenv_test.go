@@ -161,16 +161,37 @@ func (f *fakeTB) Skip(args ...any) {
 	f.mu.Unlock()
 	runtime.Goexit()
 }
+func (f *fakeTB) Skipf(format string, args ...any) { f.Skip(fmt.Sprintf(format, args...)) }
 
 func runFake(t *testing.T, name string) *fakeTB {
+	return runFakeWith(t, func(tb testing.TB) { FindBinary(tb, name) })
+}
+
+// runFakeWith runs find with a fakeTB, in a goroutine that Fatal and Skip can end.
+func runFakeWith(t *testing.T, find func(testing.TB)) *fakeTB {
 	f := &fakeTB{TB: t}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		FindBinary(f, name)
+		find(f)
 	}()
 	<-done
 	return f
+}
+
+// A tool binary missing skips a plain `go test`, and fails a run that names the binaries'
+// directory (make test), even when the tool is on PATH elsewhere.
+func TestToolBinarySkipsOnlyWithoutTheBinariesDirectory(t *testing.T) {
+	find := func(tb testing.TB) { ToolBinary(tb, "no-such-tool", "hack/build-no-such-tool.sh") }
+	t.Setenv(EnvSkipIntegration, "")
+	t.Setenv(EnvTestBin, "")
+	if f := runFakeWith(t, find); !f.skipped || f.failed || !strings.Contains(f.msg, "hack/build-no-such-tool.sh") {
+		t.Errorf("without $%s: skipped=%v failed=%v msg=%q, want a skip that names the build script", EnvTestBin, f.skipped, f.failed, f.msg)
+	}
+	t.Setenv(EnvTestBin, t.TempDir())
+	if f := runFakeWith(t, find); !f.failed || f.skipped {
+		t.Errorf("with $%s: skipped=%v failed=%v, want a failure", EnvTestBin, f.skipped, f.failed)
+	}
 }
 
 func TestFindBinary(t *testing.T) {

@@ -82,8 +82,8 @@ func everySeries(server, zones, owner string) {
 	transfers.WithLabelValues(server, zones, "full").Inc()
 	notifies.WithLabelValues(server, zones, "ok").Inc()
 
-	p := &publishMetrics{server: server, owner: owner, dryRun: true, adopts: true, desired: source.NewDesired()}
-	p.atZero()
+	p := &publishMetrics{server: server, owner: owner, desired: source.NewDesired()}
+	p.atZero([]string{"HTTPRoute"}, []string{"HTTPRoute"})
 	p.KindServed("HTTPRoute", "", true)
 	p.Rejected("HTTPRoute", source.CauseConflict)
 	p.Leading(true)

@@ -47,6 +47,9 @@ type publisher struct {
 	done   chan struct{}
 }
 
+// kindOptions are the options that choose the kinds the publish role reads.
+func kindOptions(pc *publishConfig) kubesource.Options { return kubesource.Options{Kinds: pc.kinds} }
+
 // newPublisher wires the sources to a writer on client. Nothing runs until run.
 func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 	pc := cfg.publish
@@ -55,17 +58,15 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	p := &publisher{cfg: cfg, done: make(chan struct{})}
-	obs := &publishMetrics{server: cfg.server, owner: pc.owner, dryRun: pc.dryRun, adopts: pc.registry != nil}
-	obs.atZero()
-	p.kube, err = kubesource.New(rc, kubesource.Options{
-		Config:   pc.source,
-		Kinds:    pc.kinds,
-		Observer: obs,
-		OnChange: func(names []string) { p.writer.Enqueue(names...) },
-	})
+	obs := &publishMetrics{server: cfg.server, owner: pc.owner, dryRun: pc.dryRun}
+	opts := kindOptions(pc)
+	opts.Config, opts.Observer = pc.source, obs
+	opts.OnChange = func(names []string) { p.writer.Enqueue(names...) }
+	p.kube, err = kubesource.New(rc, opts)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes sources: %w", err)
 	}
+	publishMetricsAtZero(cfg.server, pc.owner, pc.dryRun, kindOptions(pc))
 	identity, _ := os.Hostname()
 	zones := pc.domainFilter
 	if len(zones) == 0 {

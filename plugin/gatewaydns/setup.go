@@ -65,6 +65,14 @@ func setup(c *caddy.Controller) error {
 		return plugin.Error(pluginName, err)
 	}
 	g, st := newStanza(cfg)
+	if !caddy.Started() {
+		// The process's first instance: its series exist before the prometheus plugin's
+		// startup opens /metrics, so that the first scrape has every one of them. A reload
+		// creates those of a block new to the process in its startup instead (stanza.start):
+		// created here, a reload that fails would leave them exported, for a server block
+		// that does not exist.
+		st.seriesAtZero()
+	}
 	watchRestarts(c)
 	reloading := true
 	c.OnFirstStartup(func() error { reloading = false; return nil })

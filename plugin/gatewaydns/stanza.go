@@ -74,6 +74,16 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 	return g, st
 }
 
+// seriesAtZero creates the series of the stanza's roles at zero.
+func (s *stanza) seriesAtZero() {
+	if s.own != nil {
+		metricsAtZero(s.own.server, s.own.zones)
+	}
+	if pc := s.cfg.publish; pc != nil {
+		publishMetricsAtZero(s.cfg.server, pc.owner, pc.dryRun, kindOptions(pc))
+	}
+}
+
 func newBackend(ix *index.Index) *backend { return &backend{Index: ix, upstream: upstream.New()} }
 
 // reloadLoadWait bounds how long a reload waits for the first load of a feed that nothing can

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 )
 
 // discoveryLoop looks for the Gateway API kinds not watched yet, at once and then every
@@ -136,4 +138,29 @@ func (w *Watcher) reportServed(gk gatewayKind, version string) {
 		log.Infof("%s is now served (%s/%s): watching it", gk.kind, gk.groupName(), version)
 	}
 	w.observer.KindServed(gk.kind, version, version != "")
+}
+
+// DiscoveredKinds returns the kinds whose KindServed a Watcher with these options reports: the
+// Gateway API kinds it looks for (the route kinds among them only when asked for) and
+// DNSEndpoint when asked for. An observer can create their series before the first discovery.
+func (o Options) DiscoveredKinds() []string {
+	var out []string
+	for _, gk := range append(gatewayKinds[:len(gatewayKinds):len(gatewayKinds)], dnsEndpointKind) {
+		if !gk.route && gk.dynamic == nil || o.watches(gk.kind) {
+			out = append(out, gk.kind)
+		}
+	}
+	return out
+}
+
+// SourceKinds returns the kinds of the objects a Watcher with these options reads names from,
+// those a Rejection can be reported on: DiscoveredKinds, and Ingress and Service when asked for.
+func (o Options) SourceKinds() []string {
+	out := o.DiscoveredKinds()
+	for _, k := range []string{source.KindIngress, source.KindService} {
+		if o.watches(k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }

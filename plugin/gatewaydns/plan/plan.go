@@ -183,6 +183,10 @@ const (
 	ReasonNotSynced Reason = "not-synced"
 )
 
+// Reasons are every Reason, so that a metric labelled with them can exist at zero for each
+// before the first skip (TestReasonsNameEveryReason keeps the list whole).
+var Reasons = []Reason{ReasonDomainFilter, ReasonNotOwned, ReasonPolicy, ReasonNotSynced}
+
 // Skip reports a name (or its deletes) left alone.
 type Skip struct {
 	Name   string

@@ -79,6 +79,13 @@ const (
 	CausePublishFailed Cause = "PublishFailed"
 )
 
+// Causes are every Cause, so that a metric labelled with them can exist at zero for each
+// before the first rejection (TestCausesNameEveryCause keeps the list whole).
+var Causes = []Cause{CauseInvalidHostname, CauseInvalidTarget, CauseInvalidTTL, CauseDomainFilter,
+	CauseBaseDomain, CauseParentNotAccepted, CauseParentNotFound, CauseNoMatchingListener,
+	CauseNoMatchingHostname, CauseNoTargets, CauseNotProgrammed, CauseConflict, CausePublishFailed,
+	CauseUnsupportedRecordType}
+
 // Rejection reports a hostname (or a whole object or parent, when Hostname is empty) that
 // will not be published as asked, on the object that asked for it.
 type Rejection struct {

@@ -1,0 +1,248 @@
+package gatewaydns
+
+import (
+	"sync"
+	"time"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/kubesource"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+)
+
+// The publish role's metrics carry the owner id.
+var (
+	writerLeader = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_leader",
+		Help: "1 while this replica is the writer of its owner, 0 while it stands by.",
+	}, []string{"server", "owner"})
+	writerDesired = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_desired_records",
+		Help: "Records (name and target pairs) the cluster's objects ask for, at the last full sync.",
+	}, []string{"server", "owner"})
+	writerWrites = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_writes_total",
+		Help: "Own keys written to etcd, by operation (put, delete).",
+	}, []string{"server", "owner", "op"})
+	writerConflicts = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_conflicts_total",
+		Help: "Names lost to an older claim (exclusive mode, or a CNAME beside other data), once per name, winner and object.",
+	}, []string{"server", "owner"})
+	writerLostNames = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_lost_names",
+		Help: "Names the cluster's objects ask for that an older claim holds, now.",
+	}, []string{"server", "owner"})
+	writerFailingNames = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_failing_names",
+		Help: "Names (or zones) the last attempt could not read or write, now.",
+	}, []string{"server", "owner"})
+	writerSkipped = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_skipped_total",
+		Help: "Names or deletes left alone, by reason (e.g. not-owned: a key of another writer).",
+	}, []string{"server", "owner", "reason"})
+	writerFailures = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_failures_total",
+		Help: "Names the store refused or could not be reached for, once per name and error; retried at the next sync.",
+	}, []string{"server", "owner"})
+	writerDryRun = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_dry_run_ops_total",
+		Help: "With dry-run: own keys the writer would have put or deleted, by operation, each planned change counted once (0 without dry-run).",
+	}, []string{"server", "owner", "op"})
+	writerLastSync = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_last_sync_timestamp_seconds",
+		Help: "When a full sync of every name last succeeded.",
+	}, []string{"server", "owner"})
+	writerPropagation = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_propagation_seconds",
+		Help:    "From an object change observed to its records committed in etcd.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+	}, []string{"server", "owner"})
+	writerAdopted = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_adopted_keys_total",
+		Help: "Keys external-dns wrote (records and TXT registry records) that the writer took over and deleted, with txt-owner-id (0 without it).",
+	}, []string{"server", "owner"})
+	sourceKindServed = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "source_kind_served",
+		Help: "1 when the API server serves the kind and it is watched, 0 when its CRD is missing (and until the first discovery).",
+	}, []string{"server", "owner", "kind"})
+	sourceRejections = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "source_rejections_total",
+		Help: "Hostnames not published as asked, by object kind and cause; each is also a Warning Event on its object.",
+	}, []string{"server", "owner", "kind", "cause"})
+)
+
+// publishMetrics is the kubesource.Observer and writer.Observer of one owner. The owner is
+// unique in a Corefile (claimOwner); server is that of the block whose stanza publishes it.
+type publishMetrics struct {
+	server  string
+	owner   string
+	dryRun  bool
+	desired *source.Desired
+
+	mu     sync.Mutex
+	warned map[string]string // what was last logged of a failure that is not a name's, by subject
+}
+
+// warnOnce logs a failure of subject (the election, a zone's scan) when it differs from the
+// last one logged for it: a writer retries every few seconds, its log must not.
+func (m *publishMetrics) warnOnce(subject, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.warned[subject] == reason {
+		return
+	}
+	if m.warned == nil {
+		m.warned = map[string]string{}
+	}
+	m.warned[subject] = reason
+	log.Warningf("Writer for owner %q: %s: %s", m.owner, subject, reason)
+}
+
+// recovered forgets the failures logged: the next one is news again.
+func (m *publishMetrics) recovered() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.warned)
+}
+
+func (m *publishMetrics) KindServed(kind, _ string, served bool) {
+	v := 0.0
+	if served {
+		v = 1
+	}
+	sourceKindServed.WithLabelValues(m.server, m.owner, kind).Set(v)
+}
+
+func (m *publishMetrics) Rejected(kind string, cause source.Cause) {
+	sourceRejections.WithLabelValues(m.server, m.owner, kind, string(cause)).Inc()
+}
+
+func (m *publishMetrics) Leading(leading bool) {
+	if m.dryRun {
+		// A dry run never writes: counted as a leader, it would make two "leaders" of an owner
+		// beside its real writer, and one of an owner external-dns still publishes.
+		return
+	}
+	v := 0.0
+	if leading {
+		v = 1
+	}
+	writerLeader.WithLabelValues(m.server, m.owner).Set(v)
+}
+
+func (m *publishMetrics) Committed(puts, deletes int) {
+	writerWrites.WithLabelValues(m.server, m.owner, "put").Add(float64(puts))
+	writerWrites.WithLabelValues(m.server, m.owner, "delete").Add(float64(deletes))
+}
+
+func (m *publishMetrics) Conflict(plan.Conflict) {
+	writerConflicts.WithLabelValues(m.server, m.owner).Inc()
+}
+
+func (m *publishMetrics) Skipped(s plan.Skip) {
+	writerSkipped.WithLabelValues(m.server, m.owner, string(s.Reason)).Inc()
+}
+
+func (m *publishMetrics) Failed(string, error) {
+	writerFailures.WithLabelValues(m.server, m.owner).Inc()
+}
+
+func (m *publishMetrics) Planned(c plan.Change) {
+	writerDryRun.WithLabelValues(m.server, m.owner, "put").Add(float64(len(c.Puts)))
+	writerDryRun.WithLabelValues(m.server, m.owner, "delete").Add(float64(len(c.Deletes)))
+	log.Infof("Dry run: owner %q would write %s", m.owner, c)
+}
+
+func (m *publishMetrics) Adopted(keys int) {
+	writerAdopted.WithLabelValues(m.server, m.owner).Add(float64(keys))
+	log.Infof("Writer for owner %q took over %d key(s) external-dns wrote (records and TXT registry records)", m.owner, keys)
+}
+
+func (m *publishMetrics) Problems(lost, failing int) {
+	writerLostNames.WithLabelValues(m.server, m.owner).Set(float64(lost))
+	writerFailingNames.WithLabelValues(m.server, m.owner).Set(float64(failing))
+}
+
+func (m *publishMetrics) Synced(at time.Time) {
+	m.recovered()
+	writerLastSync.WithLabelValues(m.server, m.owner).Set(float64(at.UnixNano()) / 1e9)
+	records := 0
+	for _, ep := range m.desired.Endpoints() {
+		records += len(ep.Targets) + len(ep.Records)
+	}
+	writerDesired.WithLabelValues(m.server, m.owner).Set(float64(records))
+}
+
+func (m *publishMetrics) Propagated(_ string, d time.Duration) {
+	writerPropagation.WithLabelValues(m.server, m.owner).Observe(d.Seconds())
+}
+
+// writerEtcdReachable is the publish role's view of etcd.
+var writerEtcdReachable = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_etcd_reachable",
+	Help: "1 while etcd answers the owner's writer, 0 before it first did and while it is unreachable.",
+}, []string{"server", "owner"})
+
+func (m *publishMetrics) EtcdReachable(ok bool) {
+	v := 0.0
+	if ok {
+		v = 1
+	}
+	writerEtcdReachable.WithLabelValues(m.server, m.owner).Set(v)
+}
+
+// publishMetricsAtZero creates the publish role's series of the owner at zero, as
+// metricsAtZero does: a standby replica exports writer_leader 0, so that "no replica leads"
+// can be alerted on, and every label value a counter can take (each skip reason; each cause
+// for each kind read) has its series, so that increase() sees the first event. The kinds are
+// those the owner's sources read (kubesource.Options: source_kind_served is 0 until the first
+// discovery).
+func publishMetricsAtZero(server, owner string, dryRun bool, kinds kubesource.Options) {
+	m := &publishMetrics{server: server, owner: owner, dryRun: dryRun}
+	m.atZero(kinds.DiscoveredKinds(), kinds.SourceKinds())
+}
+
+func (m *publishMetrics) atZero(kinds, sources []string) {
+	if !m.dryRun {
+		writerLeader.WithLabelValues(m.server, m.owner)
+	}
+	writerEtcdReachable.WithLabelValues(m.server, m.owner)
+	writerDesired.WithLabelValues(m.server, m.owner)
+	for _, op := range []string{"put", "delete"} {
+		writerWrites.WithLabelValues(m.server, m.owner, op)
+		writerDryRun.WithLabelValues(m.server, m.owner, op)
+	}
+	writerConflicts.WithLabelValues(m.server, m.owner)
+	writerFailures.WithLabelValues(m.server, m.owner)
+	writerLostNames.WithLabelValues(m.server, m.owner)
+	writerFailingNames.WithLabelValues(m.server, m.owner)
+	writerLastSync.WithLabelValues(m.server, m.owner)
+	writerPropagation.WithLabelValues(m.server, m.owner)
+	writerAdopted.WithLabelValues(m.server, m.owner)
+	for _, reason := range plan.Reasons {
+		writerSkipped.WithLabelValues(m.server, m.owner, string(reason))
+	}
+	for _, kind := range kinds {
+		sourceKindServed.WithLabelValues(m.server, m.owner, kind)
+	}
+	for _, kind := range sources {
+		for _, cause := range source.Causes {
+			sourceRejections.WithLabelValues(m.server, m.owner, kind, string(cause))
+		}
+	}
+}
+
+// forgetPublishSeries deletes the publish role's series of an owner published by a server
+// block once its last publisher has stopped, for the same reason: a frozen writer_leader 1
+// would count as a second leader of the owner (GatewayDNSWriterLeader).
+func forgetPublishSeries(server, owner string) {
+	labels := prometheus.Labels{"server": server, "owner": owner}
+	for _, vec := range []seriesOf{writerLeader, writerDesired, writerWrites, writerConflicts, writerLostNames,
+		writerFailingNames, writerSkipped, writerFailures, writerDryRun, writerLastSync, writerPropagation,
+		writerAdopted, sourceKindServed, sourceRejections, writerEtcdReachable} {
+		vec.DeletePartialMatch(labels)
+	}
+}

@@ -1,0 +1,150 @@
+package tests
+
+// What TestDeploy checks in the rendered objects before anything runs.
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+var envRef = regexp.MustCompile(`\{\$([A-Z0-9_]+)\}`)
+
+func container(t *testing.T, objs []*unstructured.Unstructured) map[string]any {
+	t.Helper()
+	d := findObj(t, objs, "Deployment", "coredns")
+	cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	for _, c := range cs {
+		if c.(map[string]any)["name"] == "coredns" {
+			return c.(map[string]any)
+		}
+	}
+	t.Fatal("no container coredns")
+	return nil
+}
+
+func containerEnv(t *testing.T, objs []*unstructured.Unstructured) map[string]string {
+	t.Helper()
+	env := map[string]string{}
+	list, _, _ := unstructured.NestedSlice(container(t, objs), "env")
+	for _, e := range list {
+		m := e.(map[string]any)
+		env[m["name"].(string)] = fmt.Sprint(m["value"])
+	}
+	return env
+}
+
+// staticChecks: what the Deployment and the Corefile must agree on.
+func staticChecks(t *testing.T, name string, objs []*unstructured.Unstructured, publishes bool) {
+	t.Helper()
+	cm := findObj(t, objs, "ConfigMap", "coredns")
+	corefile, _, _ := unstructured.NestedString(cm.Object, "data", "Corefile")
+	env := containerEnv(t, objs)
+	for _, m := range envRef.FindAllStringSubmatch(corefile, -1) {
+		if v, ok := env[m[1]]; !ok || v == "" {
+			t.Errorf("%s: the Corefile reads {$%s}, which the Deployment does not set", name, m[1])
+		}
+	}
+	if got := strings.Contains(corefile, "owner {$GATEWAYDNS_OWNER}"); got != publishes {
+		t.Errorf("%s: publishes = %v, want %v", name, got, publishes)
+	}
+	d := findObj(t, objs, "Deployment", "coredns")
+	spec := d.Object["spec"].(map[string]any)
+	if spec["replicas"] != int64(2) && spec["replicas"] != float64(2) {
+		t.Errorf("%s: replicas %v, want 2", name, spec["replicas"])
+	}
+	c := container(t, objs)
+	args, _, _ := unstructured.NestedStringSlice(c, "args")
+	if !reflect.DeepEqual(args, []string{"-conf", "/etc/coredns/Corefile"}) {
+		t.Errorf("%s: args %v", name, args)
+	}
+	mounts := map[string]string{}
+	vm, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+	for _, m := range vm {
+		mounts[m.(map[string]any)["mountPath"].(string)] = m.(map[string]any)["name"].(string)
+	}
+	if mounts["/etc/coredns"] == "" || mounts["/etc/gatewaydns/etcd"] == "" {
+		t.Errorf("%s: volume mounts %v lack /etc/coredns or /etc/gatewaydns/etcd", name, mounts)
+	}
+	if !strings.Contains(corefile, "tls /etc/gatewaydns/etcd/tls.crt /etc/gatewaydns/etcd/tls.key /etc/gatewaydns/etcd/ca.crt") {
+		t.Errorf("%s: the Corefile does not use the mounted etcd certificates", name)
+	}
+	secret := findObj(t, objs, "Secret", "gatewaydns-etcd")
+	for _, key := range []string{"ca.crt", "tls.crt", "tls.key"} {
+		if _, ok, _ := unstructured.NestedString(secret.Object, "data", key); !ok {
+			t.Errorf("%s: Secret gatewaydns-etcd has no %s", name, key)
+		}
+	}
+	// The probes and the metrics port are those the Corefile's plugins listen on by default.
+	for _, want := range []string{"\n    health {", "\n    ready\n", "\n    prometheus :9153\n"} {
+		if !strings.Contains(corefile, want) {
+			t.Errorf("%s: the Corefile lacks %q (the probes use :8080/health, :8181/ready, metrics :9153)", name, want)
+		}
+	}
+	ports := map[string]int64{}
+	cp, _, _ := unstructured.NestedSlice(c, "ports")
+	for _, p := range cp {
+		m := p.(map[string]any)
+		ports[m["name"].(string)] = toInt64(m["containerPort"])
+	}
+	if ports["liveness-probe"] != 8080 || ports["readiness-probe"] != 8181 || ports["metrics"] != 9153 || ports["dns"] != 53 || ports["dns-tcp"] != 53 {
+		t.Errorf("%s: container ports %v", name, ports)
+	}
+	// A hashed ConfigMap name, mounted: a new Corefile is a new ConfigMap, old pods keep theirs.
+	vols, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+	mounted := ""
+	for _, v := range vols {
+		if cmv, ok := v.(map[string]any)["configMap"].(map[string]any); ok {
+			mounted, _ = cmv["name"].(string)
+		}
+	}
+	if mounted != cm.GetName() || mounted == "coredns" {
+		t.Errorf("%s: the Deployment mounts ConfigMap %q, want the generated %q (coredns-<hash>)", name, mounted, cm.GetName())
+	}
+	// The image is set by the overlay's images:, never the base's placeholder or :latest.
+	if img, _ := c["image"].(string); img == "gatewaydns-coredns" || strings.HasSuffix(img, ":latest") || !strings.Contains(img, "/") {
+		t.Errorf("%s: image %q: set it through the overlay's images:", name, img)
+	}
+	// Memory sized for 100k records (deploy/README.md "Memory": the stock 170Mi plus the 141.5 MB
+	// make bench measured at 100k, plus 25%), GOMEMLIMIT below the limit so the collector acts
+	// before the OOM killer.
+	limit, _, _ := unstructured.NestedString(c, "resources", "limits", "memory")
+	if limit != "384Mi" || env["GOMEMLIMIT"] != "320MiB" {
+		t.Errorf("%s: memory limit %q, GOMEMLIMIT %q; want 384Mi and 320MiB", name, limit, env["GOMEMLIMIT"])
+	}
+	if !publishes {
+		svc := findObj(t, objs, "Service", "gatewaydns")
+		ranges, _, _ := unstructured.NestedStringSlice(svc.Object, "spec", "loadBalancerSourceRanges")
+		if len(ranges) == 0 {
+			t.Errorf("%s: Service gatewaydns has no loadBalancerSourceRanges: open to anyone", name)
+		}
+		sp, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+		for _, p := range sp {
+			if tp := p.(map[string]any)["targetPort"]; tp != "dns-zone" && tp != "dns-zone-tcp" {
+				t.Errorf("%s: Service gatewaydns sends to %v, want the zone-only port", name, tp)
+			}
+		}
+	}
+	if p, _, _ := unstructured.NestedString(c, "livenessProbe", "httpGet", "path"); p != "/health" {
+		t.Errorf("%s: liveness path %q", name, p)
+	}
+	if p, _, _ := unstructured.NestedString(c, "readinessProbe", "httpGet", "path"); p != "/ready" {
+		t.Errorf("%s: readiness path %q", name, p)
+	}
+}
+
+func toInt64(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	case int:
+		return int64(n)
+	}
+	return -1
+}
