@@ -137,17 +137,11 @@ func (ix *Index) revisionLocked(key string, elems []string) int64 {
 
 // walkValues adds every value strictly below n, whose key is key, to d.
 func walkValues(n *node, key string, d *Digest) {
-	visit := func(name string, c *node) {
+	for name, c := range n.children.named {
 		k := key + "/" + name
 		if c.value != nil {
 			d.Add(k, c.value.origin.revision)
 		}
 		walkValues(c, k, d)
-	}
-	for name, c := range n.children.many {
-		visit(name, c)
-	}
-	for _, c := range n.children.few {
-		visit(c.name, c.node)
 	}
 }

@@ -1,9 +1,7 @@
 package index
 
 import (
-	"cmp"
 	"net"
-	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -30,8 +28,8 @@ type origin struct {
 }
 
 // node is one path element of the key tree. Children and value change only under the index's
-// write lock; the cached answer sets are filled by readers under the read lock, and reset on
-// every write at or below the node.
+// write lock; the cached answer sets are filled by readers under the read lock, and dropped by
+// the writes that change them (forget).
 type node struct {
 	children children
 	value    *entry
@@ -41,11 +39,12 @@ type node struct {
 	names atomic.Pointer[answerSet] // what the name answers with exact names (names.go)
 }
 
-// stale drops what a write at or below n changes: the subtree read and the exact-names set
-// (a child that becomes, or stops being, a record of the name).
-func (n *node) stale() {
-	n.below.Store(nil)
-	n.names.Store(nil)
+// forget drops the cached set at p unless it is cut before key: then a write of key changes
+// none of the records it holds, nor that there are more.
+func forget(p *atomic.Pointer[answerSet], key string) {
+	if s := p.Load(); s != nil && !s.cutBefore(key) {
+		p.Store(nil)
+	}
 }
 
 // answerSet is the records of one read, sorted by key as etcd returns them. Every name asked
@@ -63,6 +62,29 @@ type rareParts struct {
 	// ruled is set only when the records mix a CNAME with other data, or hold two CNAMEs: what
 	// A, AAAA, TXT and CNAME questions are answered from instead (cname.go).
 	ruled *ruledSets
+	// cut: the read stopped at the answer limit, or ran out of budget (walk.go). boundary is
+	// the key of the first record it left out, "" when not known.
+	cut      bool
+	boundary string
+}
+
+// cut reports whether the set holds only the first records of its read.
+func (s *answerSet) cut() bool { return s.rare != nil && s.rare.cut }
+
+// cutBefore reports whether the set was cut at a known record that sorts before key.
+func (s *answerSet) cutBefore(key string) bool {
+	return s.cut() && s.rare.boundary != "" && key > s.rare.boundary
+}
+
+// setCut marks the set as the first records of a read that went on (scanned).
+func (s *answerSet) setCut(r scanned) *answerSet {
+	if r.cut {
+		if s.rare == nil {
+			s.rare = &rareParts{}
+		}
+		s.rare.cut, s.rare.boundary = true, r.boundary
+	}
+	return s
 }
 
 func (s *answerSet) leased() []leasedRecord {
@@ -197,160 +219,23 @@ func (s *answerSet) add(e *entry) {
 	s.services = append(s.services, e.svc)
 }
 
-func (n *node) child(name string) *node {
-	if n == nil {
-		return nil
-	}
-	return n.children.get(name)
-}
-
-// find is the node a read of elems answers from: the node itself, or, where the tree ends
-// before it, a "*" child of the deepest node on the way (RFC 4592). Nil when neither exists.
-func (n *node) find(elems []string) *node {
-	n, depth := n.walk(elems)
-	if depth < len(elems) {
-		return n.child("*")
-	}
-	return n
-}
-
-// walk follows elems down as far as the tree goes: the deepest node reached and how many
-// elements that took.
-func (n *node) walk(elems []string) (*node, int) {
-	for i, e := range elems {
-		c := n.children.get(e)
-		if c == nil {
-			return n, i
-		}
-		n = c
-	}
-	return n, len(elems)
-}
-
-// put stores e at elems and reports whether the key is new.
-func (n *node) put(elems []string, e *entry) bool {
-	for _, el := range elems {
-		n.stale()
-		c := n.children.get(el)
-		if c == nil {
-			c = &node{}
-			n.children.set(el, c)
-		}
-		n = c
-	}
-	n.stale()
-	n.exact.Store(nil)
-	added := n.value == nil
-	n.value = e
-	return added
-}
-
-// remove deletes the value at elems, prunes the nodes left empty, and reports whether there
-// was a value.
-func (n *node) remove(elems []string) bool {
-	path := make([]*node, 0, len(elems)+1)
-	path = append(path, n)
-	for _, el := range elems {
-		if n = n.children.get(el); n == nil {
-			return false
-		}
-		path = append(path, n)
-	}
-	if n.value == nil {
-		return false
-	}
-	n.value = nil
-	n.exact.Store(nil)
-	for _, p := range path {
-		p.stale()
-	}
-	for i := len(path) - 1; i > 0; i-- {
-		if p := path[i]; p.value != nil || p.children.len() > 0 {
-			break
-		}
-		path[i-1].children.remove(elems[i-1])
-	}
-	return true
-}
-
-// graft puts sub in place of the node at path (creating the nodes on the way), keeps a value
-// that sat at that node itself, and returns how many values the replaced subtree held. An
-// empty sub removes the node, and the nodes left empty above it.
-func (n *node) graft(path []string, sub *node) (removed int) {
-	if len(path) == 0 {
-		removed = n.countValues()
-		n.children = sub.children
-		n.stale()
-		return removed
-	}
-	nodes := []*node{n}
-	for _, el := range path[:len(path)-1] {
-		c := n.children.get(el)
-		if c == nil {
-			c = &node{}
-			n.children.set(el, c)
-		}
-		nodes = append(nodes, c)
-		n = c
-	}
-	for _, p := range nodes {
-		p.stale()
-	}
-	last := path[len(path)-1]
-	if old := n.children.get(last); old != nil {
-		removed = old.countValues()
-		if old.value != nil {
-			removed--
-			sub.value = old.value
-		}
-	}
-	if sub.value != nil || sub.children.len() > 0 {
-		n.children.set(last, sub)
-		return removed
-	}
-	n.children.remove(last)
-	for i := len(nodes) - 1; i > 0; i-- {
-		if p := nodes[i]; p.value != nil || p.children.len() > 0 {
-			break
-		}
-		nodes[i-1].children.remove(path[i-1])
-	}
-	return removed
-}
-
-func (n *node) countValues() int {
-	if n == nil {
-		return 0
-	}
-	c := 0
-	if n.value != nil {
-		c = 1
-	}
-	for ch := range n.children.all {
-		c += ch.countValues()
-	}
-	return c
-}
-
 // answerSet is what a stock prefix read of this key finds: every record strictly below it, or,
-// when there is none, its own. Nil when neither exists.
-func (n *node) answerSet() *answerSet {
+// when there is none, its own; at most limit records, the first in key order (walk.go). Nil
+// when neither exists.
+func (n *node) answerSet(limit int) *answerSet {
 	if s := n.below.Load(); s != nil {
 		return s
 	}
-	var entries []*entry
+	var s *answerSet
 	switch {
 	case n.children.len() > 0:
-		for c := range n.children.all {
-			entries = c.collect(entries)
-		}
-		slices.SortFunc(entries, func(a, b *entry) int { return cmp.Compare(a.svc.Key, b.svc.Key) })
+		r := scanBelow(n, nil, limit)
+		s = newAnswerSet(r.entries).setCut(r)
 	case n.value != nil:
-		entries = []*entry{n.value}
+		s = newAnswerSet([]*entry{n.value})
 	default:
 		return nil
 	}
-	s := newAnswerSet(entries)
 	n.below.Store(s)
 	return s
 }
@@ -392,14 +277,4 @@ func (n *node) exactSet() *answerSet {
 	s := singleSet(n.value)
 	n.exact.Store(s)
 	return s
-}
-
-func (n *node) collect(entries []*entry) []*entry {
-	if n.value != nil {
-		entries = append(entries, n.value)
-	}
-	for c := range n.children.all {
-		entries = c.collect(entries)
-	}
-	return entries
 }

@@ -41,7 +41,7 @@ func (ix *Index) Load(prefix string, kvs []record.KV) {
 		ix.noteChangeLocked(kr.key, kr.rev)
 	}
 	ix.loadDigestsLocked(prefix, base, held)
-	ix.count += count - ix.tree.graft(base, sub)
+	ix.count += count - ix.tree.graft(base, sub, ix.root+strings.Join(base, "/")+"/")
 	for key := range ix.invalid {
 		if strings.HasPrefix(key, prefix) {
 			delete(ix.invalid, key)

@@ -108,7 +108,7 @@ func (ix *Index) zone(origin string, pause func()) (z *Zone, ok bool) {
 		p := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		start := len(entries)
-		entries = p.n.nameEntries(entries)
+		entries = p.n.nameEntries(entries, 0)
 		z.names = append(z.names, zoneName{name: p.name, own: p.n.value, entries: entries[start:len(entries):len(entries)]})
 		// Path elements that no question can reach (upper case, a dot, an escape) are left
 		// out with what lies below them: the index never answers them either.
