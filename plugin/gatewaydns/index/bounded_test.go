@@ -240,7 +240,7 @@ func TestWriteAfterTheCutKeepsTheCachedAnswer(t *testing.T) {
 		if _, cut, err := ix.records("zone.test.", dns.TypeA, false, answered); err != nil || !cut {
 			t.Fatalf("cut %v, err %v", cut, err)
 		}
-		return zone.below.Load()
+		return zone.cached(belowSet)
 	}
 	cached := ask()
 	for _, c := range []record.Change{

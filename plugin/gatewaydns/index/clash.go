@@ -25,11 +25,11 @@ func (n *node) clashes() bool {
 		if c.value == nil {
 			continue
 		}
-		switch record.KindOf(&c.value.svc) {
+		switch c.value.kind {
 		case record.Address:
 			address = true
 		case record.CNAME:
-			t := strings.ToLower(dns.Fqdn(c.value.svc.Host))
+			t := strings.ToLower(dns.Fqdn(c.value.host))
 			if cname != "" && t != cname {
 				return true
 			}

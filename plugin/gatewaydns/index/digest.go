@@ -127,7 +127,7 @@ func (ix *Index) applyDigestLocked(key string, oldRev, newRev int64) {
 // 0 when it holds none.
 func (ix *Index) revisionLocked(key string, elems []string) int64 {
 	if n, depth := ix.tree.walk(elems); depth == len(elems) && n.value != nil {
-		return n.value.origin.revision
+		return n.value.revision
 	}
 	if inv, ok := ix.invalid[key]; ok {
 		return inv.revision
@@ -140,7 +140,7 @@ func walkValues(n *node, key string, d *Digest) {
 	for name, c := range n.children.named {
 		k := key + "/" + name
 		if c.value != nil {
-			d.Add(k, c.value.origin.revision)
+			d.Add(k, c.value.revision)
 		}
 		walkValues(c, k, d)
 	}

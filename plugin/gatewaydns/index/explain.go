@@ -62,8 +62,8 @@ func (ix *Index) Explain(ctx context.Context, state request.Request) ([]Origin, 
 		if depth < len(elems) || n.value == nil {
 			continue // changed since the read above
 		}
-		o := n.value.origin
-		origin := Origin{Key: s.Key, Host: s.Host, Text: s.Text, Owner: o.owner, Sources: o.sources, Revision: o.revision, Seen: time.Unix(0, o.seen)}
+		e := n.value
+		origin := Origin{Key: s.Key, Host: s.Host, Text: s.Text, Owner: e.ownerName(), Sources: e.sources, Revision: e.revision, Seen: time.Unix(0, e.seen)}
 		if leftOut[s.Key] {
 			origin.LeftOut = "cname-rule"
 		}

@@ -227,37 +227,6 @@ func (ix *Index) nameSet(n *node) *answerSet {
 	return n.answerSet(ix.opts.MaxRecords)
 }
 
-// Addresses is what plugin.A (qtype A) or plugin.AAAA (qtype AAAA) answers from Records for a
-// name below the apex, whenever that answer is made of the name's addresses alone: no CNAME
-// to chase, no lease to count down, no query wildcard. ok is false otherwise, and the caller
-// asks plugin.A. The addresses are worked out once per answer set, not per question, and are
-// shared: the caller must not change them. err is ErrNotFound where Records says so.
-func (ix *Index) Addresses(name string, qtype uint16) (addrs []Address, ok bool, err error) {
-	var buf [16]string
-	labels, star := ix.labels(buf[:0], name)
-	if star >= 0 {
-		return nil, false, nil
-	}
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	n := ix.tree.find(labels)
-	if n == nil {
-		return nil, true, ErrNotFound
-	}
-	set := ix.nameSet(n)
-	if set == nil {
-		return nil, true, ErrNotFound
-	}
-	a := set.forQuestion(qtype).addresses()
-	if !a.plain {
-		return nil, false, nil
-	}
-	if qtype == dns.TypeAAAA {
-		return a.v6, true, nil
-	}
-	return a.v4, true, nil
-}
-
 // labels appends to dst the path elements of a lower-cased query name's key, and reports the
 // position of the first "*" or "any" label (-1 when none), as msg.PathWithWildcard does. A
 // name with an escape, a "/" or an empty label takes msg.Path's way, which path.Join cleans;

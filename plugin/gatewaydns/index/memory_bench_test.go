@@ -11,8 +11,9 @@ import (
 )
 
 // BenchmarkIndexMemory reports the live heap an index of 100k records holds, per record, as
-// loaded and after every name has been asked for once (which caches its answer set), in the
-// layout the writer and external-dns use: one key below each name. make bench measures the
+// loaded and after every name has been asked for once (which caches the answer set of a name
+// that is not a few plain addresses), in the layout the writer and external-dns use: one key
+// below each name. make bench measures the
 // whole process's RSS; this is the part of it that the index's data structures decide.
 func BenchmarkIndexMemory(b *testing.B) {
 	const n = 100000

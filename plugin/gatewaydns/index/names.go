@@ -13,17 +13,17 @@ package index
 // non-terminal. At most limit records, the first in key order: a name may have more records
 // than an answer can hold.
 func (n *node) namesSet(limit int) *answerSet {
-	if s := n.names.Load(); s != nil {
+	if s := n.cached(namesSet); s != nil {
 		return s
 	}
 	var r scanned
 	r.entries = n.nameEntries(nil, limit+1)
 	if len(r.entries) > limit {
-		r.cut, r.boundary = true, r.entries[limit].svc.Key
+		r.cut, r.boundary = true, r.entries[limit].key
 		r.entries = r.entries[:limit]
 	}
 	s := newAnswerSet(r.entries).setCut(r)
-	n.names.Store(s)
+	n.cache(namesSet, s)
 	return s
 }
 

@@ -32,14 +32,14 @@ func (r *reference) refresh() {
 			r.sorted = append(r.sorted, e)
 		}
 	}
-	slices.SortFunc(r.sorted, func(a, b *entry) int { return strings.Compare(a.svc.Key, b.svc.Key) })
+	slices.SortFunc(r.sorted, func(a, b *entry) int { return strings.Compare(a.key, b.key) })
 }
 
 // node reports whether the tree has a node at the path elements: a key there or below.
 func (r *reference) node(elems []string) bool {
 	key := r.ix.root + strings.Join(elems, "/")
 	for _, e := range r.sorted {
-		if e.svc.Key == key || strings.HasPrefix(e.svc.Key, key+"/") {
+		if e.key == key || strings.HasPrefix(e.key, key+"/") {
 			return true
 		}
 	}
@@ -50,7 +50,7 @@ func (r *reference) node(elems []string) bool {
 func (r *reference) entries(keep func(key string, elems []string) bool) []*entry {
 	var out []*entry
 	for _, e := range r.sorted {
-		if keep(e.svc.Key, r.ix.elements(e.svc.Key)) {
+		if keep(e.key, r.ix.elements(e.key)) {
 			out = append(out, e)
 		}
 	}

@@ -35,27 +35,27 @@ func (n *node) walk(elems []string) (*node, int) {
 	return n, len(elems)
 }
 
-// put stores e, whose key is e.svc.Key, at elems and reports whether the key is new.
+// put stores e at elems and reports whether the key is new.
 func (n *node) put(elems []string, e *entry) bool {
-	key := e.svc.Key
+	key := e.key
 	var parent *node
 	for _, el := range elems {
-		forget(&n.below, key)
+		n.forget(belowSet, key)
 		c := n.children.get(el)
 		if c == nil {
 			if n.children.len() == 0 && n.value != nil && parent != nil {
-				forget(&parent.names, n.value.svc.Key) // n stops being a leaf, a record of its parent's name
+				parent.forget(namesSet, n.value.key) // n stops being a leaf, a record of its parent's name
 			}
 			c = &node{}
 			n.children.set(el, c)
 		}
 		parent, n = n, c
 	}
-	n.below.Store(nil)
-	n.exact.Store(nil)
-	n.names.Store(nil)
+	n.drop(belowSet)
+	n.drop(exactSet)
+	n.drop(namesSet)
 	if parent != nil && n.children.len() == 0 {
-		forget(&parent.names, key)
+		parent.forget(namesSet, key)
 	}
 	added := n.value == nil
 	n.value = e
@@ -76,17 +76,17 @@ func (n *node) remove(elems []string) bool {
 	if n.value == nil {
 		return false
 	}
-	key := n.value.svc.Key
+	key := n.value.key
 	n.value = nil
-	n.below.Store(nil)
-	n.exact.Store(nil)
-	n.names.Store(nil)
+	n.drop(belowSet)
+	n.drop(exactSet)
+	n.drop(namesSet)
 	above := path[:len(path)-1]
 	for _, p := range above {
-		forget(&p.below, key)
+		p.forget(belowSet, key)
 	}
 	if len(above) > 0 && n.children.len() == 0 {
-		forget(&above[len(above)-1].names, key)
+		above[len(above)-1].forget(namesSet, key)
 	}
 	for i := len(path) - 1; i > 0; i-- {
 		if p := path[i]; p.value != nil || p.children.len() > 0 {
@@ -95,7 +95,7 @@ func (n *node) remove(elems []string) bool {
 		p := path[i-1]
 		p.children.remove(elems[i-1])
 		if p.children.len() == 0 && p.value != nil && i >= 2 {
-			forget(&path[i-2].names, p.value.svc.Key) // p becomes a leaf, a record of its parent's name
+			path[i-2].forget(namesSet, p.value.key) // p becomes a leaf, a record of its parent's name
 		}
 	}
 	return true
@@ -109,8 +109,8 @@ func (n *node) graft(path []string, sub *node, region string) (removed int) {
 	if len(path) == 0 {
 		removed = n.countValues()
 		n.children = sub.children
-		n.below.Store(nil)
-		n.names.Store(nil)
+		n.drop(belowSet)
+		n.drop(namesSet)
 		return removed
 	}
 	nodes := []*node{n}
@@ -124,8 +124,8 @@ func (n *node) graft(path []string, sub *node, region string) (removed int) {
 		n = c
 	}
 	for _, p := range nodes {
-		forget(&p.below, region)
-		p.names.Store(nil)
+		p.forget(belowSet, region)
+		p.drop(namesSet)
 	}
 	last := path[len(path)-1]
 	if old := n.children.get(last); old != nil {

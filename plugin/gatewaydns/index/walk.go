@@ -58,7 +58,7 @@ func scanBelow(n *node, pattern []string, limit int) scanned {
 	done := s.below(n, 0)
 	switch {
 	case len(s.found) > limit:
-		return scanned{entries: s.found[:limit], cut: true, boundary: s.found[limit].svc.Key}
+		return scanned{entries: s.found[:limit], cut: true, boundary: s.found[limit].key}
 	case !done:
 		return scanned{entries: s.found, cut: true}
 	}

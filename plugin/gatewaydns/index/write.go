@@ -183,15 +183,7 @@ func (ix *Index) decode(kv record.KV) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{svc: v.Service, ttl: v.TTL, lease: kv.Lease, created: kv.Created,
-		origin: origin{owner: v.Owner, sources: v.Sources, revision: kv.Revision, seen: ix.opts.Now().UnixNano()}}
-	if e.svc.TTL == 0 {
-		e.svc.TTL = DefaultTTL
-	}
-	if e.svc.Priority == 0 {
-		e.svc.Priority = defaultPriority
-	}
-	return e, nil
+	return newEntry(kv, &v, ix.opts.Now().UnixNano()), nil
 }
 
 // elements splits a key below the root into its path elements, literally: a key with an

@@ -174,10 +174,10 @@ func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) 
 	}
 	grouped := false
 	for _, e := range entries {
-		if e.lease != 0 || e.svc.Host == "" || e.svc.Mail {
+		if e.lease != 0 || e.host == "" || e.flags&mailFlag != 0 {
 			return nil, nil, nil, false
 		}
-		grouped = grouped || e.svc.Group != ""
+		grouped = grouped || e.more != nil && e.more.group != ""
 	}
 	// newAnswerSet's set, without its allocations; and without the CNAME rule unless a
 	// group may hide a host name from newAddresses: the rule has nothing to rule on where
