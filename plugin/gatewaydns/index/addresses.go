@@ -178,4 +178,3 @@ func hostSeen(sx []msg.Service, host string) bool {
 	}
 	return false
 }
-

@@ -92,7 +92,9 @@ func (r *reference) read(name string, exact bool) (found []*entry, ok, wildcard 
 	key := strings.TrimSuffix(r.ix.root+strings.Join(path, "/"), "/")
 	own := r.entries(func(k string, _ []string) bool { return k == key })
 	below := func(k string) bool { return strings.HasPrefix(k, key+"/") }
-	hasBelow := func(k string) bool { return len(r.entries(func(j string, _ []string) bool { return strings.HasPrefix(j, k+"/") })) > 0 }
+	hasBelow := func(k string) bool {
+		return len(r.entries(func(j string, _ []string) bool { return strings.HasPrefix(j, k+"/") })) > 0
+	}
 	switch {
 	case exact:
 		return own, len(own) > 0, false
@@ -140,8 +142,9 @@ var referenceValues = []string{
 }
 
 // referenceLabels make keys at several depths, a stored wildcard, and names that sort around
-// each other's subtrees.
-var referenceLabels = []string{"a", "a-", "a0", "b", "*"}
+// each other's subtrees in every way that matters to key order: a prefix of another, followed
+// by a byte before or after '/'.
+var referenceLabels = []string{"a", "a-", "a--", "a-b", "a0", "b", "*"}
 
 // The index answers every question as the reference does, over random watch changes, leases
 // and loads, with and without exact names, with reads cut at a few records and not.
