@@ -53,12 +53,11 @@ func (ix *Index) Digest(prefix string) (d Digest, ok bool) {
 	return *p, true
 }
 
-// loadDigestsLocked recomputes the digest of prefix, and of every loaded prefix below it
-// (their keys were just replaced too), from the kvs of a Load; a loaded prefix above it (a
-// zone and its subzone) trades the region's old share, held is what the index held under
-// prefix before, for the new one. Call it before the tree changes.
-func (ix *Index) loadDigestsLocked(prefix string, base []string, kvs []keyRev) {
-	loaded := digestOf(prefix, kvs)
+// loadDigestsLocked sets the digest of prefix to loaded, worked out from the kvs of a Load, and
+// recomputes that of every loaded prefix below it (their keys were just replaced too); a
+// loaded prefix above it (a zone and its subzone) trades the region's old share, held is what
+// the index held under prefix before, for the new one. Call it before the tree changes.
+func (ix *Index) loadDigestsLocked(prefix string, base []string, kvs []keyRev, loaded *Digest) {
 	var held *Digest
 	for p, d := range ix.digests {
 		switch {
