@@ -141,6 +141,12 @@ func (m *manyChildren) set(name string, n *node) {
 		m.chunks[ci] = slices.Insert(chunk, i, child{name, n})
 		return
 	}
+	if i == len(chunk) && ci == len(m.chunks)-1 {
+		// After the last child, as a load in key order adds them: a new chunk, so that the
+		// full one stays full rather than half empty for good.
+		m.chunks = append(m.chunks, append(make([]child, 0, maxChunk), child{name, n}))
+		return
+	}
 	// Split the full chunk in two halves, each in an array of its own with room to grow.
 	half := len(chunk) / 2
 	lo := append(make([]child, 0, maxChunk), chunk[:half]...)

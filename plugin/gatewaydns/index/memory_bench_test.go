@@ -3,6 +3,8 @@ package index
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -26,6 +28,7 @@ func BenchmarkIndexMemory(b *testing.B) {
 			Value: []byte(fmt.Sprintf(`{"host":"10.%d.%d.%d","ttl":300}`, i>>16&255, i>>8&255, i&255)),
 		}
 	}
+	slices.SortFunc(kvs, func(a, b record.KV) int { return strings.Compare(a.Key, b.Key) }) // as etcd reads them
 	heap := func() uint64 {
 		runtime.GC()
 		var ms runtime.MemStats
