@@ -91,9 +91,31 @@ func bigRecords() map[string]string {
 	return m
 }
 
+// hugeRecords are the names of the zone huge.test, whose reads span more records than the
+// index answers a question from (index.DefaultMaxRecords, 4096): many.huge.test has 5000
+// records with distinct addresses, more than a 64 KiB message holds, so both plugins send the
+// first of them with TC; dups.huge.test has 4097 records, the first 4096 with one address, the
+// last with another, which the stock plugin reads and gatewaydns does not (cutRead).
+func hugeRecords() []clientv3.Op {
+	var ops []clientv3.Op
+	for i := range 5000 {
+		ops = append(ops, clientv3.OpPut(fmt.Sprintf("%s/%04d", msg.Path("many.huge.test.", "skydns"), i),
+			fmt.Sprintf(`{"host":"10.30.%d.%d"}`, i/250, i%250+1)))
+	}
+	for i := range 4097 {
+		host := "10.31.0.1"
+		if i == 4096 {
+			host = "10.31.0.2"
+		}
+		ops = append(ops, clientv3.OpPut(fmt.Sprintf("%s/%04d", msg.Path("dups.huge.test.", "skydns"), i), fmt.Sprintf(`{"host":%q}`, host)))
+	}
+	return ops
+}
+
 func putDifferentialRecords(t *testing.T, cli *clientv3.Client) {
 	t.Helper()
 	ctx := context.Background()
+	putInTxns(t, cli, hugeRecords())
 	for _, r := range differentialRecords {
 		key := msg.Path(r.name, "skydns")
 		if r.suffix != "" {
@@ -124,8 +146,8 @@ func putDifferentialRecords(t *testing.T, cli *clientv3.Client) {
 // gatewaydns on another; example.net, the zone of the out-of-zone CNAME targets, is answered
 // by hosts on both, so that upstream lookups go through the server's own chain.
 func differentialCorefile(plugin, endpoint string, port int) string {
-	return fmt.Sprintf(`skydns.test:%[3]d 10.in-addr.arpa:%[3]d {
-    %[1]s skydns.test 10.in-addr.arpa {
+	return fmt.Sprintf(`skydns.test:%[3]d 10.in-addr.arpa:%[3]d huge.test:%[3]d {
+    %[1]s skydns.test 10.in-addr.arpa huge.test {
         endpoint %[2]s
     }
 }
@@ -176,6 +198,10 @@ func differentialCases() []differentialCase {
 		differentialCase{"2.0.0.10.in-addr.arpa.", dns.TypePTR},
 		differentialCase{"9.0.0.10.in-addr.arpa.", dns.TypePTR},
 		differentialCase{"big.skydns.test.", dns.TypeA},
+		differentialCase{"many.huge.test.", dns.TypeA},
+		differentialCase{"many.huge.test.", dns.TypeAAAA},
+		differentialCase{"*.many.huge.test.", dns.TypeA},
+		differentialCase{"dups.huge.test.", dns.TypeA},
 	)
 }
 
@@ -212,6 +238,10 @@ func TestDifferentialAgainstStockEtcdPlugin(t *testing.T) {
 				alignLeaseTTLs(t, want, got)
 				if cnameRuled[fmt.Sprintf("%s/%s", tc.name, dns.TypeToString[tc.qtype])] {
 					checkCNAMERuled(t, tc.name, want, got)
+					return
+				}
+				if cutRead[fmt.Sprintf("%s/%s", tc.name, dns.TypeToString[tc.qtype])] {
+					checkCutRead(t, want, got)
 					return
 				}
 				if w, g := render(want), render(got); w != g {
@@ -283,6 +313,34 @@ var cnameRuled = map[string]bool{
 	"mail.skydns.test./A": true, "mail.skydns.test./AAAA": true, "mail.skydns.test./TXT": true,
 	"svc.skydns.test./A": true, "svc.skydns.test./AAAA": true, "svc.skydns.test./TXT": true,
 	"skydns.test./TXT": true,
+}
+
+// cutRead are the questions whose read spans more than the 4096 records gatewaydns answers a
+// question from, where the records after those would add to the stock answer: here another
+// address. gatewaydns answers from the first 4096 (README, "Large reads").
+var cutRead = map[string]bool{"dups.huge.test./A": true}
+
+// checkCutRead fails t unless got is the stock answer want without some of its records.
+func checkCutRead(t *testing.T, want, got *dns.Msg) {
+	t.Helper()
+	fail := func(why string) {
+		t.Fatalf("%s\n--- stock etcd plugin\n%s--- gatewaydns\n%s", why, render(want), render(got))
+	}
+	if render(got) == render(want) {
+		fail("the same as the stock answer: the read is no longer cut here, unpin the case")
+	}
+	if got.Rcode != want.Rcode || got.Truncated != want.Truncated || len(got.Answer) == 0 {
+		fail("the rcode or TC differs, or the answer is empty")
+	}
+	stock := map[string]bool{}
+	for _, rr := range want.Answer {
+		stock[rr.String()] = true
+	}
+	for _, rr := range got.Answer {
+		if !stock[rr.String()] {
+			fail(rr.String() + " is not in the stock answer")
+		}
+	}
 }
 
 // checkCNAMERuled fails t unless got is what the CNAME rule leaves of the stock answer want

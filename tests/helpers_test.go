@@ -3,6 +3,7 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"github.com/coredns/caddy"
 	corednstest "github.com/coredns/coredns/test"
 	"github.com/miekg/dns"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	_ "github.com/gatewaydns/gatewaydns/cmd/coredns/plugins" // the binary's plugin chain
 )
@@ -59,6 +61,21 @@ func exchange(netw, addr, name string, qtype uint16) (*dns.Msg, error) {
 	c := &dns.Client{Net: netw, Timeout: 3 * time.Second}
 	r, _, err := c.Exchange(m, addr)
 	return r, err
+}
+
+// putInTxns writes ops to etcd in transactions of etcd's default most operations (128).
+func putInTxns(t testing.TB, cli *clientv3.Client, ops []clientv3.Op) {
+	t.Helper()
+	for len(ops) > 0 {
+		batch := ops[:min(128, len(ops))]
+		ops = ops[len(batch):]
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := cli.Txn(ctx).Then(batch...).Commit()
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // ask sends one question over net ("udp" or "tcp") and returns the reply.

@@ -57,16 +57,7 @@ func xfrCorpus(t *testing.T, cli *clientv3.Client, n int) (names []string, cname
 	}
 	put("_https._tcp.api.c0.openmcp.cluster.", "1", `{"host":"10.9.0.1","port":443}`)
 	ops = append(ops, clientv3.OpPut("/skydns/cluster/openmcp/dns/ns/ns1", `{"host":"10.9.0.53"}`))
-	for len(ops) > 0 {
-		batch := ops[:min(100, len(ops))]
-		ops = ops[len(batch):]
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := cli.Txn(ctx).Then(batch...).Commit()
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	putInTxns(t, cli, ops)
 	return names, cnames
 }
 

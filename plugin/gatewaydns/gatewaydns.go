@@ -150,7 +150,8 @@ func lookup(ctx context.Context, b plugin.ServiceBackend, zone string, state req
 // alone, from what the index worked out when the records last changed rather than per question:
 // the bulk of the questions, at a fraction of the cost. ok is false for the other names.
 func addressRecords(ix *index.Index, state request.Request, qtype uint16) (records []dns.RR, ok bool, err error) {
-	addrs, ok, err := ix.Addresses(state.Name(), qtype)
+	var buf [8]index.Address // most names have fewer: then finding them allocates nothing
+	addrs, ok, err := ix.AppendAddresses(buf[:0], state.Name(), qtype)
 	if !ok || err != nil {
 		return nil, ok, err
 	}

@@ -3,6 +3,7 @@ package gatewaydns
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/coredns/caddy"
@@ -61,5 +62,61 @@ func BenchmarkServeDNS(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkServeDNSSubtree is the cost of one question whose read spans a subtree (an
+// ancestor of every name, the apex, a "*" or "any" label) at two sizes of that subtree, from
+// the parsed question to the written reply (before the server truncates it to the client's
+// size). Reads bounded by the answer limit cost the same at both sizes. "after write" changes
+// one record below the name before each question: "first" one of the records the answer
+// holds, "anywhere" a random name, as a watch would.
+func BenchmarkServeDNSSubtree(b *testing.B) {
+	questions := []struct {
+		name, qname string
+		write       func(n int) int // the name to write to before each question; nil: none
+	}{
+		{"apex", "openmcp.cluster.", nil},
+		{"ancestor", "bench.openmcp.cluster.", nil},
+		{"ancestor after write first", "bench.openmcp.cluster.", func(int) int { return 1 }},
+		{"ancestor after write anywhere", "bench.openmcp.cluster.", func(n int) int { return rand.IntN(n) }},
+		{"star", "*.bench.openmcp.cluster.", nil},
+		{"any", "h5.any.openmcp.cluster.", nil},
+	}
+	key := func(i int) string { return fmt.Sprintf("/skydns/cluster/openmcp/bench/h%d/3e6bee2e", i) }
+	for _, n := range []int{10000, 100000} {
+		c := caddy.NewTestController("dns", "gatewaydns openmcp.cluster")
+		cfg, err := parse(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		g, st := newStanza(cfg)
+		kvs := make([]record.KV, n)
+		for i := range kvs {
+			kvs[i] = record.KV{Key: key(i), Value: fmt.Appendf(nil, `{"host":"10.%d.%d.%d"}`, i>>16&255, i>>8&255, i&255),
+				Revision: int64(i + 1), Created: int64(i + 1)}
+		}
+		for _, p := range st.prefixes {
+			st.index.Load(p, kvs)
+		}
+		rev := int64(n + 1)
+		for _, q := range questions {
+			b.Run(fmt.Sprintf("%s/%d", q.name, n), func(b *testing.B) {
+				req := new(dns.Msg)
+				req.SetQuestion(q.qname, dns.TypeA)
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					if q.write != nil {
+						rev++
+						st.index.Apply([]record.Change{{KV: record.KV{Key: key(q.write(n)),
+							Value: fmt.Appendf(nil, `{"host":"10.200.%d.%d"}`, i>>8&255, i&255), Revision: rev, Created: 2}}})
+					}
+					rec := dnstest.NewRecorder(&test.ResponseWriter{})
+					if _, err := g.ServeDNS(context.Background(), rec, req); err != nil || len(rec.Msg.Answer) == 0 {
+						b.Fatalf("%d answers, err %v", len(rec.Msg.Answer), err)
+					}
+				}
+			})
+		}
 	}
 }

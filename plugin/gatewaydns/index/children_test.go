@@ -6,14 +6,15 @@ import (
 	"testing"
 )
 
-// Children behave as one map whether they sit in the slice or, past maxFew, in a map.
-func TestChildrenAreAMapAtAnySize(t *testing.T) {
-	for _, n := range []int{0, 1, maxFew - 1, maxFew, maxFew + 1, 3 * maxFew} {
+// Children behave as one sorted map whether they sit in the slice or, past maxFew, in a map
+// and chunks, across chunk splits and chunks emptied.
+func TestChildrenAreASortedMapAtAnySize(t *testing.T) {
+	for _, n := range []int{0, 1, maxFew - 1, maxFew, maxFew + 1, 3 * maxFew, maxChunk + 1, 5 * maxChunk} {
 		t.Run(fmt.Sprintf("%d children", n), func(t *testing.T) {
 			var c children
 			want := map[string]*node{}
 			for i := range n {
-				name := fmt.Sprintf("k%d", i)
+				name := fmt.Sprintf("k%d", i*7919%max(n, 1))
 				want[name] = &node{}
 				c.set(name, want[name])
 			}
@@ -35,26 +36,32 @@ func TestChildrenAreAMapAtAnySize(t *testing.T) {
 				if c.get("absent") != nil {
 					t.Fatal("get of an absent name found a node")
 				}
-				var got []*node
-				for nd := range c.all {
-					got = append(got, nd)
-				}
-				if len(got) != len(want) {
-					t.Fatalf("all yielded %d nodes, want %d", len(got), len(want))
-				}
-				for _, nd := range want {
-					if !slices.Contains(got, nd) {
-						t.Fatal("all left a node out")
+				var names []string
+				for name, nd := range c.named {
+					if want[name] != nd {
+						t.Fatalf("named yielded %q with another node than the one set", name)
 					}
+					names = append(names, name)
+				}
+				if len(names) != len(want) || !slices.IsSorted(names) {
+					t.Fatalf("named yielded %d names, want %d in byte order: %q", len(names), len(want), names)
 				}
 			}
 			check()
 			for i := 0; i < n; i += 2 {
-				name := fmt.Sprintf("k%d", i)
+				name := fmt.Sprintf("k%d", i*7919%max(n, 1))
 				c.remove(name)
 				delete(want, name)
 			}
 			c.remove("absent")
+			check()
+			for name := range want {
+				c.remove(name)
+				delete(want, name)
+			}
+			check()
+			want["again"] = &node{}
+			c.set("again", want["again"])
 			check()
 		})
 	}

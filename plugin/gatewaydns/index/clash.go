@@ -25,11 +25,11 @@ func (n *node) clashes() bool {
 		if c.value == nil {
 			continue
 		}
-		switch record.KindOf(&c.value.svc) {
+		switch c.value.kind {
 		case record.Address:
 			address = true
 		case record.CNAME:
-			t := strings.ToLower(dns.Fqdn(c.value.svc.Host))
+			t := strings.ToLower(dns.Fqdn(c.value.host))
 			if cname != "" && t != cname {
 				return true
 			}
@@ -64,29 +64,43 @@ func (ix *Index) setClashLocked(elems []string, path string, clash bool) {
 	}
 }
 
-// checkClashesBelowLocked looks again at every name at or below the path elements base, after
-// a full load replaced them.
-func (ix *Index) checkClashesBelowLocked(base []string) {
+// clashName is a name whose records clash, by its path elements and their join with "/".
+type clashName struct {
+	elems []string
+	path  string
+}
+
+// clashesIn is the names at or below sub, a subtree to be grafted at the path elements base,
+// whose records clash.
+func clashesIn(sub *node, base []string) []clashName {
+	var found []clashName
+	var visit func(n *node, elems []string)
+	visit = func(n *node, elems []string) {
+		if n.clashes() {
+			found = append(found, clashName{slices.Clone(elems), strings.Join(elems, "/")})
+		}
+		for name, c := range n.children.named {
+			if c.children.len() > 0 { // a leaf has no records below it to clash
+				visit(c, append(elems, name))
+			}
+		}
+	}
+	visit(sub, slices.Clone(base))
+	return found
+}
+
+// setClashesBelowLocked looks again at every name at or below the path elements base, after a
+// load grafted a subtree there in which the names found clash.
+func (ix *Index) setClashesBelowLocked(base []string, found []clashName) {
 	prefix := strings.Join(base, "/")
 	for path := range ix.clashes {
 		if path == prefix || strings.HasPrefix(path, prefix+"/") || prefix == "" {
 			ix.checkClashLocked(strings.Split(path, "/"), path)
 		}
 	}
-	n, depth := ix.tree.walk(base)
-	if depth < len(base) {
-		return
+	for _, c := range found {
+		ix.setClashLocked(c.elems, c.path, true)
 	}
-	var visit func(n *node, elems []string)
-	visit = func(n *node, elems []string) {
-		if n.clashes() {
-			ix.setClashLocked(elems, strings.Join(elems, "/"), true)
-		}
-		for name, c := range n.children.named {
-			visit(c, append(elems, name))
-		}
-	}
-	visit(n, slices.Clone(base))
 }
 
 // domainOf is the DNS name of a key's path elements below the root.

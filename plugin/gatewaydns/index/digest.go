@@ -53,12 +53,11 @@ func (ix *Index) Digest(prefix string) (d Digest, ok bool) {
 	return *p, true
 }
 
-// loadDigestsLocked recomputes the digest of prefix, and of every loaded prefix below it
-// (their keys were just replaced too), from the kvs of a Load; a loaded prefix above it (a
-// zone and its subzone) trades the region's old share, held is what the index held under
-// prefix before, for the new one. Call it before the tree changes.
-func (ix *Index) loadDigestsLocked(prefix string, base []string, kvs []keyRev) {
-	loaded := digestOf(prefix, kvs)
+// loadDigestsLocked sets the digest of prefix to loaded, worked out from the kvs of a Load, and
+// recomputes that of every loaded prefix below it (their keys were just replaced too); a
+// loaded prefix above it (a zone and its subzone) trades the region's old share, held is what
+// the index held under prefix before, for the new one. Call it before the tree changes.
+func (ix *Index) loadDigestsLocked(prefix string, base []string, kvs []keyRev, loaded *Digest) {
 	var held *Digest
 	for p, d := range ix.digests {
 		switch {
@@ -127,7 +126,7 @@ func (ix *Index) applyDigestLocked(key string, oldRev, newRev int64) {
 // 0 when it holds none.
 func (ix *Index) revisionLocked(key string, elems []string) int64 {
 	if n, depth := ix.tree.walk(elems); depth == len(elems) && n.value != nil {
-		return n.value.origin.revision
+		return n.value.revision
 	}
 	if inv, ok := ix.invalid[key]; ok {
 		return inv.revision
@@ -137,17 +136,11 @@ func (ix *Index) revisionLocked(key string, elems []string) int64 {
 
 // walkValues adds every value strictly below n, whose key is key, to d.
 func walkValues(n *node, key string, d *Digest) {
-	visit := func(name string, c *node) {
+	for name, c := range n.children.named {
 		k := key + "/" + name
 		if c.value != nil {
-			d.Add(k, c.value.origin.revision)
+			d.Add(k, c.value.revision)
 		}
 		walkValues(c, k, d)
-	}
-	for name, c := range n.children.many {
-		visit(name, c)
-	}
-	for _, c := range n.children.few {
-		visit(c.name, c.node)
 	}
 }

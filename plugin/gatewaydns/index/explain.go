@@ -25,7 +25,7 @@ type Origin struct {
 // Explain returns the origin of every record an A or TXT question for the name reads, in key
 // order: the same records, found the same way (subtree, query wildcards, stored wildcards).
 func (ix *Index) Explain(ctx context.Context, state request.Request) ([]Origin, error) {
-	services, err := ix.records(state.Name(), dns.TypeTXT, false, everything)
+	services, _, err := ix.records(state.Name(), dns.TypeTXT, false, everything)
 	if err != nil {
 		return nil, err
 	}
@@ -35,11 +35,11 @@ func (ix *Index) Explain(ctx context.Context, state request.Request) ([]Origin, 
 	for _, qtype := range []uint16{dns.TypeA, dns.TypeTXT} {
 		all := services
 		if qtype != dns.TypeTXT {
-			if all, err = ix.records(state.Name(), qtype, false, everything); err != nil {
+			if all, _, err = ix.records(state.Name(), qtype, false, everything); err != nil {
 				return nil, err
 			}
 		}
-		kept, err := ix.records(state.Name(), qtype, false, answered)
+		kept, _, err := ix.records(state.Name(), qtype, false, answered)
 		if err != nil {
 			return nil, err
 		}
@@ -62,8 +62,8 @@ func (ix *Index) Explain(ctx context.Context, state request.Request) ([]Origin, 
 		if depth < len(elems) || n.value == nil {
 			continue // changed since the read above
 		}
-		o := n.value.origin
-		origin := Origin{Key: s.Key, Host: s.Host, Text: s.Text, Owner: o.owner, Sources: o.sources, Revision: o.revision, Seen: time.Unix(0, o.seen)}
+		e := n.value
+		origin := Origin{Key: s.Key, Host: s.Host, Text: s.Text, Owner: e.ownerName(), Sources: e.sources, Revision: e.revision, Seen: time.Unix(0, e.seen)}
 		if leftOut[s.Key] {
 			origin.LeftOut = "cname-rule"
 		}

@@ -2,7 +2,9 @@ package index
 
 import (
 	"context"
+	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,9 +75,14 @@ func FuzzQuery(f *testing.F) {
 		f.Add(s.k1, []byte(s.v1), s.k2, []byte(s.v2), s.name, s.qtype)
 	}
 	f.Fuzz(func(t *testing.T, k1 string, v1 []byte, k2 string, v2 []byte, name string, qtype uint16) {
-		ix := New(Options{})
-		ix.Load(ix.Root(), append(append([]record.KV{}, fuzzFixture...), record.KV{Key: k1, Value: v1}))
-		ix.Apply([]record.Change{{KV: record.KV{Key: k2, Value: v2}}, {KV: record.KV{Key: k1}, Deleted: len(v2)%2 == 1}})
+		// The index as served, and one whose reads stop at two records (walk.go).
+		var indexes [2]*Index
+		for i, limit := range []int{0, 2} {
+			ix := New(Options{MaxRecords: limit})
+			ix.Load(ix.Root(), append(append([]record.KV{}, fuzzFixture...), record.KV{Key: k1, Value: v1}))
+			ix.Apply([]record.Change{{KV: record.KV{Key: k2, Value: v2}}, {KV: record.KV{Key: k1}, Deleted: len(v2)%2 == 1}})
+			indexes[i] = ix
+		}
 
 		qname := name
 		if !strings.HasSuffix(qname, ".") {
@@ -100,71 +107,112 @@ func FuzzQuery(f *testing.F) {
 		if zone == "" {
 			return
 		}
-		ctx := context.Background()
-		for _, exact := range []bool{false, true} {
-			sx, err := ix.Records(ctx, state, exact)
-			if err != nil && !ix.IsNameError(err) {
-				t.Fatalf("Records(%q, exact=%v): unexpected error %v", state.Name(), exact, err)
-			}
-			for _, s := range sx {
-				if !strings.HasPrefix(s.Key, ix.Root()) {
-					t.Fatalf("Records(%q) returned key %q outside %s", state.Name(), s.Key, ix.Root())
-				}
-			}
-		}
-		if _, err := ix.Services(ctx, state, false, plugin.Options{}); err != nil && !ix.IsNameError(err) {
-			t.Fatalf("Services(%q): %v", state.Name(), err)
-		}
-
-		b := fuzzBackend{ix}
-		opt := plugin.Options{}
-		var records, extra []dns.RR
-		switch state.QType() {
-		case dns.TypeA:
-			records, _, err = plugin.A(ctx, b, zone, state, nil, opt)
-		case dns.TypeAAAA:
-			records, _, err = plugin.AAAA(ctx, b, zone, state, nil, opt)
-		case dns.TypeTXT:
-			records, _, err = plugin.TXT(ctx, b, zone, state, nil, opt)
-		case dns.TypeCNAME:
-			records, err = plugin.CNAME(ctx, b, zone, state, opt)
-		case dns.TypePTR:
-			records, err = plugin.PTR(ctx, b, zone, state, opt)
-		case dns.TypeMX:
-			records, extra, err = plugin.MX(ctx, b, zone, state, opt)
-		case dns.TypeSRV:
-			records, extra, err = plugin.SRV(ctx, b, zone, state, opt)
-		case dns.TypeSOA:
-			records, err = plugin.SOA(ctx, b, zone, state, opt)
-		case dns.TypeNS:
-			records, extra, err = plugin.NS(ctx, b, zone, state, opt)
-		default:
-			_, _, err = plugin.A(ctx, b, zone, state, nil, opt)
-		}
-		if ruledQuestion(state.QType()) && dnscheck.CNAMEBesideOtherData(records) {
-			t.Fatalf("%s %s: a CNAME beside other data: %v", state.Name(), dns.TypeToString[state.QType()], records)
-		}
-		if qt := state.QType(); (qt == dns.TypeA || qt == dns.TypeAAAA) && state.Name() != zone {
-			sameAddresses(t, ix, state, records, err)
-		}
-		m := new(dns.Msg)
-		m.SetReply(r)
-		m.Authoritative = true
-		if err != nil {
-			// As plugin.BackendError does: the SOA in the authority section.
-			m.Rcode = dns.RcodeNameError
-			m.Ns, _ = plugin.SOA(ctx, b, zone, state, opt)
-		}
-		m.Answer, m.Extra = records, extra
-		if _, err := m.Pack(); err != nil {
-			t.Fatalf("%s %s: reply does not pack: %v\n%v", state.Name(), dns.TypeToString[state.QType()], err, m)
-		}
-		// Truncated to a minimal UDP size, as the server does, it packs too.
-		m.Truncate(dns.MinMsgSize)
-		if _, err := m.Pack(); err != nil {
-			t.Fatalf("%s %s: truncated reply does not pack: %v", state.Name(), dns.TypeToString[state.QType()], err)
+		sameFirstRecords(t, indexes[0], indexes[1], state.Name())
+		for _, ix := range indexes {
+			fuzzAnswer(t, ix, zone, state, r)
 		}
 	})
+}
+
+// sameFirstRecords fails t unless every read of small, whose reads stop at fewer records than
+// ix's, finds the first records that ix's finds, and says whether there are more.
+func sameFirstRecords(t *testing.T, ix, small *Index, name string) {
+	t.Helper()
+	for _, exact := range []bool{false, true} {
+		all, _, errAll := ix.records(name, dns.TypeTXT, exact, everything)
+		first, cut, err := small.records(name, dns.TypeTXT, exact, everything)
+		if errors.Is(err, ErrTooBroad) {
+			continue // a query wildcard that found nothing within its budget
+		}
+		if (err == nil) != (errAll == nil) {
+			t.Fatalf("Records(%q, exact=%v): error %v where the whole read says %v", name, exact, err, errAll)
+		}
+		got, whole := keys(first), keys(all)
+		limit := small.opts.MaxRecords
+		want, wantCut := whole, len(whole) > limit
+		if wantCut {
+			want = whole[:limit]
+		}
+		if _, star := small.labels(nil, name); star >= 0 && cut && len(got) < limit {
+			want = whole[:min(len(got), len(whole))] // the walk ran out of budget
+			wantCut = true
+		}
+		if !slices.Equal(got, want) || cut != wantCut {
+			t.Fatalf("Records(%q, exact=%v): %q, cut %v; the whole read is %q", name, exact, got, cut, whole)
+		}
+	}
+}
+
+// fuzzAnswer asks Records/Services of ix for the question and builds the whole answer as
+// ServeDNS does through CoreDNS's plugin.A/AAAA/TXT/SRV/MX/CNAME/PTR/SOA/NS: nothing panics,
+// and the reply packs.
+func fuzzAnswer(t *testing.T, ix *Index, zone string, state request.Request, r *dns.Msg) {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	for _, exact := range []bool{false, true} {
+		sx, err := ix.Records(ctx, state, exact)
+		if err != nil && !ix.IsNameError(err) && !errors.Is(err, ErrTooBroad) {
+			t.Fatalf("Records(%q, exact=%v): unexpected error %v", state.Name(), exact, err)
+		}
+		for _, s := range sx {
+			if !strings.HasPrefix(s.Key, ix.Root()) {
+				t.Fatalf("Records(%q) returned key %q outside %s", state.Name(), s.Key, ix.Root())
+			}
+		}
+	}
+	if _, err := ix.Services(ctx, state, false, plugin.Options{}); err != nil && !ix.IsNameError(err) && !errors.Is(err, ErrTooBroad) {
+		t.Fatalf("Services(%q): %v", state.Name(), err)
+	}
+
+	b := fuzzBackend{ix}
+	opt := plugin.Options{}
+	var records, extra []dns.RR
+	switch state.QType() {
+	case dns.TypeA:
+		records, _, err = plugin.A(ctx, b, zone, state, nil, opt)
+	case dns.TypeAAAA:
+		records, _, err = plugin.AAAA(ctx, b, zone, state, nil, opt)
+	case dns.TypeTXT:
+		records, _, err = plugin.TXT(ctx, b, zone, state, nil, opt)
+	case dns.TypeCNAME:
+		records, err = plugin.CNAME(ctx, b, zone, state, opt)
+	case dns.TypePTR:
+		records, err = plugin.PTR(ctx, b, zone, state, opt)
+	case dns.TypeMX:
+		records, extra, err = plugin.MX(ctx, b, zone, state, opt)
+	case dns.TypeSRV:
+		records, extra, err = plugin.SRV(ctx, b, zone, state, opt)
+	case dns.TypeSOA:
+		records, err = plugin.SOA(ctx, b, zone, state, opt)
+	case dns.TypeNS:
+		records, extra, err = plugin.NS(ctx, b, zone, state, opt)
+	default:
+		_, _, err = plugin.A(ctx, b, zone, state, nil, opt)
+	}
+	if ruledQuestion(state.QType()) && dnscheck.CNAMEBesideOtherData(records) {
+		t.Fatalf("%s %s: a CNAME beside other data: %v", state.Name(), dns.TypeToString[state.QType()], records)
+	}
+	if qt := state.QType(); (qt == dns.TypeA || qt == dns.TypeAAAA) && state.Name() != zone {
+		sameAddresses(t, ix, state, records, err)
+	}
+	m := new(dns.Msg)
+	m.SetReply(r)
+	m.Authoritative = true
+	if err != nil {
+		// As plugin.BackendError does: the SOA in the authority section.
+		m.Rcode = dns.RcodeNameError
+		m.Ns, _ = plugin.SOA(ctx, b, zone, state, opt)
+	}
+	m.Answer, m.Extra = records, extra
+	if _, err := m.Pack(); err != nil {
+		t.Fatalf("%s %s: reply does not pack: %v\n%v", state.Name(), dns.TypeToString[state.QType()], err, m)
+	}
+	// Truncated to a minimal UDP size, as the server does, it packs too.
+	m.Truncate(dns.MinMsgSize)
+	if _, err := m.Pack(); err != nil {
+		t.Fatalf("%s %s: truncated reply does not pack: %v", state.Name(), dns.TypeToString[state.QType()], err)
+	}
 }
 
 // sameAddresses fails t unless Addresses, where it answers, says what plugin.A or plugin.AAAA

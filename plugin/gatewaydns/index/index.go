@@ -5,7 +5,8 @@
 // plugin.ServiceBackend, so that CoreDNS's own plugin.A, plugin.SRV, ... build the answers.
 //
 // Reads take a read lock and, once a name has been asked for, allocate nothing for its records:
-// the flattened answer set of every queried node is cached until a write below it.
+// the flattened answer set of every queried node is cached until a write changes it. A read
+// that spans a subtree stops after Options.MaxRecords records (walk.go).
 package index
 
 import (
@@ -42,6 +43,10 @@ const (
 // ErrNotFound is the name error: no key at or below the name.
 var ErrNotFound = errors.New("key not found")
 
+// ErrTooBroad: a question with a query wildcard ("*" or "any") whose read visited as many nodes
+// as it may (walk.go) without finding a record, so that it cannot tell NXDOMAIN from an answer.
+var ErrTooBroad = errors.New("query wildcard read too many keys without a match")
+
 // Options tune the answers.
 type Options struct {
 	Prefix      string // etcd path prefix, "skydns" by default
@@ -63,6 +68,9 @@ type Options struct {
 	// zone (and a secondary that transferred it) would: see names.go. Off: the stock plugin's
 	// subtree reads and query wildcards.
 	ExactNames bool
+	// MaxRecords is the most records one read answers a question from, the first in key
+	// order (walk.go); 0: DefaultMaxRecords.
+	MaxRecords int
 }
 
 // Index holds the records of one prefix.
@@ -103,6 +111,9 @@ func New(opts Options) *Index {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.MaxRecords <= 0 {
+		opts.MaxRecords = DefaultMaxRecords
 	}
 	root := record.Root(opts.Prefix)
 	if len(opts.Prefixes) == 0 {
@@ -163,9 +174,11 @@ func (ix *Index) MinTTL(request.Request) uint32 {
 // question's name. Not exact: the records of every key below the name's key, or, when there
 // is none, of the name's own key. Exact: only the name's own key. A "*" or "any" label in the
 // question matches any label at that position. A name that is not there is answered by a
-// stored "*" wildcard that covers it, as RFC 4592 says.
+// stored "*" wildcard that covers it, as RFC 4592 says. A read that spans more than
+// Options.MaxRecords records returns the first of them in key order (walk.go).
 func (ix *Index) Records(_ context.Context, state request.Request, exact bool) ([]msg.Service, error) {
-	return ix.records(state.Name(), state.QType(), exact, answered)
+	sx, _, err := ix.records(state.Name(), state.QType(), exact, answered)
+	return sx, err
 }
 
 // view says which records of a read to return.
@@ -176,71 +189,42 @@ const (
 	everything             // every record the read finds, the CNAME rule's left-outs included (for Explain)
 )
 
-func (ix *Index) records(name string, qtype uint16, exact bool, v view) ([]msg.Service, error) {
+// records is the records of a read, and whether the read was cut at the answer limit.
+func (ix *Index) records(name string, qtype uint16, exact bool, v view) (sx []msg.Service, cut bool, err error) {
 	var buf [16]string // most names have fewer labels: then finding them allocates nothing
 	labels, star := ix.labels(buf[:0], name)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	if star >= 0 {
-		return ix.wildcardQuery(labels, star, qtype, v)
-	}
-	n := ix.tree.find(labels)
-	if n == nil {
-		return nil, ErrNotFound
-	}
 	var set *answerSet
-	if exact {
+	if star >= 0 {
+		if set, err = ix.wildcardQuery(labels, star); err != nil {
+			return nil, false, err
+		}
+		return ix.finish(set, qtype, v), set.cut(), nil
+	}
+	switch n := ix.tree.find(labels); {
+	case n == nil:
+		return nil, false, ErrNotFound
+	case exact:
 		if n.value == nil {
-			return nil, ErrNotFound
+			return nil, false, ErrNotFound
 		}
 		set = n.exactSet()
-	} else {
-		set = ix.nameSet(n)
-		if set == nil {
-			return nil, ErrNotFound
+	default:
+		if set = ix.nameSet(n); set == nil {
+			return nil, false, ErrNotFound
 		}
 	}
-	return ix.finish(set, qtype, v), nil
+	return ix.finish(set, qtype, v), set.cut(), nil
 }
 
 // nameSet is what a question for n's name is answered from: its subtree, or with ExactNames
 // its own records. Nil: the name does not exist.
 func (ix *Index) nameSet(n *node) *answerSet {
 	if ix.opts.ExactNames {
-		return n.namesSet()
+		return n.namesSet(ix.opts.MaxRecords)
 	}
-	return n.answerSet()
-}
-
-// Addresses is what plugin.A (qtype A) or plugin.AAAA (qtype AAAA) answers from Records for a
-// name below the apex, whenever that answer is made of the name's addresses alone: no CNAME
-// to chase, no lease to count down, no query wildcard. ok is false otherwise, and the caller
-// asks plugin.A. The addresses are worked out once per answer set, not per question, and are
-// shared: the caller must not change them. err is ErrNotFound where Records says so.
-func (ix *Index) Addresses(name string, qtype uint16) (addrs []Address, ok bool, err error) {
-	var buf [16]string
-	labels, star := ix.labels(buf[:0], name)
-	if star >= 0 {
-		return nil, false, nil
-	}
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
-	n := ix.tree.find(labels)
-	if n == nil {
-		return nil, true, ErrNotFound
-	}
-	set := ix.nameSet(n)
-	if set == nil {
-		return nil, true, ErrNotFound
-	}
-	a := set.forQuestion(qtype).addresses()
-	if !a.plain {
-		return nil, false, nil
-	}
-	if qtype == dns.TypeAAAA {
-		return a.v6, true, nil
-	}
-	return a.v4, true, nil
+	return n.answerSet(ix.opts.MaxRecords)
 }
 
 // labels appends to dst the path elements of a lower-cased query name's key, and reports the
@@ -264,7 +248,7 @@ func (ix *Index) labels(dst []string, name string) ([]string, int) {
 		return dst, star // a plain zone has no query wildcards: "*" is a name like any other
 	}
 	for i, l := range dst {
-		if l == "*" || l == "any" {
+		if isQueryWildcard(l) {
 			star = i
 			break
 		}
@@ -272,48 +256,20 @@ func (ix *Index) labels(dst []string, name string) ([]string, int) {
 	return dst, star
 }
 
-// wildcardQuery answers a question with a "*" or "any" label: every key below the labels
-// before it whose elements match the question's, position by position.
-func (ix *Index) wildcardQuery(labels []string, star int, qtype uint16, v view) ([]msg.Service, error) {
+// wildcardQuery is what a question with a "*" or "any" label is answered from: every key
+// below the labels before it whose elements match the question's, position by position; at
+// most Options.MaxRecords of them, the first in key order, found within a budget of nodes
+// (walk.go). ErrTooBroad when it ran out of budget before it found any.
+func (ix *Index) wildcardQuery(labels []string, star int) (*answerSet, error) {
 	n, depth := ix.tree.walk(labels[:star])
-	if depth < star {
+	if depth < star || n.value == nil && n.children.len() == 0 {
 		return nil, ErrNotFound
 	}
-	set := n.answerSet()
-	if set == nil {
-		return nil, ErrNotFound
+	r := scanBelow(n, labels[star:], ix.opts.MaxRecords)
+	if r.cut && len(r.entries) == 0 {
+		return nil, ErrTooBroad
 	}
-	var matched []msg.Service
-	var leased []leasedRecord
-	var created []int64 // only where the set has a CNAME clash, which the subset may keep
-Records:
-	for i := range set.services {
-		parts := ix.elements(set.services[i].Key)
-		if len(parts) < len(labels) {
-			continue
-		}
-		for j, l := range labels {
-			if l != "*" && l != "any" && parts[j] != l {
-				continue Records
-			}
-		}
-		if lr, ok := set.leasedAt(i); ok {
-			lr.pos = len(matched)
-			leased = append(leased, lr)
-		}
-		matched = append(matched, set.services[i])
-		if r := set.ruled(); r != nil {
-			created = append(created, r.created[i])
-		}
-	}
-	sub := &answerSet{services: matched, hostless: set.hostless}
-	if len(leased) > 0 {
-		sub.rare = &rareParts{leased: leased}
-	}
-	if set.ruled() != nil {
-		sub.applyCNAMERule(func(i int) int64 { return created[i] })
-	}
-	return ix.finish(sub, qtype, v), nil
+	return newAnswerSet(r.entries).setCut(r), nil
 }
 
 // finish applies what depends on the question and the clock to a cached answer set: leased

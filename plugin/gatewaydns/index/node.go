@@ -1,51 +1,66 @@
 package index
 
 import (
-	"cmp"
-	"net"
-	"slices"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/coredns/coredns/plugin/etcd/msg"
-	"github.com/miekg/dns"
 )
 
-// entry is one decoded value.
-type entry struct {
-	svc    msg.Service // with the stock defaults for TTL and priority applied
-	ttl    uint32      // the value's own ttl, 0 when absent: lease arithmetic needs to know
-	lease  int64
-	origin origin
-	// created is the key's create revision: which of a CNAME and other data answers (cname.go).
-	created int64
-}
-
-// origin is where a record came from, for Explain.
-type origin struct {
-	owner    string
-	sources  []string
-	revision int64
-	seen     int64 // when this server learned the value, in Unix nanoseconds (a time.Time is 24 bytes)
-}
-
 // node is one path element of the key tree. Children and value change only under the index's
-// write lock; the cached answer sets are filled by readers under the read lock, and reset on
-// every write at or below the node.
+// write lock; the cached answer sets are filled by readers under the read lock, and dropped by
+// the writes that change them (forget).
 type node struct {
 	children children
 	value    *entry
-
-	below atomic.Pointer[answerSet] // what a subtree read of this key returns
-	exact atomic.Pointer[answerSet] // what an exact read of this key returns
-	names atomic.Pointer[answerSet] // what the name answers with exact names (names.go)
+	sets     atomic.Pointer[nodeSets] // nil until a read caches a set here, as most nodes never do
 }
 
-// stale drops what a write at or below n changes: the subtree read and the exact-names set
-// (a child that becomes, or stops being, a record of the name).
-func (n *node) stale() {
-	n.below.Store(nil)
-	n.names.Store(nil)
+// nodeSets are the answer sets cached at a node, by setKind.
+type nodeSets [3]atomic.Pointer[answerSet]
+
+type setKind int
+
+const (
+	belowSet setKind = iota // what a subtree read of the key returns
+	exactSet                // what an exact read of the key returns
+	namesSet                // what the name answers with exact names (names.go)
+)
+
+// cached is the set of kind k cached at n, nil when none.
+func (n *node) cached(k setKind) *answerSet {
+	if sets := n.sets.Load(); sets != nil {
+		return sets[k].Load()
+	}
+	return nil
+}
+
+// cache keeps set as n's set of kind k; readers that race to do it store the same.
+func (n *node) cache(k setKind, set *answerSet) {
+	sets := n.sets.Load()
+	if sets == nil {
+		sets = &nodeSets{}
+		if !n.sets.CompareAndSwap(nil, sets) {
+			sets = n.sets.Load()
+		}
+	}
+	sets[k].Store(set)
+}
+
+// forget drops n's cached set of kind k unless it is cut before key: then a write of key
+// changes none of the records it holds, nor that there are more.
+func (n *node) forget(k setKind, key string) {
+	if sets := n.sets.Load(); sets != nil {
+		if s := sets[k].Load(); s != nil && !s.cutBefore(key) {
+			sets[k].Store(nil)
+		}
+	}
+}
+
+// drop drops n's cached set of kind k.
+func (n *node) drop(k setKind) {
+	if sets := n.sets.Load(); sets != nil {
+		sets[k].Store(nil)
+	}
 }
 
 // answerSet is the records of one read, sorted by key as etcd returns them. Every name asked
@@ -63,6 +78,29 @@ type rareParts struct {
 	// ruled is set only when the records mix a CNAME with other data, or hold two CNAMEs: what
 	// A, AAAA, TXT and CNAME questions are answered from instead (cname.go).
 	ruled *ruledSets
+	// cut: the read stopped at the answer limit, or ran out of budget (walk.go). boundary is
+	// the key of the first record it left out, "" when not known.
+	cut      bool
+	boundary string
+}
+
+// cut reports whether the set holds only the first records of its read.
+func (s *answerSet) cut() bool { return s.rare != nil && s.rare.cut }
+
+// cutBefore reports whether the set was cut at a known record that sorts before key.
+func (s *answerSet) cutBefore(key string) bool {
+	return s.cut() && s.rare.boundary != "" && key > s.rare.boundary
+}
+
+// setCut marks the set as the first records of a read that went on (scanned).
+func (s *answerSet) setCut(r scanned) *answerSet {
+	if r.cut {
+		if s.rare == nil {
+			s.rare = &rareParts{}
+		}
+		s.rare.cut, s.rare.boundary = true, r.boundary
+	}
+	return s
 }
 
 func (s *answerSet) leased() []leasedRecord {
@@ -86,91 +124,6 @@ func (s *answerSet) addLeased(lr leasedRecord) {
 	s.rare.leased = append(s.rare.leased, lr)
 }
 
-// Address is one record of an A or AAAA answer.
-type Address struct {
-	IP  net.IP
-	TTL uint32
-}
-
-// addresses is what plugin.A and plugin.AAAA make of an answer set without CNAMEs and leases
-// (plain): the addresses of each family, in key order, the first of each host only, of the
-// records that msg.Group keeps.
-type addresses struct {
-	plain  bool
-	v4, v6 []Address
-	// text: some record with a host is text under a host name (msg.Service.HostType says TXT),
-	// which A and AAAA answers leave out and TXT answers hold.
-	text bool
-}
-
-// addresses works out the set's addresses once; readers that race to do it store the same.
-func (s *answerSet) addresses() *addresses {
-	if a := s.addrs.Load(); a != nil {
-		return a
-	}
-	a := newAddresses(s)
-	s.addrs.Store(a)
-	return a
-}
-
-func newAddresses(s *answerSet) *addresses {
-	a := new(addresses)
-	a.fill(s)
-	return a
-}
-
-// fill sets a to s's addresses, reusing a's arrays: a transfer works them out for every name
-// of a zone, and their garbage would delay the queries answered meanwhile.
-func (a *addresses) fill(s *answerSet) {
-	*a = addresses{v4: a.v4[:0], v6: a.v6[:0]}
-	if len(s.leased()) > 0 {
-		return
-	}
-	sx := s.services
-	if s.hostless {
-		sx = withHost(sx) // as finish leaves them out of an A or AAAA answer
-	}
-	a.plain = true
-	sx = msg.Group(sx)
-	// A name has few records, and a scan of the ones before beats a map; a subtree's set (the
-	// apex's holds every record of the zone) needs the map.
-	var seen map[string]bool
-	if len(sx) > scanHosts {
-		seen = make(map[string]bool, len(sx))
-	}
-	for i, svc := range sx {
-		what, ip := svc.HostType()
-		switch {
-		case what == dns.TypeCNAME:
-			*a = addresses{v4: a.v4[:0], v6: a.v6[:0]}
-			return
-		case what == dns.TypeTXT:
-			a.text = true
-		case seen != nil && seen[svc.Host], seen == nil && hostSeen(sx[:i], svc.Host):
-		case what == dns.TypeA:
-			a.v4 = append(a.v4, Address{IP: ip, TTL: svc.TTL})
-		case what == dns.TypeAAAA:
-			a.v6 = append(a.v6, Address{IP: ip, TTL: svc.TTL})
-		}
-		if seen != nil {
-			seen[svc.Host] = true
-		}
-	}
-}
-
-// scanHosts is the most records whose hosts fill checks for duplicates by a scan.
-const scanHosts = 16
-
-// hostSeen reports whether one of sx has host.
-func hostSeen(sx []msg.Service, host string) bool {
-	for _, s := range sx {
-		if s.Host == host {
-			return true
-		}
-	}
-	return false
-}
-
 // leasedRecord marks a record whose TTL follows its lease's remaining life.
 type leasedRecord struct {
 	pos   int
@@ -189,179 +142,37 @@ func (s *answerSet) leasedAt(pos int) (leasedRecord, bool) {
 
 func (s *answerSet) add(e *entry) {
 	if e.lease != 0 {
-		s.addLeased(leasedRecord{pos: len(s.services), lease: e.lease, ttl: e.ttl})
+		s.addLeased(leasedRecord{pos: len(s.services), lease: e.lease, ttl: e.valueTTL})
 	}
-	if e.svc.Host == "" {
+	if e.host == "" {
 		s.hostless = true
 	}
-	s.services = append(s.services, e.svc)
-}
-
-func (n *node) child(name string) *node {
-	if n == nil {
-		return nil
-	}
-	return n.children.get(name)
-}
-
-// find is the node a read of elems answers from: the node itself, or, where the tree ends
-// before it, a "*" child of the deepest node on the way (RFC 4592). Nil when neither exists.
-func (n *node) find(elems []string) *node {
-	n, depth := n.walk(elems)
-	if depth < len(elems) {
-		return n.child("*")
-	}
-	return n
-}
-
-// walk follows elems down as far as the tree goes: the deepest node reached and how many
-// elements that took.
-func (n *node) walk(elems []string) (*node, int) {
-	for i, e := range elems {
-		c := n.children.get(e)
-		if c == nil {
-			return n, i
-		}
-		n = c
-	}
-	return n, len(elems)
-}
-
-// put stores e at elems and reports whether the key is new.
-func (n *node) put(elems []string, e *entry) bool {
-	for _, el := range elems {
-		n.stale()
-		c := n.children.get(el)
-		if c == nil {
-			c = &node{}
-			n.children.set(el, c)
-		}
-		n = c
-	}
-	n.stale()
-	n.exact.Store(nil)
-	added := n.value == nil
-	n.value = e
-	return added
-}
-
-// remove deletes the value at elems, prunes the nodes left empty, and reports whether there
-// was a value.
-func (n *node) remove(elems []string) bool {
-	path := make([]*node, 0, len(elems)+1)
-	path = append(path, n)
-	for _, el := range elems {
-		if n = n.children.get(el); n == nil {
-			return false
-		}
-		path = append(path, n)
-	}
-	if n.value == nil {
-		return false
-	}
-	n.value = nil
-	n.exact.Store(nil)
-	for _, p := range path {
-		p.stale()
-	}
-	for i := len(path) - 1; i > 0; i-- {
-		if p := path[i]; p.value != nil || p.children.len() > 0 {
-			break
-		}
-		path[i-1].children.remove(elems[i-1])
-	}
-	return true
-}
-
-// graft puts sub in place of the node at path (creating the nodes on the way), keeps a value
-// that sat at that node itself, and returns how many values the replaced subtree held. An
-// empty sub removes the node, and the nodes left empty above it.
-func (n *node) graft(path []string, sub *node) (removed int) {
-	if len(path) == 0 {
-		removed = n.countValues()
-		n.children = sub.children
-		n.stale()
-		return removed
-	}
-	nodes := []*node{n}
-	for _, el := range path[:len(path)-1] {
-		c := n.children.get(el)
-		if c == nil {
-			c = &node{}
-			n.children.set(el, c)
-		}
-		nodes = append(nodes, c)
-		n = c
-	}
-	for _, p := range nodes {
-		p.stale()
-	}
-	last := path[len(path)-1]
-	if old := n.children.get(last); old != nil {
-		removed = old.countValues()
-		if old.value != nil {
-			removed--
-			sub.value = old.value
-		}
-	}
-	if sub.value != nil || sub.children.len() > 0 {
-		n.children.set(last, sub)
-		return removed
-	}
-	n.children.remove(last)
-	for i := len(nodes) - 1; i > 0; i-- {
-		if p := nodes[i]; p.value != nil || p.children.len() > 0 {
-			break
-		}
-		nodes[i-1].children.remove(path[i-1])
-	}
-	return removed
-}
-
-func (n *node) countValues() int {
-	if n == nil {
-		return 0
-	}
-	c := 0
-	if n.value != nil {
-		c = 1
-	}
-	for ch := range n.children.all {
-		c += ch.countValues()
-	}
-	return c
+	s.services = append(s.services, e.service())
 }
 
 // answerSet is what a stock prefix read of this key finds: every record strictly below it, or,
-// when there is none, its own. Nil when neither exists.
-func (n *node) answerSet() *answerSet {
-	if s := n.below.Load(); s != nil {
+// when there is none, its own; at most limit records, the first in key order (walk.go). Nil
+// when neither exists.
+func (n *node) answerSet(limit int) *answerSet {
+	if s := n.cached(belowSet); s != nil {
 		return s
 	}
-	var entries []*entry
+	var s *answerSet
 	switch {
 	case n.children.len() > 0:
-		for c := range n.children.all {
-			entries = c.collect(entries)
-		}
-		slices.SortFunc(entries, func(a, b *entry) int { return cmp.Compare(a.svc.Key, b.svc.Key) })
+		r := scanBelow(n, nil, limit)
+		s = newAnswerSet(r.entries).setCut(r)
 	case n.value != nil:
-		entries = []*entry{n.value}
+		s = newAnswerSet([]*entry{n.value})
 	default:
 		return nil
 	}
-	s := newAnswerSet(entries)
-	n.below.Store(s)
+	n.cache(belowSet, s)
 	return s
 }
 
 // newAnswerSet is the set of entries, sorted by key, with the CNAME rule applied.
 func newAnswerSet(entries []*entry) *answerSet {
-	if len(entries) == 1 {
-		s := singleSet(entries[0])
-		s.applyCNAMERule(func(int) int64 { return entries[0].created })
-		return s
-	}
 	s := &answerSet{services: make([]msg.Service, 0, len(entries))}
 	for _, e := range entries {
 		s.add(e)
@@ -370,36 +181,12 @@ func newAnswerSet(entries []*entry) *answerSet {
 	return s
 }
 
-// singleSet is the set of one entry. Its record is the entry's own, not a copy: most names
-// hold one record, and the copy was a third of what asking for a name once cost in memory
-// (BenchmarkIndexMemory). That is safe because an entry never changes once stored, and a set's
-// records are never changed in place: finish copies them before it sets a lease's TTL, as
-// every caller must, since sets are shared by every question.
-func singleSet(e *entry) *answerSet {
-	s := &answerSet{services: unsafe.Slice(&e.svc, 1)}
-	if e.lease != 0 {
-		s.addLeased(leasedRecord{pos: 0, lease: e.lease, ttl: e.ttl})
-	}
-	s.hostless = e.svc.Host == ""
-	return s
-}
-
 // exactSet is what an exact read of this key finds; the caller checks that there is a value.
 func (n *node) exactSet() *answerSet {
-	if s := n.exact.Load(); s != nil {
+	if s := n.cached(exactSet); s != nil {
 		return s
 	}
-	s := singleSet(n.value)
-	n.exact.Store(s)
+	s := newAnswerSet([]*entry{n.value})
+	n.cache(exactSet, s)
 	return s
-}
-
-func (n *node) collect(entries []*entry) []*entry {
-	if n.value != nil {
-		entries = append(entries, n.value)
-	}
-	for c := range n.children.all {
-		entries = c.collect(entries)
-	}
-	return entries
 }

@@ -3,52 +3,66 @@
 package index
 
 import (
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // Load replaces everything under the key prefix (the root, or a zone's prefix below it) with
-// kvs, as read by one Get at one revision. The new subtree is built before the lock is taken,
-// so queries keep being answered from the old one meanwhile.
+// kvs, as read by one Get at one revision. The new subtree, and what follows from it (serials,
+// digest, names whose records clash), is worked out before the lock is taken, so queries keep
+// being answered from the old one meanwhile, and wait only for the swap.
 func (ix *Index) Load(prefix string, kvs []record.KV) {
 	base := ix.elements(prefix)
 	if n := len(base); n > 0 && base[n-1] == "" {
 		base = base[:n-1] // "cluster/openmcp/" names the node "openmcp"
 	}
+	held := make([]keyRev, 0, len(kvs))
+	for _, kv := range kvs {
+		if strings.HasPrefix(kv.Key, prefix) && strings.HasPrefix(kv.Key, ix.root) {
+			held = append(held, keyRev{kv.Key, kv.Revision})
+		}
+	}
+	entries, errs := ix.decodeAll(kvs)
 	sub := &node{}
 	count := 0
 	var rejected []rejection
-	held := make([]keyRev, 0, len(kvs))
-	for _, kv := range kvs {
-		if !strings.HasPrefix(kv.Key, prefix) || !strings.HasPrefix(kv.Key, ix.root) {
-			continue
-		}
-		held = append(held, keyRev{kv.Key, kv.Revision})
-		e, err := ix.decode(kv)
-		if err != nil {
-			rejected = append(rejected, rejection{kv, err})
-			continue
-		}
-		if sub.put(ix.elements(kv.Key)[len(base):], e) {
+	for i, kv := range kvs {
+		switch {
+		case !strings.HasPrefix(kv.Key, prefix) || !strings.HasPrefix(kv.Key, ix.root):
+		case errs[i] != nil:
+			rejected = append(rejected, rejection{kv, errs[i]})
+		case sub.put(ix.elements(kv.Key)[len(base):], entries[i]):
 			count++
 		}
 	}
+	serials := map[string]int64{}
+	for _, kr := range held {
+		if p := ix.prefixOf(kr.key); p != "" {
+			serials[p] = max(serials[p], kr.rev)
+		}
+	}
+	loaded := digestOf(prefix, held)
+	clashes := clashesIn(sub, base)
+
 	ix.mu.Lock()
 	ix.gen++
-	for _, kr := range held {
-		ix.noteChangeLocked(kr.key, kr.rev)
+	for p, rev := range serials {
+		ix.serials[p] = max(ix.serials[p], rev)
 	}
-	ix.loadDigestsLocked(prefix, base, held)
-	ix.count += count - ix.tree.graft(base, sub)
+	ix.loadDigestsLocked(prefix, base, held, loaded)
+	ix.count += count - ix.tree.graft(base, sub, ix.root+strings.Join(base, "/")+"/")
 	for key := range ix.invalid {
 		if strings.HasPrefix(key, prefix) {
 			delete(ix.invalid, key)
 		}
 	}
 	ix.reportLocked(rejected)
-	ix.checkClashesBelowLocked(base)
+	ix.setClashesBelowLocked(base, clashes)
 	ix.loadedPrefixes[prefix] = true
 	all := true
 	for _, p := range ix.opts.Prefixes {
@@ -60,7 +74,36 @@ func (ix *Index) Load(prefix string, kvs []record.KV) {
 	}
 }
 
-// Apply makes the changes of one watch response, in order, under one lock.
+// decodeAll decodes the values of kvs on as many goroutines as there are CPUs: what a load of a
+// million records spends most of its time on. A value that cannot be served has an error.
+func (ix *Index) decodeAll(kvs []record.KV) ([]*entry, []error) {
+	entries, errs := make([]*entry, len(kvs)), make([]error, len(kvs))
+	const part = 4096
+	workers := min(runtime.GOMAXPROCS(0), (len(kvs)+part-1)/part)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				start := int(next.Add(part)) - part
+				if start >= len(kvs) {
+					return
+				}
+				for i := start; i < min(start+part, len(kvs)); i++ {
+					if strings.HasPrefix(kvs[i].Key, ix.root) {
+						entries[i], errs[i] = ix.decode(kvs[i])
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return entries, errs
+}
+
+// Apply makes the changes of one watch response, in order. It takes the write lock for at most
+// applySlice changes at a time, more only to finish a revision: queries are answered between
+// two slices, and never see part of one transaction.
 func (ix *Index) Apply(changes []record.Change) {
 	entries := make([]*entry, len(changes))
 	var rejected []rejection
@@ -77,12 +120,40 @@ func (ix *Index) Apply(changes []record.Change) {
 	}
 	// skipped holds the revision of keys put with an invalid value earlier in this batch.
 	skipped := map[string]int64{}
-	// The names whose records changed, to look again at whether they mix a CNAME with other
-	// data once the whole batch is in.
-	names := make(map[string][]string, len(changes))
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+	for start := 0; start < len(changes); {
+		end := min(start+applySlice, len(changes))
+		for end < len(changes) && changes[end].Revision == changes[end-1].Revision {
+			end++
+		}
+		ix.mu.Lock()
+		ix.applyLocked(changes[start:end], entries[start:end], skipped)
+		if end == len(changes) {
+			// Only values still in place at the end of the batch are skipped ones: a later
+			// put or delete of the same key in this batch replaced them.
+			kept := rejected[:0]
+			for _, r := range rejected {
+				if rev, ok := skipped[r.kv.Key]; ok && rev == r.kv.Revision {
+					kept = append(kept, r)
+				}
+			}
+			ix.reportLocked(kept)
+		}
+		ix.mu.Unlock()
+		start = end
+	}
+}
+
+// applySlice is the most changes Apply makes under one lock, unless a revision has more: some
+// 200 us of queries waiting.
+const applySlice = 128
+
+// applyLocked makes changes, whose decoded values are entries (nil for deletes and values it
+// cannot serve), and notes the keys it skips as invalid in skipped.
+func (ix *Index) applyLocked(changes []record.Change, entries []*entry, skipped map[string]int64) {
 	ix.gen++
+	// The names whose records changed, to look again at whether they mix a CNAME with other
+	// data once the slice is in.
+	names := make(map[string][]string, len(changes))
 	for i, c := range changes {
 		if !strings.HasPrefix(c.Key, ix.root) {
 			continue
@@ -116,7 +187,7 @@ func (ix *Index) Apply(changes []record.Change) {
 				ix.count--
 			}
 			if !c.Deleted {
-				skipped[c.Key] = c.Revision // ix.invalid learns it only after the loop
+				skipped[c.Key] = c.Revision // ix.invalid learns it only after the batch
 			}
 			if c.Deleted {
 				delete(ix.invalid, c.Key)
@@ -126,15 +197,6 @@ func (ix *Index) Apply(changes []record.Change) {
 	for path, name := range names {
 		ix.checkClashLocked(name, path)
 	}
-	// Only values still in place at the end of the batch are skipped ones: a later put or
-	// delete of the same key in this batch replaced them.
-	kept := rejected[:0]
-	for _, r := range rejected {
-		if rev, ok := skipped[r.kv.Key]; ok && rev == r.kv.Revision {
-			kept = append(kept, r)
-		}
-	}
-	ix.reportLocked(kept)
 }
 
 // SetLeaseExpiry records when a lease runs out; the store refreshes it from etcd.
@@ -183,15 +245,7 @@ func (ix *Index) decode(kv record.KV) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &entry{svc: v.Service, ttl: v.TTL, lease: kv.Lease, created: kv.Created,
-		origin: origin{owner: v.Owner, sources: v.Sources, revision: kv.Revision, seen: ix.opts.Now().UnixNano()}}
-	if e.svc.TTL == 0 {
-		e.svc.TTL = DefaultTTL
-	}
-	if e.svc.Priority == 0 {
-		e.svc.Priority = defaultPriority
-	}
-	return e, nil
+	return newEntry(kv, &v, ix.opts.Now().UnixNano()), nil
 }
 
 // elements splits a key below the root into its path elements, literally: a key with an

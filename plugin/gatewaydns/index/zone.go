@@ -108,7 +108,7 @@ func (ix *Index) zone(origin string, pause func()) (z *Zone, ok bool) {
 		p := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		start := len(entries)
-		entries = p.n.nameEntries(entries)
+		entries = p.n.nameEntries(entries, 0)
 		z.names = append(z.names, zoneName{name: p.name, own: p.n.value, entries: entries[start:len(entries):len(entries)]})
 		// Path elements that no question can reach (upper case, a dot, an escape) are left
 		// out with what lies below them: the index never answers them either.
@@ -174,10 +174,10 @@ func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) 
 	}
 	grouped := false
 	for _, e := range entries {
-		if e.lease != 0 || e.svc.Host == "" || e.svc.Mail {
+		if e.lease != 0 || e.host == "" || e.flags&mailFlag != 0 {
 			return nil, nil, nil, false
 		}
-		grouped = grouped || e.svc.Group != ""
+		grouped = grouped || e.more != nil && e.more.group != ""
 	}
 	// newAnswerSet's set, without its allocations; and without the CNAME rule unless a
 	// group may hide a host name from newAddresses: the rule has nothing to rule on where

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
@@ -97,6 +98,7 @@ type Watcher struct {
 	inconsistent chan int64         // the load generation a check found wrong
 	generation   int64              // loads so far; owned by Run's goroutine
 	reach        reach
+	noStream     atomic.Bool // etcd answered RangeStream with Unimplemented: read in pages (load.go)
 }
 
 // Run blocks until ctx is done; it returns only then, once its goroutines have ended.

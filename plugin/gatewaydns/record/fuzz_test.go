@@ -1,7 +1,9 @@
 package record
 
 import (
+	"encoding/json"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -28,10 +30,27 @@ func FuzzDecode(f *testing.F) {
 		{"", `{"host":"10.0.0.1"}`},
 		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1","port":70000}`},
 		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1","priority":-1}`},
+		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1","ttl":300,"targetstrip":1,"owner":"eu1","sources":["HTTPRoute/ns/a","HTTPRoute/ns/b"]}`},
+		{"/skydns/test/zone/app/1", ` { "host" : "a.b" , "mail" : true , "sources" : [ ] , "ttl" : 4294967295 } `},
+		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1","ttl":4294967296}`},
+		{"/skydns/test/zone/app/1", `{"Host":"10.0.0.1","ttl":1e2,"text":"\u00e9"}`},
+		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1","host":"10.0.0.2","sources":["a"],"sources":[]}`},
+		{"/skydns/test/zone/app/1", `{"host":null,"port":-0,"weight":01}`},
 	} {
 		f.Add(s[0], []byte(s[1]))
 	}
 	f.Fuzz(func(t *testing.T, key string, value []byte) {
+		var fast, slow Value
+		if parseValue(value, &fast) {
+			if err := json.Unmarshal(value, &slow); err != nil || !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("parseValue(%q) = %+v; encoding/json: %+v, %v", value, fast, slow, err)
+			}
+		}
+		if plainKeyName(key) {
+			if _, ok := dns.IsDomainName(msg.Domain(key)); !ok {
+				t.Fatalf("plainKeyName(%q), but %q is not a domain name", key, msg.Domain(key))
+			}
+		}
 		s, err := Decode(key, value)
 		if err != nil {
 			return

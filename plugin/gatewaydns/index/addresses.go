@@ -1,0 +1,180 @@
+package index
+
+import (
+	"net"
+
+	"github.com/coredns/coredns/plugin/etcd/msg"
+	"github.com/miekg/dns"
+)
+
+// AppendAddresses appends to dst what plugin.A (qtype A) or plugin.AAAA (qtype AAAA) answers
+// from Records for a name below the apex, whenever that answer is made of the name's
+// addresses alone: no CNAME to chase, no lease to count down, no query wildcard. ok is false
+// otherwise, and the caller asks plugin.A. A name of a few records of plain addresses (the
+// writer's layout) is answered from its entries as they are, caching nothing; other names from
+// their cached answer set, whose addresses are worked out once, not per question. err is
+// ErrNotFound where Records says so. The IPs refer into the index: the caller must not change
+// them.
+func (ix *Index) AppendAddresses(dst []Address, name string, qtype uint16) (addrs []Address, ok bool, err error) {
+	var buf [16]string
+	labels, star := ix.labels(buf[:0], name)
+	if star >= 0 {
+		return dst, false, nil
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	n := ix.tree.find(labels)
+	if n == nil {
+		return dst, true, ErrNotFound
+	}
+	if addrs, ok := ix.plainAddresses(dst, n, qtype); ok {
+		return addrs, true, nil
+	}
+	set := ix.nameSet(n)
+	if set == nil {
+		return dst, true, ErrNotFound
+	}
+	a := set.forQuestion(qtype).addresses()
+	if !a.plain {
+		return dst, false, nil
+	}
+	if qtype == dns.TypeAAAA {
+		return append(dst, a.v6...), true, nil
+	}
+	return append(dst, a.v4...), true, nil
+}
+
+// Addresses is AppendAddresses to a new slice.
+func (ix *Index) Addresses(name string, qtype uint16) (addrs []Address, ok bool, err error) {
+	return ix.AppendAddresses(nil, name, qtype)
+}
+
+// maxPlain is the most records of a name that plainAddresses answers from.
+const maxPlain = 8
+
+// plainAddresses appends the addresses of n's name to dst when the name's records are at most
+// maxPlain plain addresses (entry.plainAddress) and no more than a read gives: what
+// answerSet.addresses makes of them, without a set. ok is false for any other name.
+func (ix *Index) plainAddresses(dst []Address, n *node, qtype uint16) (addrs []Address, ok bool) {
+	var buf [maxPlain]*entry
+	entries := buf[:0]
+	if (ix.opts.ExactNames || n.children.len() == 0) && n.value != nil {
+		entries = append(entries, n.value)
+	}
+	if n.children.len() > maxPlain {
+		return dst, false
+	}
+	for c := range n.children.all {
+		switch {
+		case c.children.len() == 0 && c.value != nil:
+			entries = append(entries, c.value)
+		case !ix.opts.ExactNames:
+			return dst, false // records further down: a read of the subtree
+		}
+	}
+	if len(entries) == 0 || len(entries) > maxPlain || len(entries) > ix.opts.MaxRecords {
+		return dst, false
+	}
+	for _, e := range entries {
+		if !e.plainAddress() {
+			return dst, false
+		}
+	}
+Entries:
+	for i, e := range entries {
+		for _, prev := range entries[:i] {
+			if prev.host == e.host {
+				continue Entries // as plugin.A leaves out a host it has answered
+			}
+		}
+		if a, ok := e.address(qtype); ok {
+			dst = append(dst, a)
+		}
+	}
+	return dst, true
+}
+
+// Address is one record of an A or AAAA answer.
+type Address struct {
+	IP  net.IP
+	TTL uint32
+}
+
+// addresses is what plugin.A and plugin.AAAA make of an answer set without CNAMEs and leases
+// (plain): the addresses of each family, in key order, the first of each host only, of the
+// records that msg.Group keeps.
+type addresses struct {
+	plain  bool
+	v4, v6 []Address
+	// text: some record with a host is text under a host name (msg.Service.HostType says TXT),
+	// which A and AAAA answers leave out and TXT answers hold.
+	text bool
+}
+
+// addresses works out the set's addresses once; readers that race to do it store the same.
+func (s *answerSet) addresses() *addresses {
+	if a := s.addrs.Load(); a != nil {
+		return a
+	}
+	a := newAddresses(s)
+	s.addrs.Store(a)
+	return a
+}
+
+func newAddresses(s *answerSet) *addresses {
+	a := new(addresses)
+	a.fill(s)
+	return a
+}
+
+// fill sets a to s's addresses, reusing a's arrays: a transfer works them out for every name
+// of a zone, and their garbage would delay the queries answered meanwhile.
+func (a *addresses) fill(s *answerSet) {
+	*a = addresses{v4: a.v4[:0], v6: a.v6[:0]}
+	if len(s.leased()) > 0 {
+		return
+	}
+	sx := s.services
+	if s.hostless {
+		sx = withHost(sx) // as finish leaves them out of an A or AAAA answer
+	}
+	a.plain = true
+	sx = msg.Group(sx)
+	// A name has few records, and a scan of the ones before beats a map; a subtree's set (the
+	// apex's holds every record of the zone) needs the map.
+	var seen map[string]bool
+	if len(sx) > scanHosts {
+		seen = make(map[string]bool, len(sx))
+	}
+	for i, svc := range sx {
+		what, ip := svc.HostType()
+		switch {
+		case what == dns.TypeCNAME:
+			*a = addresses{v4: a.v4[:0], v6: a.v6[:0]}
+			return
+		case what == dns.TypeTXT:
+			a.text = true
+		case seen != nil && seen[svc.Host], seen == nil && hostSeen(sx[:i], svc.Host):
+		case what == dns.TypeA:
+			a.v4 = append(a.v4, Address{IP: ip, TTL: svc.TTL})
+		case what == dns.TypeAAAA:
+			a.v6 = append(a.v6, Address{IP: ip, TTL: svc.TTL})
+		}
+		if seen != nil {
+			seen[svc.Host] = true
+		}
+	}
+}
+
+// scanHosts is the most records whose hosts fill checks for duplicates by a scan.
+const scanHosts = 16
+
+// hostSeen reports whether one of sx has host.
+func hostSeen(sx []msg.Service, host string) bool {
+	for _, s := range sx {
+		if s.Host == host {
+			return true
+		}
+	}
+	return false
+}
