@@ -99,6 +99,8 @@ type wResults struct {
 	etcd             etcdCounters  // what etcd counted meanwhile
 	revisions        int64
 	writes           float64 // the writer's coredns_gatewaydns_writer_writes_total
+	cpu              wCPU
+	peakRSS          int64 // the writer's, VmHWM
 }
 
 // xResults: phase X, query latency while the zone is transferred.
