@@ -290,7 +290,7 @@ func (w *Writer) read(ctx context.Context, names []string, res *Result) (current
 		for i, n := range batch {
 			bases[i] = paths(n)
 			for _, p := range bases[i] {
-				ops = append(ops, clientv3.OpGet(p, clientv3.WithPrefix()))
+				ops = append(ops, clientv3.OpGet(p, clientv3.WithPrefix(), clientv3.WithLimit(nameReadLimit)))
 			}
 		}
 		var resp *clientv3.TxnResponse
@@ -317,21 +317,35 @@ func (w *Writer) read(ctx context.Context, names []string, res *Result) (current
 			rev = resp.Header.Revision
 		}
 		i := 0
+	names:
 		for b, n := range batch {
+			var keys []plan.KV
 			for _, base := range bases[b] {
-				for _, kv := range resp.Responses[i].GetResponseRange().Kvs {
-					k := string(kv.Key)
-					if strings.Contains(k[len(base):], "/") {
-						continue // a record of a name below
-					}
-					if _, dup := snap.keys[k]; dup {
-						continue // a registry name that is also a name read
-					}
-					snap.keys[k] = kv.ModRevision
-					current = append(current, plan.KV{Key: k, Value: kv.Value, CreateRevision: kv.CreateRevision,
-						ModRevision: kv.ModRevision, Lease: kv.Lease})
-				}
+				rr := resp.Responses[i].GetResponseRange()
 				i++
+				keys = appendRecords(keys, base, rr.Kvs)
+				if !rr.More || len(rr.Kvs) == 0 {
+					continue
+				}
+				// More below the name than the limit: read on in pages, at the same revision.
+				err := w.readOn(ctx, base, string(rr.Kvs[len(rr.Kvs)-1].Key), resp.Header.Revision, func(r *clientv3.GetResponse) {
+					keys = appendRecords(keys, base, r.Kvs)
+				})
+				if err != nil {
+					if !perKey(err) {
+						return err
+					}
+					res.fail(n, fmt.Errorf("reading: %w", err))
+					w.reportFailure(n, fmt.Errorf("reading: %w", err))
+					continue names
+				}
+			}
+			for _, kv := range keys {
+				if _, dup := snap.keys[kv.Key]; dup {
+					continue // a registry name that is also a name read
+				}
+				snap.keys[kv.Key] = kv.ModRevision
+				current = append(current, kv)
 			}
 			readable = append(readable, n)
 			snap.names[n] = resp.Header.Revision
@@ -345,4 +359,36 @@ func (w *Writer) read(ctx context.Context, names []string, res *Result) (current
 		}
 	}
 	return current, readable, snap, rev, nil
+}
+
+// nameReadLimit bounds the keys one name's range read returns. A name holds a few records, but
+// its range holds every name below it too, and the range of a zone's apex the whole zone: a
+// name with more is read on in pages (readOn).
+var nameReadLimit int64 = 1000
+
+// appendRecords appends the records of kvs one level below base: the name's own, not those of
+// the names below it.
+func appendRecords(keys []plan.KV, base string, kvs []*mvccpb.KeyValue) []plan.KV {
+	for _, kv := range kvs {
+		k := string(kv.Key)
+		if strings.Contains(k[len(base):], "/") {
+			continue // a record of a name below
+		}
+		keys = append(keys, plan.KV{Key: k, Value: kv.Value, CreateRevision: kv.CreateRevision, ModRevision: kv.ModRevision, Lease: kv.Lease})
+	}
+	return keys
+}
+
+// readOn reads the keys under base after the key after, at rev, in pages, each page a request
+// of its own under the writer's limits.
+func (w *Writer) readOn(ctx context.Context, base, after string, rev int64, page func(*clientv3.GetResponse)) error {
+	get := func(ctx context.Context, key string, opts ...clientv3.OpOption) (resp *clientv3.GetResponse, err error) {
+		// As the resync's pages: one may take longer than an attempt on a loaded etcd.
+		err = w.requestEach(ctx, w.cfg.Timeout, func(ctx context.Context) error {
+			resp, err = w.client.Get(ctx, key, opts...)
+			return err
+		})
+		return resp, err
+	}
+	return store.ReadOn(ctx, get, base, after, rev, page)
 }
