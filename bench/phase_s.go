@@ -78,7 +78,7 @@ func (h *harness) phaseS() error {
 		}
 		s.rows = append(s.rows, row)
 		servers = append(servers, &scaled{srv: srv, input: input})
-		logf("S: %7d records: written in %v (etcd database %.0f MB, %.0f MB in use), ready in %v (RSS %.1f MB)", row.records,
+		logf("S: %7d records: written in %v (etcd database %.1f MB, %.1f MB in use), ready in %v (RSS %.1f MB)", row.records,
 			row.load.Round(time.Millisecond), mb(s.dbSize), mb(s.dbInUse), ready.Round(time.Millisecond), mb(row.rssReady))
 	}
 	for r := range h.opt.rounds {
