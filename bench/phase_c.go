@@ -98,65 +98,41 @@ func (h *harness) phaseC() error {
 	}
 
 	perfLog := filepath.Join(h.runDir, "dnsperf-C.log")
-	warm := h.perf()
-	warm.Duration = min(2*time.Second, h.opt.duration)
-	if _, err := runDnsperf(warm, srv.DNS, input, perfLog); err != nil {
-		return srv.failure(err)
+	var lp dnsperf.Options
+	if c.qps, lp, err = h.latencyRate(srv, input, perfLog); err != nil {
+		return err
 	}
-	tp, err := runDnsperf(h.perf(), srv.DNS, input, perfLog)
-	if err != nil {
-		return srv.failure(err)
-	}
-	c.qps = tp.QPS
-	c.rate = max(int(tp.QPS*h.opt.latFraction), 100)
-	logf("C: %.0f qps at saturation; latency runs at %d qps for %v each", tp.QPS, c.rate, h.opt.duration)
+	c.rate, c.perf = lp.MaxQPS, lp
+	logf("C: %.0f qps at saturation; latency runs at %d qps for %v each", c.qps, c.rate, lp.Duration)
 
-	lp := h.perf()
-	lp.MaxQPS, lp.Verbose, lp.Duration = c.rate, true, h.opt.duration
-	c.perf = lp
 	ch := newChurner(h.cli, d.records, churnWorkers)
-	var idle, busy []float64
+	var idle, busy sample
 	var churnTime time.Duration
-	runIdle := func(r int) error {
+	err = alternate(h.opt.rounds, func(r int) error {
 		res, err := runDnsperf(lp, srv.DNS, input, perfLog)
 		if err != nil {
 			return srv.failure(err)
 		}
-		idle = append(idle, withLost(res, lp.Timeout)...)
-		c.idleLost += res.Lost
-		c.idleSent += res.Sent
-		round := summarize(withLost(res, lp.Timeout))
-		logf("C: round %d, idle:     p50 %s, p99 %s, lost %d/%d", r+1, ms(round.p50), ms(round.p99), res.Lost, res.Sent)
+		run := idle.add(res, lp.Timeout)
+		logf("C: round %d, idle:     p50 %s, p99 %s, lost %d/%d", r+1, ms(run.p50), ms(run.p99), res.Lost, res.Sent)
 		return nil
-	}
-	runBusy := func(r int) error {
+	}, func(r int) error {
 		res, changes, took, err := h.whileChurning(srv, ch, lp, input, perfLog, r == 0)
 		if err != nil {
 			return err
 		}
-		busy = append(busy, withLost(res, lp.Timeout)...)
-		c.busyLost += res.Lost
-		c.busySent += res.Sent
+		run := busy.add(res, lp.Timeout)
 		c.changes += changes
 		churnTime += took
-		round := summarize(withLost(res, lp.Timeout))
-		logf("C: round %d, changing: p50 %s, p99 %s, lost %d/%d; %d changes, %.0f/s", r+1, ms(round.p50), ms(round.p99), res.Lost, res.Sent,
+		logf("C: round %d, changing: p50 %s, p99 %s, lost %d/%d; %d changes, %.0f/s", r+1, ms(run.p50), ms(run.p99), res.Lost, res.Sent,
 			changes, ratio(float64(changes), took.Seconds()))
 		return nil
+	})
+	if err != nil {
+		return err
 	}
-	for r := range h.opt.rounds {
-		// Idle first in even rounds, changing first in odd ones.
-		order := []func(int) error{runIdle, runBusy}
-		if r%2 == 1 {
-			order[0], order[1] = order[1], order[0]
-		}
-		for _, f := range order {
-			if err := f(r); err != nil {
-				return err
-			}
-		}
-	}
-	c.idle, c.busy = summarize(idle), summarize(busy)
+	c.idle, c.idleLost, c.idleSent = summarize(idle.lat), idle.lost, idle.sent
+	c.busy, c.busyLost, c.busySent = summarize(busy.lat), busy.lost, busy.sent
 	c.achieved = ratio(float64(c.changes), churnTime.Seconds())
 	c.puts, c.deletes = ch.puts.Load(), ch.deletes.Load()
 	logf("C: p99 idle %s, while changing %s (%.2f x) at %.0f changes/s", ms(c.idle.p99), ms(c.busy.p99), ratio(c.busy.p99, c.idle.p99), c.achieved)
@@ -189,14 +165,7 @@ func (h *harness) whileChurning(srv *coreDNS, ch *churner, lp dnsperf.Options, i
 		churned <- outcome{n, err}
 	}()
 	time.Sleep(200 * time.Millisecond)
-	var profiled chan error
-	if h.opt.profile && profile {
-		profiled = make(chan error, 1)
-		go func() {
-			profiled <- h.fetchProfile(srv, fmt.Sprintf("profile?seconds=%d", max(int(lp.Duration.Seconds())-1, 1)),
-				"cpu-"+srv.Name+"-churn", lp.Duration+30*time.Second)
-		}()
-	}
+	profiled := h.profileRun(srv, lp.Duration, "churn", profile)
 	res, err := runDnsperf(lp, srv.DNS, input, perfLog)
 	cancel()
 	out := <-churned
@@ -207,12 +176,7 @@ func (h *harness) whileChurning(srv *coreDNS, ch *churner, lp dnsperf.Options, i
 	if out.err != nil {
 		return res, out.changes, took, out.err
 	}
-	if profiled != nil {
-		if err := <-profiled; err != nil {
-			return res, out.changes, took, err
-		}
-	}
-	return res, out.changes, took, nil
+	return res, out.changes, took, profiled()
 }
 
 // applyRate stops the server, writes n changes, resumes it, and times it until its SOA serial

@@ -13,13 +13,9 @@ import (
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
-// ReadPages against a real etcd: every key in pages of the limit, all at the revision of the
-// first page whatever is written between pages, and a compaction of that revision between
-// pages is an error, not half a snapshot.
-func TestReadPagesIsOneSnapshotInPages(t *testing.T) {
+// tenKeys is an etcd holding /skydns/test/k00..k09 and a key beside that prefix.
+func tenKeys(ctx context.Context, t *testing.T) *clientv3.Client {
 	cli := testenv.StartEtcd(t).Client(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	for i := range 10 {
 		if _, err := cli.Put(ctx, fmt.Sprintf("/skydns/test/k%02d", i), "v"); err != nil {
 			t.Fatal(err)
@@ -28,6 +24,16 @@ func TestReadPagesIsOneSnapshotInPages(t *testing.T) {
 	if _, err := cli.Put(ctx, "/skydns/testother", "not under the prefix"); err != nil {
 		t.Fatal(err)
 	}
+	return cli
+}
+
+// ReadPages against a real etcd: every key in pages of the limit, all at the revision of the
+// first page whatever is written between pages, and a compaction of that revision between
+// pages is an error, not half a snapshot.
+func TestReadPagesIsOneSnapshotInPages(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cli := tenKeys(ctx, t)
 
 	var between func()
 	requests := 0
@@ -80,17 +86,9 @@ func TestReadPagesIsOneSnapshotInPages(t *testing.T) {
 // ReadOn reads what a read cut short by its limit left: the keys after the last one it
 // returned, at its revision, whatever was written since.
 func TestReadOnReadsTheRestAtTheRevision(t *testing.T) {
-	cli := testenv.StartEtcd(t).Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for i := range 10 {
-		if _, err := cli.Put(ctx, fmt.Sprintf("/skydns/test/k%02d", i), "v"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := cli.Put(ctx, "/skydns/testother", "not under the prefix"); err != nil {
-		t.Fatal(err)
-	}
+	cli := tenKeys(ctx, t)
 	first, err := cli.Get(ctx, "/skydns/test/", clientv3.WithPrefix(), clientv3.WithLimit(4))
 	if err != nil {
 		t.Fatal(err)
