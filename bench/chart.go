@@ -67,6 +67,16 @@ func chartPanels(r *results) []panel {
 		}
 		ps = append(ps, qps, rss)
 	}
+	if c := r.c; c != nil && c.idle.n > 0 {
+		p := panel{title: fmt.Sprintf("gatewaydns, %d records: query latency at %d qps, idle and while etcd changes %.0f records/s", c.records, c.rate, c.achieved), unit: "ms"}
+		for _, g := range []struct {
+			label      string
+			idle, busy float64
+		}{{"p50", c.idle.p50, c.busy.p50}, {"p99", c.idle.p99, c.busy.p99}} {
+			p.groups = append(p.groups, barGroup{g.label, []bar{{"idle", g.idle * 1000}, {"while changing", g.busy * 1000}}})
+		}
+		ps = append(ps, p)
+	}
 	if x := r.x; x != nil && x.idle.n > 0 {
 		p := panel{title: fmt.Sprintf("gatewaydns, %d records: query latency at %d qps, idle and during AXFRs", x.records, x.rate), unit: "ms"}
 		for _, g := range []struct {
@@ -91,7 +101,7 @@ func renderChart(r *results) string {
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">gatewaydns benchmarks, %s</text>`+"\n", html.EscapeString(r.date))
 	if len(ps) == 0 {
-		fmt.Fprintf(&b, `<text x="10" y="50">No throughput or transfer phase (Q, S or X) in this run.</text>`+"\n")
+		fmt.Fprintf(&b, `<text x="10" y="50">No throughput, churn or transfer phase (Q, S, C or X) in this run.</text>`+"\n")
 	}
 	for i, p := range ps {
 		drawPanel(&b, p, 0, 40+i*panelH, width, panelH)

@@ -66,3 +66,15 @@ func countPrefix(ctx context.Context, cli *clientv3.Client, prefix string) (int6
 	}
 	return r.Count, r.Header.Revision, nil
 }
+
+// etcdQuota is the bench etcd's --quota-backend-bytes.
+const etcdQuota = 8 << 30
+
+// dbSize is the size of the bench etcd's database file, and how much of it is in use.
+func (h *harness) dbSize(ctx context.Context) (size, inUse int64, err error) {
+	st, err := h.cli.Status(ctx, h.etcd.ClientURL)
+	if err != nil {
+		return 0, 0, fmt.Errorf("etcd: status: %w", err)
+	}
+	return st.DbSize, st.DbSizeInUse, nil
+}

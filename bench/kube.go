@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,34 +63,6 @@ func (k *kubeEnv) gateway(ctx context.Context, namespace, name string) (*gateway
 		return nil, fmt.Errorf("kube-apiserver: reading Gateway %s/%s: %w", namespace, name, err)
 	}
 	return g, nil
-}
-
-// createRoutes creates n HTTPRoutes route-<i> in namespace for hostname(i), attached to
-// Gateway gateways[i%len] (in gwNamespace), and sets them Accepted as a controller would,
-// workers at a time.
-func (k *kubeEnv) createRoutes(ctx context.Context, namespace, gwNamespace string, gateways []string, n, workers int, hostname func(int) string) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := k.createRoute(ctx, namespace, fmt.Sprintf("route-%d", i), gwNamespace, gateways[i%len(gateways)], hostname(i)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
 }
 
 func (k *kubeEnv) createRoute(ctx context.Context, namespace, name, gwNamespace, gwName, hostname string) error {

@@ -1,8 +1,9 @@
 // Command bench measures gatewaydns against its peers on this machine, in one run: query
 // throughput and latency against the stock etcd plugin (with and without cache) and the hosts
-// plugin (phase Q), scale to 100k records (S), propagation from etcd and from a Gateway status
-// update, against external-dns (P), the writer publishing 10k routes from cold (W), and query
-// latency while the zone of 100k records is transferred by AXFR, back to back (X). It
+// plugin (phase Q), scale to 1M records (S), query latency while etcd changes 10k records a
+// second and the rate the index applies changes (C), propagation from etcd and from a Gateway
+// status update, against external-dns (P), the writer publishing 100k routes from cold (W), and
+// query latency while the zone of 100k records is transferred by AXFR, back to back (X). It
 // writes bench/results/<date>.md and .svg. `make bench` runs it; see README.md, "Benchmarks".
 package main
 
@@ -29,45 +30,49 @@ import (
 )
 
 type options struct {
-	phases      string
-	axfrNice    int
-	duration    time.Duration
-	rounds      int
-	qrecords    int
-	scale       []int
-	changes     int
-	xdnsChanges int
-	routes      int
-	xrecords    int
-	clients     int
-	threads     int
-	outstanding int
-	latFraction float64
-	pin         bool
-	externalDNS bool
-	profile     bool
-	out         string
+	phases       string
+	axfrNice     int
+	duration     time.Duration
+	rounds       int
+	qrecords     int
+	scale        []int
+	changes      int
+	crecords     int
+	applyChanges int
+	xdnsChanges  int
+	routes       int
+	xrecords     int
+	clients      int
+	threads      int
+	outstanding  int
+	latFraction  float64
+	pin          bool
+	externalDNS  bool
+	profile      bool
+	out          string
 }
 
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&o.phases, "phases", "Q,S,P,W,X", "phases to run: Q (queries), S (scale), P (propagation), W (writer), X (zone transfers)")
+	fs.StringVar(&o.phases, "phases", strings.Join(allPhases, ","), "phases to run: Q (queries), S (scale), C (churn), P (propagation), W (writer), X (zone transfers)")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each throughput run; latency runs take half")
-	fs.IntVar(&o.rounds, "rounds", 3, "phases Q, S and X: rounds over the servers (interleaved; the median round counts)")
+	fs.IntVar(&o.rounds, "rounds", 3, "phases Q, S, C and X: rounds over the servers or conditions (interleaved; the median round counts)")
 	fs.IntVar(&o.qrecords, "qrecords", 10000, "phase Q: records in etcd")
-	scale := fs.String("scale", "1000,10000,100000", "phase S: record counts")
+	scale := fs.String("scale", "1000,10000,100000,1000000", "phase S: record counts")
 	fs.IntVar(&o.changes, "changes", 200, "phase P: changes measured per path")
 	fs.IntVar(&o.xdnsChanges, "xdns-changes", 10, "phase P: changes measured through external-dns (about 6s each)")
-	fs.IntVar(&o.routes, "routes", 10000, "phase W: HTTPRoutes published from cold")
+	fs.IntVar(&o.crecords, "crecords", 100000, "phase C: records in etcd, changed at 10k a second while queries are measured")
+	fs.IntVar(&o.applyChanges, "apply-changes", 200000, "phase C: changes written while the server is stopped, to time how fast it applies them")
+	fs.IntVar(&o.routes, "routes", 100000, "phase W: HTTPRoutes published from cold")
 	fs.IntVar(&o.xrecords, "xrecords", 100000, "phase X: records in etcd, transferred by AXFR while queries are measured")
 	fs.IntVar(&o.clients, "c", 8, "dnsperf -c")
 	fs.IntVar(&o.threads, "T", 2, "dnsperf -T")
 	fs.IntVar(&o.outstanding, "q", 200, "dnsperf -q")
-	fs.Float64Var(&o.latFraction, "latency-load", 0.5, "phases Q and X: latency runs send this fraction of the slowest backend's throughput")
+	fs.Float64Var(&o.latFraction, "latency-load", 0.5, "phases Q, C and X: latency runs send this fraction of the slowest backend's throughput")
 	fs.BoolVar(&o.pin, "pin", true, "pin servers and etcd to CPU 0 and dnsperf to CPU 1 (taskset), on a machine with 2 or more CPUs")
 	fs.BoolVar(&o.externalDNS, "external-dns", true, "phase P: build (once, into bin/) and measure external-dns v0.21.0")
-	fs.BoolVar(&o.profile, "profile", false, "Q and S: a CPU profile of each server during its first throughput run; S: a heap profile of each server after its last; X: a CPU profile during the first latency run with transfers (pprof plugin), into .cache/bench/run/")
+	fs.BoolVar(&o.profile, "profile", false, "Q and S: a CPU profile of each server during its first throughput run; S: a heap profile of each server after its last; C and X: a CPU profile during the first latency run with changes or transfers; W: a CPU profile of the writer from its start and a heap profile once it published (pprof plugin), into .cache/bench/run/")
 	fs.IntVar(&o.axfrNice, "axfr-nice", 10, "phase X: the nice value of the AXFR client, which shares a CPU with dnsperf (see axfr_client.go)")
 	fs.StringVar(&o.out, "out", "bench/results", "directory of the report and chart")
 	if err := fs.Parse(args); err != nil {
@@ -82,12 +87,15 @@ func parseFlags(args []string) (options, error) {
 	}
 	slices.Sort(o.scale)
 	for _, p := range strings.Split(o.phases, ",") {
-		if !slices.Contains([]string{"Q", "S", "P", "W", "X"}, strings.TrimSpace(p)) {
-			return o, fmt.Errorf("-phases: unknown phase %q (Q, S, P, W, X)", p)
+		if !slices.Contains(allPhases, strings.TrimSpace(p)) {
+			return o, fmt.Errorf("-phases: unknown phase %q (%s)", p, strings.Join(allPhases, ", "))
 		}
 	}
 	return o, nil
 }
+
+// allPhases are the phases, in the order they run.
+var allPhases = []string{"Q", "S", "C", "P", "W", "X"}
 
 func (o options) has(phase string) bool {
 	for _, p := range strings.Split(o.phases, ",") {
@@ -106,6 +114,7 @@ type harness struct {
 	tb                   *runTB
 	etcd                 *testenv.Etcd
 	cli                  *clientv3.Client
+	etcdPIDs             []int    // of the etcd above, for pinning
 	kube                 *kubeEnv // started by the first phase that needs it
 	res                  *results
 	serverCPU, clientCPU string
@@ -194,7 +203,7 @@ func run(opt options) int {
 	for _, ph := range []struct {
 		name string
 		run  func() error
-	}{{"Q", h.phaseQ}, {"S", h.phaseS}, {"P", h.phaseP}, {"W", h.phaseW}, {"X", h.phaseX}} {
+	}{{"Q", h.phaseQ}, {"S", h.phaseS}, {"C", h.phaseC}, {"P", h.phaseP}, {"W", h.phaseW}, {"X", h.phaseX}} {
 		if !opt.has(ph.name) {
 			continue
 		}
@@ -236,7 +245,7 @@ func (h *harness) setup() error {
 			return fmt.Errorf("%s missing: run `make build test-binaries` (or `make bench`)", b)
 		}
 	}
-	if _, err := exec.LookPath("dnsperf"); err != nil && (h.opt.has("Q") || h.opt.has("S") || h.opt.has("X")) {
+	if _, err := exec.LookPath("dnsperf"); err != nil && (h.opt.has("Q") || h.opt.has("S") || h.opt.has("C") || h.opt.has("X")) {
 		return fmt.Errorf("dnsperf not found: apt-get install dnsperf (`make bench` does)")
 	}
 	if h.opt.pin && runtime.NumCPU() >= 2 {
@@ -247,11 +256,15 @@ func (h *harness) setup() error {
 	h.res.machine = machineInfo(h)
 	os.Setenv(testenv.EnvTestBin, h.binDir)
 	return catch(func() error {
-		h.etcd = testenv.StartEtcd(h.tb)
+		// A quota well above the default 2 GiB: phase S alone writes 1.1M keys, phase C
+		// changes 100k keys for minutes, and the run compacts nothing (a compaction of
+		// millions of revisions runs for tens of seconds, which would land in a measurement).
+		h.etcd = testenv.StartEtcd(h.tb, testenv.WithEtcdArgs(fmt.Sprintf("--quota-backend-bytes=%d", int64(etcdQuota))))
 		h.cli = h.etcd.Client(h.tb)
 		logf("etcd %s (log %s)", h.etcd.ClientURL, h.etcd.LogFile)
+		h.etcdPIDs = childrenNamed("etcd")
 		if h.serverCPU != "" {
-			for _, pid := range childrenNamed("etcd") {
+			for _, pid := range h.etcdPIDs {
 				if err := pinPID(pid, h.serverCPU); err != nil {
 					return err
 				}

@@ -9,6 +9,7 @@ import (
 
 // phaseS: gatewaydns with each record count of -scale: the time to load them into etcd, the
 // time from process start to ready, throughput on the full mix, and RSS above an idle server.
+// The servers stay up side by side: at 1M records that is about 1.5 GB.
 // Each record count has its own prefix in the one etcd (`path /benchN`), so that the servers,
 // started one at a time, then run side by side and the throughput rounds interleave them, as
 // in phase Q.
@@ -54,11 +55,17 @@ func (h *harness) phaseS() error {
 			return err
 		}
 		row := sRow{records: len(d.records), load: took}
+		ctx, cancel := h.ctx()
+		s.dbSize, s.dbInUse, err = h.dbSize(ctx)
+		cancel()
+		if err != nil {
+			return err
+		}
 		input := filepath.Join(h.runDir, fmt.Sprintf("queries-%d.txt", n))
 		if err := os.WriteFile(input, []byte(dnsperfInput(d.queries(mixFull, 20000))), 0o644); err != nil {
 			return fmt.Errorf("writing the query file: %w", err)
 		}
-		srv, ready, err := h.start(serverSpec{name: fmt.Sprintf("gatewaydns-%d", n), cpu: h.serverCPU, body: gatewaydns(path), pprof: h.opt.profile}, 120*time.Second)
+		srv, ready, err := h.start(serverSpec{name: fmt.Sprintf("gatewaydns-%d", n), cpu: h.serverCPU, body: gatewaydns(path), pprof: h.opt.profile}, readyTimeout(n))
 		if err != nil {
 			return err
 		}
@@ -71,7 +78,8 @@ func (h *harness) phaseS() error {
 		}
 		s.rows = append(s.rows, row)
 		servers = append(servers, &scaled{srv: srv, input: input})
-		logf("S: %7d records: written in %v, ready in %v (RSS %.1f MB)", row.records, row.load.Round(time.Millisecond), ready.Round(time.Millisecond), mb(row.rssReady))
+		logf("S: %7d records: written in %v (etcd database %.1f MB, %.1f MB in use), ready in %v (RSS %.1f MB)", row.records,
+			row.load.Round(time.Millisecond), mb(s.dbSize), mb(s.dbInUse), ready.Round(time.Millisecond), mb(row.rssReady))
 	}
 	for r := range h.opt.rounds {
 		for i := range servers {
@@ -104,3 +112,9 @@ func (h *harness) phaseS() error {
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+// readyTimeout bounds a server's start with n records: generous, since a slow start is what
+// the report is to show, not a failure of the run.
+func readyTimeout(n int) time.Duration {
+	return max(120*time.Second, time.Duration(n/5000)*time.Second)
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +33,7 @@ func (h *harness) phaseW() error {
 	}
 	w := &wResults{routes: h.opt.routes, gateways: len(gateways)}
 	start := time.Now()
-	if err := k.createRoutes(ctx, ns, ns, gateways, w.routes, 32, func(i int) string {
+	if err := k.createRoutes(ctx, ns, ns, gateways, w.routes, func(i int) string {
 		return fmt.Sprintf("r%d.wt.%s", i, zone)
 	}); err != nil {
 		return err
@@ -52,11 +53,25 @@ func (h *harness) phaseW() error {
 	if err != nil {
 		return err
 	}
-	writer, err := h.startCoreDNS(serverSpec{name: "writer-w", metrics: true,
+	apiserver := childrenNamed("kube-apiserver")
+	apiCPU0, err := cpuTimes(apiserver)
+	if err != nil {
+		return err
+	}
+	etcdCPU0, err := cpuTimes(h.etcdPIDs)
+	if err != nil {
+		return err
+	}
+	writer, err := h.startCoreDNS(serverSpec{name: "writer-w", metrics: true, pprof: h.opt.profile,
 		body: fmt.Sprintf("gatewaydns {\n    endpoint %s\n    owner bench-w\n    kubeconfig %s\n    domain-filter wt.%s\n    publish-only\n}",
 			h.etcd.ClientURL, k.kube.KubeconfigFile, zone)})
 	if err != nil {
 		return err
+	}
+	var profiled chan error
+	if h.opt.profile {
+		profiled = make(chan error, 1)
+		go func() { profiled <- h.profileFromStart(writer, "cpu-writer-w", writerProfileSeconds) }()
 	}
 	readyc := make(chan error, 1)
 	go func() {
@@ -72,6 +87,9 @@ func (h *harness) phaseW() error {
 		}
 		if n >= int64(w.routes) {
 			w.published = time.Since(writer.started)
+			if err := w.cpu.read(writer.pid(), apiserver, h.etcdPIDs, apiCPU0, etcdCPU0); err != nil {
+				return err
+			}
 			break
 		}
 		if !writer.Running() {
@@ -85,6 +103,14 @@ func (h *harness) phaseW() error {
 	if err := <-readyc; err != nil {
 		return err
 	}
+	if profiled != nil {
+		if err := <-profiled; err != nil {
+			return err
+		}
+		if err := h.fetchProfile(writer, "heap", "heap-writer-w", 30*time.Second); err != nil {
+			return err
+		}
+	}
 	// Let the writer finish what it does after the last name (its sync bookkeeping), then read
 	// the counters.
 	time.Sleep(2 * time.Second)
@@ -97,6 +123,9 @@ func (h *harness) phaseW() error {
 		return err
 	}
 	w.etcd, w.revisions = after.minus(before), rev1-rev0
+	if w.peakRSS, err = peakRSSBytes(writer.pid()); err != nil {
+		return err
+	}
 	if text, err := scrape(writer.metricsURL); err == nil {
 		w.writes, _ = metricSum(text, "coredns_gatewaydns_writer_writes_total", `owner="bench-w"`)
 	}
@@ -104,6 +133,8 @@ func (h *harness) phaseW() error {
 	h.res.w = w
 	logf("W: %d names in etcd %v after the writer's start (ready after %v); etcd counted %.0f Txn and %.0f Put RPCs, %.0f keys written, %d revisions",
 		w.routes, w.published.Round(time.Millisecond), w.ready.Round(time.Millisecond), w.etcd.txns, w.etcd.puts, w.etcd.keysPut, w.revisions)
+	logf("W: CPU time until then: writer %v, kube-apiserver %v, etcd %v; the writer's peak RSS %.0f MB", w.cpu.writer.Round(10*time.Millisecond),
+		w.cpu.apiserver.Round(10*time.Millisecond), w.cpu.etcd.Round(10*time.Millisecond), mb(w.peakRSS))
 	return nil
 }
 
@@ -124,5 +155,45 @@ func waitQuiet(ctx context.Context, k *kubeEnv) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	return nil
+}
+
+// writerProfileSeconds is how long the CPU profile of the writer (-profile) runs from its start:
+// the target's 20 s and some.
+const writerProfileSeconds = 30
+
+// profileFromStart takes a CPU profile of srv from the moment its pprof endpoint answers.
+func (h *harness) profileFromStart(srv *coreDNS, name string, seconds int) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := net.DialTimeout("tcp", srv.pprofAddr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) || !srv.Running() {
+			return srv.failure(fmt.Errorf("no pprof endpoint at %s: %w", srv.pprofAddr, err))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return h.fetchProfile(srv, fmt.Sprintf("profile?seconds=%d", seconds), name, time.Duration(seconds+30)*time.Second)
+}
+
+// wCPU is the CPU time each process used from the writer's start until every name was in etcd.
+type wCPU struct{ writer, apiserver, etcd time.Duration }
+
+func (c *wCPU) read(writer int, apiserver, etcd []int, apiserver0, etcd0 time.Duration) error {
+	var err error
+	if c.writer, err = cpuTime(writer); err != nil {
+		return err
+	}
+	if c.apiserver, err = cpuTimes(apiserver); err != nil {
+		return err
+	}
+	if c.etcd, err = cpuTimes(etcd); err != nil {
+		return err
+	}
+	c.apiserver -= apiserver0
+	c.etcd -= etcd0
 	return nil
 }

@@ -70,24 +70,30 @@ func stopAll() {
 }
 
 // rssBytes is the resident set size of pid, from /proc/PID/status.
-func rssBytes(pid int) (int64, error) {
+func rssBytes(pid int) (int64, error) { return statusBytes(pid, "VmRSS") }
+
+// peakRSSBytes is the largest resident set size pid has had.
+func peakRSSBytes(pid int) (int64, error) { return statusBytes(pid, "VmHWM") }
+
+// statusBytes reads a size field (in kB) of /proc/PID/status.
+func statusBytes(pid int, field string) (int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("reading RSS of %d: %w", pid, err)
+		return 0, fmt.Errorf("reading %s of %d: %w", field, pid, err)
 	}
 	for _, l := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(l, field+":"); ok {
 			f := strings.Fields(rest)
 			if len(f) == 2 && f[1] == "kB" {
 				kb, err := strconv.ParseInt(f[0], 10, 64)
 				if err != nil {
-					return 0, fmt.Errorf("VmRSS of %d: %w", pid, err)
+					return 0, fmt.Errorf("%s of %d: %w", field, pid, err)
 				}
 				return kb * 1024, nil
 			}
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // childrenNamed lists this process's children whose command name starts with comm (e.g. the
@@ -124,3 +130,41 @@ func pinPID(pid int, cpuList string) error {
 func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }
 
 var errExited = errors.New("exited")
+
+// cpuTime is the CPU time (user and system) pid has used so far, from /proc/PID/stat. Its
+// threads that have exited count too; its children do not.
+func cpuTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading the CPU time of %d: %w", pid, err)
+	}
+	// The command name, field 2, is in parentheses and may hold spaces: count after it.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	var ticks int64
+	for _, v := range f[11:13] { // utime and stime, fields 14 and 15
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	// USER_HZ, the unit of these fields, is 100 on every Linux architecture Go supports.
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
+// cpuTimes is the CPU time of each of pids, summed.
+func cpuTimes(pids []int) (time.Duration, error) {
+	var sum time.Duration
+	for _, pid := range pids {
+		t, err := cpuTime(pid)
+		if err != nil {
+			return 0, err
+		}
+		sum += t
+	}
+	return sum, nil
+}

@@ -108,17 +108,24 @@ func renderReport(r *results, chart string) string {
 		p("gatewaydns with each record count, under its own prefix in the one etcd (`path /benchN`): full")
 		p("mix, the same dnsperf settings and pinning as Q. The servers start one at a time, then the %d", s.rounds)
 		p("rounds interleave them; the QPS is the median round. Records are written with transactions of")
-		p("%d puts, 8 at a time. Ready: from the process start", txnOps)
-		p("to the first 200 of the `ready` plugin, polled every 2 ms. RSS: VmRSS after the throughput run,")
+		p("%d puts, 8 at a time, into an etcd with `--quota-backend-bytes=%d`; its database held %.0f MB", txnOps, int64(etcdQuota), mb(s.dbSize))
+		p("(%.0f MB in use) after the last load. Ready: from the process start", mb(s.dbInUse))
+		p("to the first 200 of the `ready` plugin, polled every 2 ms. RSS: VmRSS after the throughput runs,")
 		p("minus the idle RSS, %.1f MB: the same binary and stanza on an empty prefix after the same run.", mb(s.idleRSS))
+		p("Per round / smallest: each round's QPS over that of the smallest record count in the same round.")
 		p("")
-		p("| records | written in | start to ready | QPS | rounds | QPS / smallest | mean latency | RSS when ready | RSS after load | above idle |")
-		p("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+		p("| records | written in | start to ready | QPS | rounds | QPS / smallest | per round / smallest | mean latency | RSS when ready | RSS after load | above idle |")
+		p("|---:|---:|---:|---:|---|---:|---|---:|---:|---:|---:|")
 		for _, row := range s.rows {
-			p("| %d | %s | %s | %.0f | %s | %.2f | %s | %.1f MB | %.1f MB | %.1f MB |", row.records, ms(row.load.Seconds()), ms(row.ready.Seconds()),
-				row.qps, joinQPS(row.qpsRounds), ratio(row.qps, s.rows[0].qps), ms(row.lat.mean), mb(row.rssReady), mb(row.rss), mb(row.rss-s.idleRSS))
+			p("| %d | %s | %s | %.0f | %s | %.2f | %s | %s | %.1f MB | %.1f MB | %.1f MB |", row.records, ms(row.load.Seconds()), ms(row.ready.Seconds()),
+				row.qps, joinQPS(row.qpsRounds), ratio(row.qps, s.rows[0].qps), joinRatios(roundRatios(&row, &s.rows[0])), ms(row.lat.mean),
+				mb(row.rssReady), mb(row.rss), mb(row.rss-s.idleRSS))
 		}
 		p("")
+	}
+
+	if c := r.c; c != nil {
+		renderChurn(p, c)
 	}
 
 	if pr := r.p; pr != nil {
@@ -153,12 +160,18 @@ func renderReport(r *results, chart string) string {
 		p("controller sets it) exist before a writer CoreDNS starts. Published: from the process start")
 		p("until etcd holds all %d names (counted every 5 ms). The counters are etcd's own", w.routes)
 		p("(`grpc_server_started_total` by method, `etcd_mvcc_put_total`) and its revision, over the writer's")
-		p("start (election and lease included) and 2 s after the last name.")
+		p("start (election and lease included) and 2 s after the last name. CPU: the time each process")
+		p("spent on a CPU (user and system, /proc/PID/stat) from the writer's start until all were published:")
+		p("on a busy machine it says more than the wall time. Setup: the first route of each Gateway is")
+		p("created through the API; the others are copies of it as the API server stored it (name, uid and")
+		p("hostname changed), written straight into the API server's etcd (through the API a route takes")
+		p("two requests and schema validation, about 250 a second here), and the writer starts once the")
+		p("API server's watch cache holds the last of them.")
 		p("")
-		p("| routes | created in | start to ready | start to all published | Txn RPCs | Put RPCs | keys written | revisions | writer writes_total |")
-		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-		p("| %d | %s | %s | %s | %.0f | %.0f | %.0f | %d | %.0f |", w.routes, ms(w.create.Seconds()), ms(w.ready.Seconds()), ms(w.published.Seconds()),
-			w.etcd.txns, w.etcd.puts, w.etcd.keysPut, w.revisions, w.writes)
+		p("| routes | created in | start to ready | start to all published | CPU: writer | kube-apiserver | etcd | writer peak RSS | Txn RPCs | Put RPCs | keys written | revisions | writer writes_total |")
+		p("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		p("| %d | %s | %s | %s | %s | %s | %s | %.0f MB | %.0f | %.0f | %.0f | %d | %.0f |", w.routes, ms(w.create.Seconds()), ms(w.ready.Seconds()), ms(w.published.Seconds()),
+			ms(w.cpu.writer.Seconds()), ms(w.cpu.apiserver.Seconds()), ms(w.cpu.etcd.Seconds()), mb(w.peakRSS), w.etcd.txns, w.etcd.puts, w.etcd.keysPut, w.revisions, w.writes)
 		p("")
 	}
 

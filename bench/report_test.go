@@ -24,34 +24,93 @@ func sampleResults() *results {
 				{mix: mixFull.name, backend: "gatewaydns", qps: 20000, lat: latencyStats{n: 10, p99: 0.002}},
 			}},
 		s: &sResults{idleRSS: 60 << 20, rows: []sRow{
-			{records: 1000, qps: 25000, ready: 100 * time.Millisecond, rss: 62 << 20},
-			{records: 100000, qps: 20000, ready: 1500 * time.Millisecond, rss: 160 << 20},
+			{records: 1000, qps: 25000, qpsRounds: []float64{25000, 24000, 26000}, ready: 100 * time.Millisecond, rss: 62 << 20},
+			{records: 100000, qps: 23000, qpsRounds: []float64{23000, 22800, 23900}, ready: 900 * time.Millisecond, rss: 150 << 20},
+			{records: 1000000, qps: 19000, qpsRounds: []float64{19000, 19500, 18000}, ready: 6 * time.Second, rss: 600 << 20},
 		}},
+		c: &cResults{records: 100000, rounds: 3, rate: 10000, achieved: 10010, changes: 300000, idleSent: 300000, busySent: 299000,
+			perf: dnsperf.Options{Duration: 10 * time.Second},
+			idle: latencyStats{n: 10, p50: 0.0003, p99: 0.001}, busy: latencyStats{n: 10, p50: 0.0004, p99: 0.0015},
+			apply: applyResult{changes: 200000, took: 5 * time.Second, caughtUp: true, events: 200000}},
 		p: &pResults{rows: []pRow{
 			{what: "etcd", n: 200, lat: latencyStats{n: 200, p50: 0.002, p99: 0.02}},
 			{what: "writer", n: 200, lat: latencyStats{n: 200, p50: 0.01, p99: 0.6}},
 			{what: "external-dns", skipped: "skipped: build failed"},
 		}},
-		w: &wResults{routes: 10000, gateways: 4, published: 8 * time.Second},
+		w: &wResults{routes: 100000, gateways: 4, published: 8 * time.Second},
 		x: &xResults{records: 100000, names: 92500, rounds: 1, rate: 10000, latFraction: 0.5,
 			idle: latencyStats{n: 10, p50: 0.0003, p99: 0.001}, busy: latencyStats{n: 10, p50: 0.0004, p99: 0.003},
 			transfers: []xfer{{took: 3 * time.Second, records: 200000}}, axfr: latencyStats{n: 1, p50: 3, max: 3}, axfrRecords: 200000},
 	}
 }
 
+// with is want with the statuses at some indexes replaced: with(want, i, s, j, t, ...).
+func with(want []string, changes ...any) []string {
+	out := slices.Clone(want)
+	for i := 0; i+1 < len(changes); i += 2 {
+		out[changes[i].(int)] = changes[i+1].(string)
+	}
+	return out
+}
+
 func TestTargets(t *testing.T) {
+	// The statuses of sampleResults, in the order of targets: Q throughput and p99; S at 1M
+	// (ready, memory, throughput) and 100k (throughput every round, memory); P from etcd and
+	// through the writer; C p99 and apply rate; W; X transfer and p99.
+	full := []string{"met", "met", "missed", "met", "missed", "met", "met", "met", "missed", "met", "missed", "met", "met", "missed"}
 	tests := []struct {
 		name string
 		r    *results
 		want []string // status per target, in order
 	}{
-		{"full run", sampleResults(), []string{"met", "met", "missed", "met", "met", "met", "missed", "met", "met", "missed"}},
+		{"full run", sampleResults(), full},
 		{"lost while idle", func() *results {
 			r := sampleResults()
 			r.x.busy.p99, r.x.idleLost, r.x.idleSent = 0.0015, 50, 1000
 			return r
-		}(), []string{"met", "met", "missed", "met", "met", "met", "missed", "met", "met", "not measured (queries lost while idle: the machine was overloaded)"}},
-		{"nothing measured", &results{}, []string{"not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured", "not measured"}},
+		}(), with(full, 13, "not measured (queries lost while idle: the machine was overloaded)")},
+		{"two rounds at 100k", func() *results {
+			r := sampleResults()
+			r.s.rows[1].qpsRounds = r.s.rows[1].qpsRounds[:2]
+			return r
+		}(), with(full, 5, "not measured (2 rounds, the goal asks for 3)")},
+		{"one round at 100k below the goal", func() *results {
+			r := sampleResults()
+			r.s.rows[1].qpsRounds[2] = 0.89 * 26000
+			return r
+		}(), with(full, 5, "missed")},
+		{"no 1M records in -scale", func() *results {
+			r := sampleResults()
+			r.s.rows = r.s.rows[:2]
+			return r
+		}(), with(full, 2, "not measured (no 1000000-record server in -scale)", 3, "not measured (no 1000000-record server in -scale)",
+			4, "not measured (no 1000000-record server in -scale)")},
+		{"churn slower than asked", func() *results {
+			r := sampleResults()
+			r.c.achieved = 6000
+			return r
+		}(), with(full, 9, "not measured (etcd took 6000 changes/s, not 10000)")},
+		{"server behind the rate while changing", func() *results {
+			r := sampleResults()
+			r.c.busySent = 200000
+			return r
+		}(), with(full, 9, "missed (the server took 6667 of the 10000 questions/s asked while changing)")},
+		{"resynced instead of applying", func() *results {
+			r := sampleResults()
+			r.c.apply.took, r.c.apply.resyncs = time.Second, 1
+			return r
+		}(), with(full, 10, "not measured (the server resynced instead of applying the changes)")},
+		{"never caught up", func() *results {
+			r := sampleResults()
+			r.c.apply.caughtUp = false
+			return r
+		}(), with(full, 10, "missed (the SOA serial did not reach etcd's revision within 2m0s)")},
+		{"fewer routes", func() *results {
+			r := sampleResults()
+			r.w.routes = 10000
+			return r
+		}(), with(full, 11, "not measured (fewer than 100k routes)")},
+		{"nothing measured", &results{}, slices.Repeat([]string{"not measured"}, len(full))},
 	}
 	for _, tt := range tests {
 		got := targets(tt.r)
@@ -80,7 +139,13 @@ func TestRenderReport(t *testing.T) {
 			"| 0.90 | 1.09 |", // gatewaydns / hosts: QPS and p99
 			"### full mix (latency at 2000 qps)",
 			"| 100000 |",
-			"100.0 MB", // above idle
+			"| 90.0 MB |",          // above idle at 100k
+			"| 0.92, 0.95, 0.92 |", // per round / smallest at 100k
+			"## C: queries while the zone changes",
+			"| 10010 changes/s |",
+			"| 1.50 |", // p99 while changing / idle
+			"| 200000 |",
+			"| 40000 |", // changes/s applied
 			"skipped: build failed",
 			"**missed**",
 			"![QPS and p99 latency",
@@ -113,8 +178,8 @@ func TestRenderChart(t *testing.T) {
 		rects int // bars, legend boxes and the background
 		texts []string
 	}{
-		{"full run", sampleResults(), 1 + (3 + 2) + (3 + 2) + (2 + 1) + (2 + 1) + (4 + 2), []string{"gatewaydns", "hosts", "100000 records", "27k", "during AXFRs"}},
-		{"no throughput phase", &results{date: "d"}, 1, []string{"No throughput or transfer phase"}},
+		{"full run", sampleResults(), 1 + (3 + 2) + (3 + 2) + (3 + 1) + (3 + 1) + (4 + 2) + (4 + 2), []string{"gatewaydns", "hosts", "1000000 records", "27k", "while changing", "during AXFRs"}},
+		{"no throughput phase", &results{date: "d"}, 1, []string{"No throughput, churn or transfer phase"}},
 	}
 	for _, tt := range tests {
 		svg := renderChart(tt.r)
@@ -158,10 +223,11 @@ func TestParseFlags(t *testing.T) {
 		wantErr bool
 		scale   []int
 	}{
-		{nil, false, []int{1000, 10000, 100000}},
+		{nil, false, []int{1000, 10000, 100000, 1000000}},
 		{[]string{"-scale", "10000,1000", "-phases", "S"}, false, []int{1000, 10000}},
 		{[]string{"-scale", "1k"}, true, nil},
-		{[]string{"-phases", "Q,X"}, false, []int{1000, 10000, 100000}},
+		{[]string{"-phases", "Q,X"}, false, []int{1000, 10000, 100000, 1000000}},
+		{[]string{"-phases", "C"}, false, []int{1000, 10000, 100000, 1000000}},
 		{[]string{"-phases", "Q,Y"}, true, nil},
 	}
 	for _, tt := range tests {

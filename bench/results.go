@@ -19,6 +19,7 @@ type results struct {
 
 	q *qResults
 	s *sResults
+	c *cResults
 	p *pResults
 	w *wResults
 	x *xResults
@@ -59,9 +60,10 @@ func (q *qResults) row(mixName, backend string) *qRow {
 
 // sResults: phase S, gatewaydns by record count.
 type sResults struct {
-	rounds  int
-	idleRSS int64
-	rows    []sRow
+	rounds          int
+	idleRSS         int64
+	dbSize, dbInUse int64 // the etcd database after the last load
+	rows            []sRow
 }
 
 type sRow struct {
@@ -72,7 +74,7 @@ type sRow struct {
 	qpsRounds []float64     // each round's
 	lat       latencyStats  // dnsperf's mean only (n=0): saturation
 	rssReady  int64
-	rss       int64 // after the load
+	rss       int64 // after the throughput runs
 }
 
 // pResults: phase P, propagation.
@@ -97,6 +99,8 @@ type wResults struct {
 	etcd             etcdCounters  // what etcd counted meanwhile
 	revisions        int64
 	writes           float64 // the writer's coredns_gatewaydns_writer_writes_total
+	cpu              wCPU
+	peakRSS          int64 // the writer's, VmHWM
 }
 
 // xResults: phase X, query latency while the zone is transferred.

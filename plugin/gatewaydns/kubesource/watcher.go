@@ -166,9 +166,9 @@ func New(rc *rest.Config, opts Options) (*Watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	w := NewForClients(kube, gw, opts)
+	w := NewForClients(kube, listingGatewayClient{gw}, opts)
 	w.health = health
-	w.dyn = dyn
+	w.dyn = listingDynamicClient{dyn}
 	return w, nil
 }
 

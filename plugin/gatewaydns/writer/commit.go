@@ -25,48 +25,53 @@ type snapshot struct {
 // apply commits the changes in fenced transactions of at most BatchSize operations (one less:
 // etcd's --max-txn-ops also counts the compares, one per operation and the fence), every
 // name's change whole in one transaction (a change larger than a batch is split: its puts
-// first, then its deletes, so the name is never without records). A transaction that fails for
-// one of its keys (permission denied, too large) is split until the failing names are found;
-// they are recorded in res, the others committed.
+// first, then its deletes, so the name is never without records), inFlight transactions at a
+// time. A transaction that fails for one of its keys (permission denied, too large) is split
+// until the failing names are found; they are recorded in res, the others committed. After an
+// error of etcd as a whole no more transactions start, and the names of those and of the one
+// that failed are recorded failed.
 func (w *Writer) apply(ctx context.Context, term *Term, snap snapshot, changes []plan.Change, res *Result) error {
 	limit := max(w.cfg.BatchSize-1, 1)
+	var units [][]plan.Change // a batch of whole changes, or one change larger than a batch
 	var batch []plan.Change
 	ops := 0
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
+	flush := func() {
+		if len(batch) > 0 {
+			units = append(units, batch)
 		}
-		err := w.commitSplitting(ctx, term, snap, batch, res)
 		batch, ops = nil, 0
-		return err
 	}
-	for i, c := range changes {
+	for _, c := range changes {
 		if c.Ops() > limit {
-			if err := flush(); err != nil {
-				return w.failRest(changes[i:], res, err)
-			}
-			if err := w.commitLarge(ctx, term, snap, c, res); err != nil {
-				return w.failRest(changes[i+1:], res, err)
-			}
+			flush()
+			units = append(units, []plan.Change{c})
 			continue
 		}
 		if ops+c.Ops() > limit {
-			if err := flush(); err != nil {
-				return w.failRest(changes[i:], res, err)
-			}
+			flush()
 		}
 		batch = append(batch, c)
 		ops += c.Ops()
 	}
-	if err := flush(); err != nil {
-		return err
+	flush()
+	parts := make([]Result, len(units))
+	started, err := each(ctx, len(units), func(ctx context.Context, i int) error {
+		if u := units[i]; len(u) == 1 && u[0].Ops() > limit {
+			err := w.commitLarge(ctx, term, snap, u[0], &parts[i])
+			if err != nil {
+				parts[i].fail(u[0].Name, err) // some of its parts may be in: not all
+			}
+			return err
+		}
+		return w.commitSplitting(ctx, term, snap, units[i], &parts[i])
+	})
+	for i := range parts {
+		res.add(&parts[i])
 	}
-	return nil
-}
-
-func (w *Writer) failRest(rest []plan.Change, res *Result, err error) error {
-	for _, c := range rest {
-		res.fail(c.Name, err)
+	for _, u := range units[started:] {
+		for _, c := range u {
+			res.fail(c.Name, err)
+		}
 	}
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -262,87 +261,4 @@ func normalize(names []string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// read returns the keys one level below each name's key (and, with a Registry, below each of
-// its registry names), of every owner, reading names in transactions of up to BatchSize
-// range reads, the revision each name was read at (in snap.names), and the oldest of them. A
-// name that cannot be read (permission denied) is recorded in res and left out of readable.
-func (w *Writer) read(ctx context.Context, names []string, res *Result) (current []plan.KV, readable []string, snap snapshot, rev int64, err error) {
-	snap = snapshot{keys: make(map[string]int64), names: make(map[string]int64, len(names))}
-	paths := func(n string) []string {
-		ps := []string{record.NamePath(w.cfg.Prefix, n) + "/"}
-		if w.cfg.Registry != nil {
-			for _, e := range w.cfg.Registry.Names(n) {
-				ps = append(ps, record.NamePath(w.cfg.Prefix, e.Name)+"/")
-			}
-		}
-		return ps
-	}
-	perName := 1 // range reads per name, at most: with a registry, its names and the old format's
-	if w.cfg.Registry != nil {
-		perName += len(txtregistry.Types) + 1
-	}
-	var readBatch func(batch []string) error
-	readBatch = func(batch []string) error {
-		ops := make([]clientv3.Op, 0, len(batch)*perName)
-		bases := make([][]string, len(batch)) // each name's paths, in the order of ops
-		for i, n := range batch {
-			bases[i] = paths(n)
-			for _, p := range bases[i] {
-				ops = append(ops, clientv3.OpGet(p, clientv3.WithPrefix()))
-			}
-		}
-		var resp *clientv3.TxnResponse
-		err := w.request(ctx, func(ctx context.Context) (err error) {
-			resp, err = w.client.Txn(ctx).Then(ops...).Commit()
-			return err
-		})
-		if err != nil {
-			if !perKey(err) {
-				return err
-			}
-			if len(batch) == 1 {
-				res.fail(batch[0], fmt.Errorf("reading: %w", err))
-				w.reportFailure(batch[0], fmt.Errorf("reading: %w", err))
-				return nil
-			}
-			h := len(batch) / 2
-			if err := readBatch(batch[:h]); err != nil {
-				return err
-			}
-			return readBatch(batch[h:])
-		}
-		if rev == 0 || resp.Header.Revision < rev {
-			rev = resp.Header.Revision
-		}
-		i := 0
-		for b, n := range batch {
-			for _, base := range bases[b] {
-				for _, kv := range resp.Responses[i].GetResponseRange().Kvs {
-					k := string(kv.Key)
-					if strings.Contains(k[len(base):], "/") {
-						continue // a record of a name below
-					}
-					if _, dup := snap.keys[k]; dup {
-						continue // a registry name that is also a name read
-					}
-					snap.keys[k] = kv.ModRevision
-					current = append(current, plan.KV{Key: k, Value: kv.Value, CreateRevision: kv.CreateRevision,
-						ModRevision: kv.ModRevision, Lease: kv.Lease})
-				}
-				i++
-			}
-			readable = append(readable, n)
-			snap.names[n] = resp.Header.Revision
-		}
-		return nil
-	}
-	step := max(w.cfg.BatchSize/perName, 1)
-	for i := 0; i < len(names); i += step {
-		if err := readBatch(names[i:min(i+step, len(names))]); err != nil {
-			return nil, nil, snapshot{}, 0, err
-		}
-	}
-	return current, readable, snap, rev, nil
 }

@@ -186,6 +186,21 @@ func (r *Result) fail(name string, err error) {
 	r.Failed[name] = err
 }
 
+// add adds what another part of the same reconcile committed and failed.
+func (r *Result) add(o *Result) {
+	r.Txns += o.Txns
+	r.Puts += o.Puts
+	r.Deletes += o.Deletes
+	r.Adopted += o.Adopted
+	r.Revision = max(r.Revision, o.Revision)
+	r.Conflicts = append(r.Conflicts, o.Conflicts...)
+	r.Skipped = append(r.Skipped, o.Skipped...)
+	for n, err := range o.Failed {
+		r.fail(n, err)
+	}
+	r.stale = append(r.stale, o.stale...)
+}
+
 // Writer keeps one owner's records in etcd equal to what Desired wants. Of the replicas of an
 // owner, only the elected one writes; its every transaction is fenced on its election key.
 type Writer struct {
