@@ -324,7 +324,7 @@ func (m *publishMetrics) atZero() {
 var (
 	transfers = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "transfers_total",
-		Help: "Zone transfers served, by kind (full: the whole zone; current: an IXFR from a secondary that was up to date).",
+		Help: "Zone transfers asked for, by kind (full: the whole zone; current: an IXFR from a secondary that was up to date; busy: refused while as many run as may).",
 	}, []string{"server", "zones", "kind"})
 	notifies = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "notifies_total",
@@ -333,7 +333,7 @@ var (
 )
 
 func transferMetricsAtZero(server, zones string) {
-	for _, kind := range []string{"full", "current"} {
+	for _, kind := range []string{"full", "current", "busy"} {
 		transfers.WithLabelValues(server, zones, kind)
 	}
 	for _, result := range []string{"ok", "failed"} {

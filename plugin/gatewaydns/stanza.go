@@ -35,10 +35,12 @@ type stanza struct {
 	cancel  context.CancelFunc // ends the wait for the feed's first load
 	stopped chan struct{}      // closed when that wait returned
 	notify  *notifier          // NOTIFYs the transfer plugin's secondaries; nil without one
+
+	transfers *transferRuns // the zone transfers being sent
 }
 
 func newStanza(cfg *config) (*GatewayDNS, *stanza) {
-	st := &stanza{cfg: cfg}
+	st := &stanza{cfg: cfg, transfers: newTransferRuns()}
 	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, Explain: cfg.explain, stanza: st}
 	if cfg.fall != nil {
 		g.Fall.SetZonesFromArgs(cfg.fall)
@@ -159,7 +161,8 @@ func (s *stanza) notifyThrough(g *GatewayDNS, t *transfer.Transfer) {
 	s.notify = n
 }
 
-// stop stops the publish role and lets go of the feed and the bridge. Every wait in it is
+// stop stops the publish role, the notifier and the transfers, and lets go of the feed and the
+// bridge. Every wait in it is
 // bounded, so a reload or SIGTERM finishes in seconds whatever state etcd and the Kubernetes
 // API are in.
 func (s *stanza) stop() error {
@@ -171,6 +174,7 @@ func (s *stanza) stop() error {
 	s.feed, s.bridge, s.cancel, s.stopped, s.notify = nil, nil, nil, nil, nil
 	s.mu.Unlock()
 	notify.stop()
+	s.transfers.stop()
 	if cancel != nil {
 		cancel()
 		<-stopped // returns at once: it only waits on the index and the context

@@ -2,6 +2,7 @@ package gatewaydns
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -18,7 +19,7 @@ import (
 // Transfer implements transfer.Transferer, so that the stock transfer plugin serves AXFR and
 // IXFR of the stanza's zones from the index: a copy of the zone's names at one revision
 // (index.Index.Zone), turned into records while the transfer is sent, paced so that queries
-// go first (xfrWork). An IXFR is answered with the SOA alone when the secondary is current,
+// go first (xfrWork), by a goroutine the stanza owns (transferRuns). An IXFR is answered with the SOA alone when the secondary is current,
 // and with the whole zone otherwise, as RFC 1995 allows: the index keeps no history.
 func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	b := g.current()
@@ -36,37 +37,40 @@ func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, erro
 		return nil, err
 	}
 	server, zones := g.stanza.cfg.server, strings.Join(g.Zones, " ")
-	ch := make(chan []dns.RR)
+	run, err := g.stanza.transfers.begin()
+	if err != nil {
+		if errors.Is(err, errTransferBusy) {
+			transfers.WithLabelValues(server, zones, "busy").Inc()
+		}
+		return nil, err
+	}
 	if serial != 0 && !serialAfter(z.Serial(request.Request{}), serial) {
 		transfers.WithLabelValues(server, zones, "current").Inc()
-		go func() {
-			defer close(ch)
-			ch <- soa
-		}()
-		return ch, nil
+		return run.run(func(x *xfrRun) { x.send(soa) }), nil
 	}
 	transfers.WithLabelValues(server, zones, "full").Inc()
-	// The transfer plugin reads the channel to its end, also when the secondary goes away.
-	go func() {
-		defer close(ch)
-		ch <- soa
-		x := newZoneWriter(z, dns.IsSubDomain("arpa.", zone), opt)
+	return run.run(func(x *xfrRun) {
+		if !x.send(soa) {
+			return
+		}
+		w := newZoneWriter(z, dns.IsSubDomain("arpa.", zone), opt)
 		batch := make([]dns.RR, 0, xfrBatch)
 		for i := range z.Len() {
-			batch = x.appendName(batch, i)
+			batch = w.appendName(batch, i)
 			if len(batch) < xfrBatch {
 				continue
 			}
-			ch <- batch
+			if !x.send(batch) {
+				return
+			}
 			batch = make([]dns.RR, 0, xfrBatch)
 			pace.pause()
 		}
-		if len(batch) > 0 {
-			ch <- batch
+		if len(batch) > 0 && !x.send(batch) {
+			return
 		}
-		ch <- soa
-	}()
-	return ch, nil
+		x.send(soa)
+	}), nil
 }
 
 // Pacing of a transfer, so that queries go first. The server may run on one CPU

@@ -343,3 +343,21 @@ func TestLabelsAreTheElementsOfTheStockPath(t *testing.T) {
 		}
 	}
 }
+
+func TestClearLetsGoOfTheRecordsAndAnswersAsBeforeTheFirstLoad(t *testing.T) {
+	ix := New(Options{})
+	ix.Load("/skydns/", fixture)
+	if !ix.Loaded() || ix.Len() == 0 {
+		t.Fatalf("loaded %v, %d records", ix.Loaded(), ix.Len())
+	}
+	ix.Clear()
+	if ix.Loaded() || ix.Len() != 0 {
+		t.Errorf("after Clear: loaded %v, %d records, want an empty index not loaded", ix.Loaded(), ix.Len())
+	}
+	if sx, err := ix.Records(context.Background(), query("app.zone.test.", dns.TypeA), false); !errors.Is(err, ErrNotFound) {
+		t.Errorf("after Clear, app.zone.test. answers %v, %v", keys(sx), err)
+	}
+	if _, ok := ix.Zone("zone.test.", nil); ok {
+		t.Error("after Clear, a zone copy was taken")
+	}
+}
