@@ -328,7 +328,7 @@ var (
 	}, []string{"server", "zones", "kind"})
 	notifies = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "notifies_total",
-		Help: "NOTIFY rounds sent to the transfer plugin's secondaries after a change, by result (ok, failed).",
+		Help: "NOTIFYs sent to the transfer plugin's secondaries after a change, one per secondary, by result (ok, failed: not answered in 3 tries, or refused).",
 	}, []string{"server", "zones", "result"})
 )
 
