@@ -180,7 +180,7 @@ func TestAZoneLoadedFromTheTransferAnswersAsExactNames(t *testing.T) {
 		}
 	}
 	for _, name := range names {
-		for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeCNAME, dns.TypeSRV, dns.TypeTXT, dns.TypeMX, dns.TypeNS} {
+		for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeCNAME, dns.TypeSRV, dns.TypeTXT, dns.TypeMX, dns.TypeNS, dns.TypeSOA} {
 			if cnames[name] && qtype != dns.TypeA && qtype != dns.TypeCNAME {
 				// A zone's CNAME answers every type; the plugin answers SRV with the name host
 				// as target, and other types only if the target has them (README).
@@ -190,6 +190,21 @@ func TestAZoneLoadedFromTheTransferAnswersAsExactNames(t *testing.T) {
 			if got != want {
 				t.Errorf("%s %s:\nsecondary %s\nprimary   %s", name, dns.TypeToString[qtype], got, want)
 			}
+		}
+	}
+}
+
+// Off by default, so that the stock etcd plugin's answers stay the default: a name answers
+// with its whole subtree (web.eu1 with www.web.eu1's address too), as the etcd plugin does;
+// with exact-names, with its own key's and record-id children's records only.
+func TestExactNamesAreOffByDefault(t *testing.T) {
+	for _, tc := range []struct{ stanza, want string }{
+		{"gatewaydns zone.test", "NOERROR answer [web.eu1.zone.test. 300 IN A 10.2.0.1; web.eu1.zone.test. 300 IN A 10.2.0.2] ns []"},
+		{"gatewaydns zone.test {\n exact-names\n}", "NOERROR answer [web.eu1.zone.test. 300 IN A 10.2.0.1] ns []"},
+	} {
+		g := loadedStanza(t, tc.stanza, transferFixture)
+		if got := answer(t, g, "web.eu1.zone.test.", dns.TypeA); got != tc.want {
+			t.Errorf("%q: web.eu1.zone.test. A:\n got %s\nwant %s", tc.stanza, got, tc.want)
 		}
 	}
 }
