@@ -3,8 +3,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -92,17 +90,10 @@ func serialOf(t *testing.T, addr string) uint32 {
 // the secondary holds the primary's serial.
 func primaryWithSecondary(t *testing.T, etcdURL string, edit func(string) string) (primary, secondary *coreDNSProcess) {
 	t.Helper()
-	read := func(name string) string {
-		src, err := os.ReadFile(filepath.Join("..", "corefile.d", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(src)
-	}
 	secondary = newCoreDNSProcess(t)
-	primary = startCorefile(t, "primary.Corefile", edit(read("primary.Corefile")), "GATEWAYDNS_ETCD_ENDPOINTS="+etcdURL, "GATEWAYDNS_SECONDARIES="+secondary.DNS)
+	primary = startCorefile(t, "primary.Corefile", edit(readCorefile(t, "primary.Corefile")), "GATEWAYDNS_ETCD_ENDPOINTS="+etcdURL, "GATEWAYDNS_SECONDARIES="+secondary.DNS)
 	primary.waitReady(t, 30*time.Second)
-	startProcess(t, secondary, "secondary.Corefile", read("secondary.Corefile"), "GATEWAYDNS_PRIMARY="+primary.DNS)
+	startProcess(t, secondary, "secondary.Corefile", readCorefile(t, "secondary.Corefile"), "GATEWAYDNS_PRIMARY="+primary.DNS)
 	want := serialOf(t, primary.DNS)
 	waitFor(t, 30*time.Second, secondary.DNS, "openmcp.cluster.", dns.TypeSOA, func(r *dns.Msg) bool {
 		return len(r.Answer) == 1 && r.Answer[0].(*dns.SOA).Serial == want
