@@ -143,7 +143,7 @@ func (ix *Index) Services(ctx context.Context, state request.Request, exact bool
 	if err != nil {
 		return nil, err
 	}
-	return msg.Group(sx), nil
+	return group(sx), nil
 }
 
 // Reverse implements plugin.ServiceBackend.

@@ -27,14 +27,21 @@ func (n *node) namesSet() *answerSet {
 
 // nameEntries appends the entries of n's name to dst, sorted by key as an etcd read returns
 // them: its own value and its children's that have no children of their own.
-func (n *node) nameEntries(dst []*entry) []*entry {
+func (n *node) nameEntries(dst []*entry) []*entry { return n.nameEntriesEach(dst, nil) }
+
+// nameEntriesEach is nameEntries that also calls each, when not nil, with every child: a zone
+// copy goes over the children of a name once for both.
+func (n *node) nameEntriesEach(dst []*entry, each func(el string, c *node)) []*entry {
 	start := len(dst)
 	if n.value != nil {
 		dst = append(dst, n.value)
 	}
-	for c := range n.children.all {
+	for el, c := range n.children.named {
 		if c.value != nil && c.children.len() == 0 {
 			dst = append(dst, c.value)
+		}
+		if each != nil {
+			each(el, c)
 		}
 	}
 	slices.SortFunc(dst[start:], func(a, b *entry) int { return cmp.Compare(a.svc.Key, b.svc.Key) })

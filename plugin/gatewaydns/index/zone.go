@@ -108,20 +108,19 @@ func (ix *Index) zone(origin string, pause func()) (z *Zone, ok bool) {
 		p := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		start := len(entries)
-		entries = p.n.nameEntries(entries)
-		z.names = append(z.names, zoneName{name: p.name, own: p.n.value, entries: entries[start:len(entries):len(entries)]})
 		// Path elements that no question can reach (upper case, a dot, an escape) are left
 		// out with what lies below them: the index never answers them either.
-		for el, c := range p.n.children.named {
+		entries = p.n.nameEntriesEach(entries, func(el string, c *node) {
 			if !askable(el) {
-				continue
+				return
 			}
 			child := el + "." + p.name
 			if p.name == "." {
 				child = el + "."
 			}
 			stack = append(stack, pending{c, child})
-		}
+		})
+		z.names = append(z.names, zoneName{name: p.name, own: p.n.value, entries: entries[start:len(entries):len(entries)]})
 	}
 	ix.mu.RUnlock()
 	return z, true
@@ -198,7 +197,7 @@ func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) 
 	if !a.plain || a.text {
 		return nil, nil, nil, false
 	}
-	return msg.Group(s.services), a.v4, a.v6, true
+	return group(s.services), a.v4, a.v6, true
 }
 
 // errNoUpstream: a transfer holds the zone's own data; it never resolves names elsewhere.
@@ -210,7 +209,7 @@ func (z *Zone) Services(ctx context.Context, state request.Request, exact bool, 
 	if err != nil {
 		return nil, err
 	}
-	return msg.Group(sx), nil
+	return group(sx), nil
 }
 
 // Records implements plugin.ServiceBackend: the name's records with exact names.
