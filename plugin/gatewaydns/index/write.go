@@ -210,6 +210,7 @@ func (ix *Index) decode(kv record.KV) (*entry, error) {
 	if e.svc.Priority == 0 {
 		e.svc.Priority = defaultPriority
 	}
+	e.setAddress()
 	return e, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"net"
 	"strings"
 	"unicode/utf8"
 
@@ -180,17 +181,33 @@ func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) 
 	}
 	// newAnswerSet's set, without its allocations; and without the CNAME rule unless a
 	// group may hide a host name from newAddresses: the rule has nothing to rule on where
-	// every host is an address, which newAddresses finds out below.
+	// every host is an address, which is found out below.
 	s := &z.plain
 	s.services, s.hostless, s.rare = s.services[:0], false, nil
 	for _, e := range entries {
 		s.add(e)
 	}
-	if grouped {
-		s.applyCNAMERule(func(i int) int64 { return entries[i].created })
-		if s.rare != nil {
-			return nil, nil, nil, false
+	if !grouped {
+		// addresses.fill's work for records without a group, from the addresses parsed when
+		// the records were stored.
+		a := &z.addrs
+		*a = addresses{plain: true, v4: a.v4[:0], v6: a.v6[:0]}
+		for i, e := range entries {
+			switch ip := e.address(); {
+			case ip == nil:
+				return nil, nil, nil, false // a host name: a CNAME, or text
+			case hostSeenIn(entries[:i], e.svc.Host):
+			case len(ip) == net.IPv4len:
+				a.v4 = append(a.v4, Address{IP: ip, TTL: e.svc.TTL})
+			default:
+				a.v6 = append(a.v6, Address{IP: ip, TTL: e.svc.TTL})
+			}
 		}
+		return s.services, a.v4, a.v6, true
+	}
+	s.applyCNAMERule(func(i int) int64 { return entries[i].created })
+	if s.rare != nil {
+		return nil, nil, nil, false
 	}
 	a := &z.addrs
 	a.fill(s)
@@ -198,6 +215,16 @@ func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) 
 		return nil, nil, nil, false
 	}
 	return group(s.services), a.v4, a.v6, true
+}
+
+// hostSeenIn reports whether one of entries has host.
+func hostSeenIn(entries []*entry, host string) bool {
+	for _, e := range entries {
+		if e.svc.Host == host {
+			return true
+		}
+	}
+	return false
 }
 
 // errNoUpstream: a transfer holds the zone's own data; it never resolves names elsewhere.
