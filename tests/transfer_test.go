@@ -186,28 +186,11 @@ func TestAXFRRequiresTSIGWithTheStockTSIGPlugin(t *testing.T) {
 	axfr := func(signed bool) ([]dns.RR, error) {
 		m := new(dns.Msg)
 		m.SetAxfr("openmcp.cluster.")
-		tr := &dns.Transfer{}
-		if signed {
-			m.SetTsig(key, dns.HmacSHA256, 300, time.Now().Unix())
-			tr.TsigSecret = map[string]string{key: secret}
+		if !signed {
+			return xfrFrom("127.0.0.1", addr, m, nil)
 		}
-		c, err := dns.Dial("tcp", addr)
-		if err != nil {
-			return nil, err
-		}
-		tr.Conn = c
-		ch, err := tr.In(m, addr)
-		if err != nil {
-			return nil, err
-		}
-		var rrs []dns.RR
-		for env := range ch {
-			if env.Error != nil {
-				return rrs, env.Error
-			}
-			rrs = append(rrs, env.RR...)
-		}
-		return rrs, nil
+		m.SetTsig(key, dns.HmacSHA256, 300, time.Now().Unix())
+		return xfrFrom("127.0.0.1", addr, m, map[string]string{key: secret})
 	}
 	if rrs, err := axfr(false); err == nil {
 		t.Errorf("an unsigned AXFR transferred %d records, want it refused", len(rrs))
