@@ -90,8 +90,8 @@ func (o feedObserver) Resynced(reason string, keys int, took time.Duration) {
 	}
 }
 
-// stop ends the watchers, empties the index and closes the client, each wait bounded by
-// stopWait, and forgets the feed's series unless another feed carries the same labels: the stanza of a reload that
+// stop ends the watchers and closes the client, each wait bounded by stopWait, and forgets
+// the feed's series unless another feed carries the same labels: the stanza of a reload that
 // changed the block's stanza, which has started by now (CoreDNS starts the new instance before
 // it stops the old one).
 func (f *feed) stop() error {
@@ -106,10 +106,6 @@ func (f *feed) stop() error {
 	if !feeds.any(func(o *feed) bool { return o.server == f.server && o.zones == f.zones }) {
 		forgetServeSeries(f.server, f.zones)
 	}
-	// Nothing answers from the index any more, but the stopped instance may live on for a
-	// while, and its stanza with it: the transfer plugin of that instance blocks for as long
-	// as a secondary that stopped reading keeps its connection open (transfer_runs.go).
-	f.index.Clear()
 	return closeClient(f.client, f.zones)
 }
 

@@ -55,7 +55,7 @@ func (g *GatewayDNS) Ready() bool { return g.stanza.ready() }
 
 // current is the backend to answer from now, nil when the stanza only publishes.
 func (g *GatewayDNS) current() *backend {
-	if g.stanza.own == nil {
+	if g.stanza.cfg.publishOnly {
 		return nil
 	}
 	return g.stanza.serving.Load()

@@ -83,13 +83,19 @@ func (r *transferRuns) begin() (*xfrRun, error) {
 func (x *xfrRun) run(produce func(*xfrRun)) <-chan []dns.RR {
 	x.stall = time.NewTimer(x.runs.stall)
 	go func() {
-		defer x.runs.running.Done()
-		defer func() { <-xfrSlots }()
+		defer x.end()
 		defer close(x.ch)
 		defer x.stall.Stop()
 		produce(x)
 	}()
 	return x.ch
+}
+
+// end gives the slot back: when the producer returns, or when the transfer failed before one
+// ran (the copy of the zone holds the slot as well).
+func (x *xfrRun) end() {
+	<-xfrSlots
+	x.runs.running.Done()
 }
 
 // send hands records to the transfer plugin; false means the transfer is to end: the stanza

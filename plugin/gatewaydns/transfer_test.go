@@ -322,20 +322,22 @@ func TestPlainNamesTransferAsTheLookupsMakeThem(t *testing.T) {
 	}
 }
 
-// TestTransferPacingGivesWayOnlyToQueries pins when a transfer sleeps: after xfrWork of work
+// TestTransferPacingGivesWayOnlyToQueries pins when a transfer sleeps: after xfrSlice of work
 // while questions come in, never on a server nobody queries (a quiet primary NOTIFYing its
-// secondaries sends them the zone at full speed).
+// secondaries sends them the zone at full speed), nor once its stanza stopped.
 func TestTransferPacingGivesWayOnlyToQueries(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		queriedAgo time.Duration // 0: never queried
 		workedAgo  time.Duration
+		stopped    bool
 		wantSleep  bool
 	}{
-		{name: "queried just now, a work slice done: sleeps", queriedAgo: time.Millisecond, workedAgo: 2 * xfrWork, wantSleep: true},
+		{name: "queried just now, a work slice done: sleeps", queriedAgo: time.Millisecond, workedAgo: 2 * xfrSlice, wantSleep: true},
 		{name: "queried just now, the slice not done yet: goes on", queriedAgo: time.Millisecond, workedAgo: 0},
-		{name: "last query longer ago than xfrQuiet: goes on", queriedAgo: 2 * xfrQuiet, workedAgo: 2 * xfrWork},
-		{name: "never queried: goes on", workedAgo: 2 * xfrWork},
+		{name: "last query longer ago than xfrQuiet: goes on", queriedAgo: 2 * xfrQuiet, workedAgo: 2 * xfrSlice},
+		{name: "never queried: goes on", workedAgo: 2 * xfrSlice},
+		{name: "queried just now, but the stanza stopped: goes on", queriedAgo: time.Millisecond, workedAgo: 2 * xfrSlice, stopped: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prev := lastQuery.Load()
@@ -344,10 +346,14 @@ func TestTransferPacingGivesWayOnlyToQueries(t *testing.T) {
 			if tc.queriedAgo > 0 {
 				lastQuery.Store(time.Now().Add(-tc.queriedAgo).UnixNano())
 			}
-			p := &pacer{worked: time.Now().Add(-tc.workedAgo)}
+			stopped := make(chan struct{})
+			if tc.stopped {
+				close(stopped)
+			}
+			p := &pacer{worked: time.Now().Add(-tc.workedAgo), stopped: stopped}
 			start := time.Now()
 			p.pause()
-			slept := time.Since(start) >= xfrPause
+			slept := time.Since(start) >= 2*xfrSlice*(xfrShare-1) // the slice's time, 15 times
 			if slept != tc.wantSleep {
 				t.Errorf("slept %v, want %v", slept, tc.wantSleep)
 			}

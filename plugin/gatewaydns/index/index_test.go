@@ -344,24 +344,6 @@ func TestLabelsAreTheElementsOfTheStockPath(t *testing.T) {
 	}
 }
 
-func TestClearLetsGoOfTheRecordsAndAnswersAsBeforeTheFirstLoad(t *testing.T) {
-	ix := New(Options{})
-	ix.Load("/skydns/", fixture)
-	if !ix.Loaded() || ix.Len() == 0 {
-		t.Fatalf("loaded %v, %d records", ix.Loaded(), ix.Len())
-	}
-	ix.Clear()
-	if ix.Loaded() || ix.Len() != 0 {
-		t.Errorf("after Clear: loaded %v, %d records, want an empty index not loaded", ix.Loaded(), ix.Len())
-	}
-	if sx, err := ix.Records(context.Background(), query("app.zone.test.", dns.TypeA), false); !errors.Is(err, ErrNotFound) {
-		t.Errorf("after Clear, app.zone.test. answers %v, %v", keys(sx), err)
-	}
-	if _, ok := ix.Zone("zone.test.", nil); ok {
-		t.Error("after Clear, a zone copy was taken")
-	}
-}
-
 func TestGroupIsMsgGroupWithoutItsWorkForServicesWithoutAGroup(t *testing.T) {
 	plain := []msg.Service{{Host: "10.0.0.1", Key: "/skydns/test/a/1"}, {Host: "10.0.0.2", Key: "/skydns/test/a/b/2"}}
 	grouped := []msg.Service{{Host: "10.0.0.1", Key: "/skydns/test/a/1", Group: "g"}, {Host: "10.0.0.2", Key: "/skydns/test/a/b/2", Group: "h"}, {Host: "10.0.0.3", Key: "/skydns/test/a/b/3"}}

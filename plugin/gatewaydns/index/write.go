@@ -137,25 +137,6 @@ func (ix *Index) Apply(changes []record.Change) {
 	ix.reportLocked(kept)
 }
 
-// Clear lets go of everything the index holds, for an index that nothing answers from any
-// more (its feed stopped): whatever still refers to it, such as a transfer plugin goroutine of
-// a stopped CoreDNS instance blocked writing to a secondary, then holds an empty index, not a
-// zone. It answers as before its first load afterwards.
-func (ix *Index) Clear() {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	ix.loaded.Store(false)
-	ix.gen++
-	ix.tree, ix.count = &node{}, 0
-	clear(ix.leases)
-	clear(ix.invalid)
-	clear(ix.digests)
-	clear(ix.clashes)
-	clear(ix.serials)
-	clear(ix.loadedPrefixes)
-	ix.zoneLens.Clear()
-}
-
 // SetLeaseExpiry records when a lease runs out; the store refreshes it from etcd.
 func (ix *Index) SetLeaseExpiry(lease int64, at time.Time) {
 	ix.mu.Lock()
