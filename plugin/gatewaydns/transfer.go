@@ -87,10 +87,11 @@ func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, erro
 // The sleep keeps the transfer to 1/xfrShare of a busy CPU, counting all of its work: before
 // it measures the slice, the pacer lets the transfer plugin's goroutines run (runtime.Gosched:
 // on one CPU they then append, pack and write what they were handed, and their share of the
-// garbage collector's assists), which run in the sleep otherwise, beside the queries. (Pacing
-// the producer's own work alone, 0.125 ms then 2 ms of sleep, gave the transfer a sixteenth
-// in name, but an eighth of the CPU in fact, and query p99 in bench phase X rose to 1.3-2.1x of
-// idle.) Queries at half the CPU wait, by queueing theory, about (0.5+s)/(0.5-s) times as
+// garbage collector's assists), which run in the sleep otherwise, beside the queries. Pacing
+// the producer's own work alone (0.125 ms, then 2 ms of sleep) raised the median query latency
+// of bench phase X 3 to 15 times while transferring (0.13-0.17 ms idle, 0.45-2.0 ms); this
+// pacing leaves it within 1.25x (0.12-0.14 ms, 0.14-0.16 ms), in runs side by side on a shared
+// machine. Queries at half the CPU wait, by queueing theory, about (0.5+s)/(0.5-s) times as
 // long with a share s beside them: 1.3x for a sixteenth, 2x at a sixth.
 //
 // A server that nobody queries has nothing to give way to: it paces a transfer only while
