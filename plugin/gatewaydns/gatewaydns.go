@@ -55,7 +55,7 @@ func (g *GatewayDNS) Ready() bool { return g.stanza.ready() }
 
 // current is the backend to answer from now, nil when the stanza only publishes.
 func (g *GatewayDNS) current() *backend {
-	if g.stanza.own == nil {
+	if g.stanza.cfg.publishOnly {
 		return nil
 	}
 	return g.stanza.serving.Load()
@@ -132,7 +132,13 @@ func lookup(ctx context.Context, b plugin.ServiceBackend, zone string, state req
 	case dns.TypeSRV:
 		records, extra, err = plugin.SRV(ctx, b, zone, state, opt)
 	case dns.TypeSOA:
-		records, err = plugin.SOA(ctx, b, zone, state, opt)
+		// The etcd plugin answers the zone's SOA to an SOA question for any name; a plain zone
+		// only at its apex, and NODATA or NXDOMAIN below it, as exact names do.
+		if live, ok := b.(*backend); !ok || !live.ExactNames() || state.Name() == zone {
+			records, err = plugin.SOA(ctx, b, zone, state, opt)
+			break
+		}
+		_, _, err = plugin.A(ctx, b, zone, state, nil, opt)
 	case dns.TypeNS:
 		if state.Name() == zone {
 			records, extra, err = plugin.NS(ctx, b, zone, state, opt)

@@ -120,16 +120,16 @@ func metricsAtZero(server, zones string) {
 var (
 	transfers = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "transfers_total",
-		Help: "Zone transfers served, by kind (full: the whole zone; current: an IXFR from a secondary that was up to date).",
+		Help: "Zone transfers asked for, by kind (full: the whole zone; current: an IXFR from a secondary that was up to date; busy: refused while as many run as may).",
 	}, []string{"server", "zones", "kind"})
 	notifies = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "notifies_total",
-		Help: "NOTIFY rounds sent to the transfer plugin's secondaries after a change, by result (ok, failed).",
+		Help: "NOTIFYs sent to the transfer plugin's secondaries after a change, one per secondary, by result (ok, failed: not answered in 3 tries, or refused).",
 	}, []string{"server", "zones", "result"})
 )
 
 func transferMetricsAtZero(server, zones string) {
-	for _, kind := range []string{"full", "current"} {
+	for _, kind := range []string{"full", "current", "busy"} {
 		transfers.WithLabelValues(server, zones, kind)
 	}
 	for _, result := range []string{"ok", "failed"} {

@@ -2,7 +2,6 @@ package gatewaydns
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/coredns/coredns/plugin/transfer"
@@ -10,8 +9,9 @@ import (
 )
 
 // The notifier tells the transfer plugin's secondaries (its `to` addresses) that a zone
-// changed, with the transfer plugin's own NOTIFY: within a second of a change, one NOTIFY per
-// zone for a burst of changes. It looks at the zones' serials rather than hooking into the
+// changed: within a second of a change, one NOTIFY per zone and secondary for a burst of
+// changes, sent to each secondary on its own (notifySender), so that one that does not answer
+// delays no other. It looks at the zones' serials rather than hooking into the
 // index: the index may be shared with the next instance across a reload, the notifier is the
 // instance's, like the transfer plugin it sends through.
 const (
@@ -20,7 +20,8 @@ const (
 	notifyAtMost = 500 * time.Millisecond // and a NOTIFY goes out this long after a burst began, whatever
 )
 
-// notifier runs one goroutine per stanza while its instance runs.
+// notifier runs one goroutine per stanza while its instance runs, and one per NOTIFY in
+// flight (notifySender).
 type notifier struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -30,9 +31,11 @@ type notifier struct {
 func startNotifier(g *GatewayDNS, t *transfer.Transfer) *notifier {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &notifier{cancel: cancel, done: make(chan struct{})}
+	s := newNotifySender(ctx, g, t)
 	go func() {
 		defer close(n.done)
-		n.run(ctx, g, t)
+		n.run(ctx, g, s)
+		s.flights.Wait() // at once: a stop ends the NOTIFYs in flight
 	}()
 	return n
 }
@@ -43,8 +46,7 @@ type pending struct {
 	first, last time.Time // when the burst began, and when the serial last moved
 }
 
-func (n *notifier) run(ctx context.Context, g *GatewayDNS, t *transfer.Transfer) {
-	server, zones := g.stanza.cfg.server, strings.Join(g.Zones, " ")
+func (n *notifier) run(ctx context.Context, g *GatewayDNS, s *notifySender) {
 	sent := map[string]uint32{}
 	waiting := map[string]*pending{}
 	tick := time.NewTicker(notifyPoll)
@@ -61,6 +63,9 @@ func (n *notifier) run(ctx context.Context, g *GatewayDNS, t *transfer.Transfer)
 		}
 		now := time.Now()
 		for _, zone := range g.Zones {
+			if ctx.Err() != nil {
+				return
+			}
 			serial := b.Serial(request.Request{Zone: zone})
 			p := waiting[zone]
 			switch {
@@ -78,25 +83,19 @@ func (n *notifier) run(ctx context.Context, g *GatewayDNS, t *transfer.Transfer)
 			}
 			delete(waiting, zone)
 			sent[zone] = p.serial
-			if err := t.Notify(zone); err != nil {
-				notifies.WithLabelValues(server, zones, "failed").Inc()
-				log.Warningf("NOTIFY of %s (serial %d): %v", zone, p.serial, err)
-				continue
-			}
-			notifies.WithLabelValues(server, zones, "ok").Inc()
-			log.Debugf("Sent NOTIFY of %s at serial %d", zone, p.serial)
+			s.send(zone, p.serial)
 		}
 	}
 }
 
-// stop ends the notifier within stopWait: a NOTIFY in flight to a secondary that does not
-// answer may take longer (the transfer plugin tries 3 times), and is left to finish alone.
+// stop ends the notifier and the NOTIFYs in flight (their wait for an answer ends at once),
+// within stopWait.
 func (n *notifier) stop() {
 	if n == nil {
 		return
 	}
 	n.cancel()
 	if !waitClosed(n.done, stopWait) {
-		log.Warningf("A NOTIFY in flight did not end within %s of the stop; leaving it", stopWait)
+		log.Warningf("NOTIFYs in flight did not end within %s of the stop; leaving them", stopWait)
 	}
 }

@@ -81,7 +81,7 @@ func setup(c *caddy.Controller) error {
 			return err
 		}
 		starting.add(st)
-		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && st.own != nil {
+		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && !cfg.publishOnly {
 			st.notifyThrough(g, t)
 		}
 		return nil

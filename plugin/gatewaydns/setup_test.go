@@ -25,7 +25,7 @@ func TestParse(t *testing.T) {
 			name:  "defaults are the stock etcd plugin's",
 			input: "gatewaydns",
 			check: func(t *testing.T, c *config) {
-				if c.prefix != "skydns" || !slices.Equal(c.etcd.Endpoints, []string{"http://localhost:2379"}) || c.minLeaseTTL != 30 || c.maxLeaseTTL != 86400 || c.negativeTTL != 30 || c.fall != nil {
+				if c.prefix != "skydns" || !slices.Equal(c.etcd.Endpoints, []string{"http://localhost:2379"}) || c.minLeaseTTL != 30 || c.maxLeaseTTL != 86400 || c.negativeTTL != 30 || c.fall != nil || c.exactNames {
 					t.Errorf("defaults: %+v", c)
 				}
 				if !slices.Equal(c.zones, []string{"example.org."}) {
@@ -58,6 +58,15 @@ func TestParse(t *testing.T) {
 				}
 				if !slices.Equal(c.fall, []string{"in-addr.arpa"}) || c.minLeaseTTL != 60 || c.maxLeaseTTL != 3600 || c.negativeTTL != 5 || !c.noApexFallback || !c.explain {
 					t.Errorf("%+v", c)
+				}
+			},
+		},
+		{
+			name:  "exact-names turns exact names on",
+			input: "gatewaydns {\n exact-names\n}",
+			check: func(t *testing.T, c *config) {
+				if !c.exactNames {
+					t.Error("exact-names did not turn exact names on")
 				}
 			},
 		},
@@ -188,6 +197,7 @@ func TestParse(t *testing.T) {
 		{name: "negative-ttl above what a resolver caches", input: "gatewaydns {\n negative-ttl 10m\n}", wantErr: `Testfile:2 - Error during parsing: invalid negative-ttl "10m": at most 300s`},
 		{name: "negative-ttl that is no duration", input: "gatewaydns {\n negative-ttl soon\n}", wantErr: `invalid negative-ttl "soon"`},
 		{name: "negative lease ttl", input: "gatewaydns {\n max-lease-ttl -5s\n}", wantErr: "out of range"},
+		{name: "exact-names takes no argument", input: "gatewaydns {\n exact-names yes\n}", wantErr: "exact-names takes no arguments"},
 		{name: "explain takes no argument", input: "gatewaydns {\n explain all\n}", wantErr: "explain takes no arguments"},
 		{name: "no_apex_fallback takes no argument", input: "gatewaydns {\n no_apex_fallback yes\n}", wantErr: "no_apex_fallback takes no arguments"},
 		{name: "tls with missing files", input: "gatewaydns {\n tls /nonexistent/cert /nonexistent/key /nonexistent/ca\n}", wantErr: "tls:"},

@@ -35,10 +35,12 @@ type stanza struct {
 	cancel  context.CancelFunc // ends the wait for the feed's first load
 	stopped chan struct{}      // closed when that wait returned
 	notify  *notifier          // NOTIFYs the transfer plugin's secondaries; nil without one
+
+	transfers *transferRuns // the zone transfers being sent
 }
 
 func newStanza(cfg *config) (*GatewayDNS, *stanza) {
-	st := &stanza{cfg: cfg}
+	st := &stanza{cfg: cfg, transfers: newTransferRuns()}
 	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, Explain: cfg.explain, stanza: st}
 	if cfg.fall != nil {
 		g.Fall.SetZonesFromArgs(cfg.fall)
@@ -48,6 +50,7 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 	}
 	zones := strings.Join(cfg.zones, " ")
 	st.prefixes = zonePrefixes(cfg.prefix, cfg.zones)
+	var own *feed // the feed outlives the stanza when the next instance shares it: not st.own
 	st.index = index.New(index.Options{
 		Prefix:      cfg.prefix,
 		Prefixes:    st.prefixes,
@@ -60,7 +63,7 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 			log.Warningf("Skipping a value that cannot be served: %v", err)
 		},
 		Clash: func(name string, clash bool, names int) {
-			st.own.clashes.Store(int64(names))
+			own.clashes.Store(int64(names))
 			cnameClashes.WithLabelValues(cfg.server, zones).Set(float64(names))
 			if clash {
 				log.Warningf("Records of %s mix a CNAME with addresses or another CNAME; answering from the older claim only (CNAME rule)", name)
@@ -69,7 +72,8 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 			}
 		},
 	})
-	st.own = newFeed(cfg.feedKey(), cfg.server, zones, st.index, st.prefixes, cfg.etcd)
+	own = newFeed(cfg.feedKey(), cfg.server, zones, st.index, st.prefixes, cfg.etcd)
+	st.own = own
 	st.serving.Store(newBackend(st.index))
 	return g, st
 }
@@ -169,9 +173,9 @@ func (s *stanza) notifyThrough(g *GatewayDNS, t *transfer.Transfer) {
 	s.notify = n
 }
 
-// stop stops the publish role and lets go of the feed and the bridge. Every wait in it is
-// bounded, so a reload or SIGTERM finishes in seconds whatever state etcd and the Kubernetes
-// API are in.
+// stop stops the publish role, the notifier and the transfers, and lets go of the feed and the
+// bridge. Every wait in it is bounded, so a reload or SIGTERM finishes in seconds whatever
+// state etcd and the Kubernetes API are in.
 func (s *stanza) stop() error {
 	var errs []error
 	var wg sync.WaitGroup
@@ -181,6 +185,7 @@ func (s *stanza) stop() error {
 	s.feed, s.bridge, s.cancel, s.stopped, s.notify = nil, nil, nil, nil, nil
 	s.mu.Unlock()
 	notify.stop()
+	s.transfers.stop()
 	if cancel != nil {
 		cancel()
 		<-stopped // returns at once: it only waits on the index and the context
@@ -192,9 +197,28 @@ func (s *stanza) stop() error {
 			}
 		}
 	}
+	s.forgetRecords()
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// forgetRecords lets go of the stanza's index once it has stopped. The stanza may outlive its
+// instance: a transfer plugin goroutine of the instance that blocks writing to a secondary
+// that stopped reading (transfer_runs.go) holds the instance's plugin chain, and this stanza
+// with it, for as long as the secondary keeps its connection open. A query still in flight
+// keeps the backend it took; the ones after it are answered SERVFAIL, as before a load.
+func (s *stanza) forgetRecords() {
+	if s.cfg.publishOnly {
+		return
+	}
+	s.serving.Store(stoppedBackend)
+	s.mu.Lock()
+	s.own, s.index = nil, nil
+	s.mu.Unlock()
+}
+
+// stoppedBackend is what a stopped stanza answers from: an index that never loads.
+var stoppedBackend = newBackend(index.New(index.Options{}))
 
 // ready: the index answered from holds a full load, and the sources have synced. etcd
 // being unreachable later never makes a stanza unready: it answers from memory meanwhile.
@@ -210,14 +234,15 @@ func (s *stanza) ready() bool {
 }
 
 func (s *stanza) serveReady() bool {
-	if s.own == nil {
+	if s.cfg.publishOnly {
 		return true
 	}
 	s.mu.Lock()
 	started := s.feed != nil
 	s.mu.Unlock()
 	if !started {
-		return feeds.any(func(f *feed) bool { return f.zones == s.own.zones && f.index.Loaded() })
+		zones := strings.Join(s.cfg.zones, " ")
+		return feeds.any(func(f *feed) bool { return f.zones == zones && f.index.Loaded() })
 	}
 	return s.serving.Load().Loaded()
 }

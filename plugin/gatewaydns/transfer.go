@@ -2,6 +2,8 @@ package gatewaydns
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -18,82 +20,91 @@ import (
 // Transfer implements transfer.Transferer, so that the stock transfer plugin serves AXFR and
 // IXFR of the stanza's zones from the index: a copy of the zone's names at one revision
 // (index.Index.Zone), turned into records while the transfer is sent, paced so that queries
-// go first (xfrWork). An IXFR is answered with the SOA alone when the secondary is current,
-// and with the whole zone otherwise, as RFC 1995 allows: the index keeps no history.
+// go first (pacer), by a goroutine the stanza owns (transferRuns). An IXFR is answered with
+// the SOA alone when the secondary is current, and with the whole zone otherwise, as RFC 1995
+// allows: the index keeps no history.
 func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	b := g.current()
 	if b == nil || !slices.Contains(g.Zones, zone) {
 		return nil, transfer.ErrNotAuthoritative
 	}
-	pace := &pacer{worked: time.Now()}
+	server, zones := g.stanza.cfg.server, strings.Join(g.Zones, " ")
+	run, err := g.stanza.transfers.begin()
+	if err != nil {
+		if errors.Is(err, errTransferBusy) {
+			transfers.WithLabelValues(server, zones, "busy").Inc()
+		}
+		return nil, err
+	}
+	pace := &pacer{worked: time.Now(), stopped: run.runs.ctx.Done()}
 	z, ok := b.Zone(zone, pace.pause)
 	if !ok {
+		run.end()
 		return nil, errNotLoaded
 	}
 	opt := plugin.Options{NoApexFallback: g.NoApexFallback}
 	soa, err := plugin.SOA(context.Background(), z, zone, request.Request{}, opt)
 	if err != nil {
+		run.end()
 		return nil, err
 	}
-	server, zones := g.stanza.cfg.server, strings.Join(g.Zones, " ")
-	ch := make(chan []dns.RR)
 	if serial != 0 && !serialAfter(z.Serial(request.Request{}), serial) {
 		transfers.WithLabelValues(server, zones, "current").Inc()
-		go func() {
-			defer close(ch)
-			ch <- soa
-		}()
-		return ch, nil
+		return run.run(func(x *xfrRun) { x.send(soa) }), nil
 	}
 	transfers.WithLabelValues(server, zones, "full").Inc()
-	// The transfer plugin reads the channel to its end, also when the secondary goes away.
-	go func() {
-		defer close(ch)
-		ch <- soa
-		x := newZoneWriter(z, dns.IsSubDomain("arpa.", zone), opt)
+	return run.run(func(x *xfrRun) {
+		if !x.send(soa) {
+			return
+		}
+		w := newZoneWriter(z, dns.IsSubDomain("arpa.", zone), opt)
 		batch := make([]dns.RR, 0, xfrBatch)
 		for i := range z.Len() {
-			batch = x.appendName(batch, i)
+			batch = w.appendName(batch, i)
 			if len(batch) < xfrBatch {
 				continue
 			}
-			ch <- batch
+			if !x.send(batch) {
+				return
+			}
 			batch = make([]dns.RR, 0, xfrBatch)
 			pace.pause()
 		}
-		if len(batch) > 0 {
-			ch <- batch
+		if len(batch) > 0 && !x.send(batch) {
+			return
 		}
-		ch <- soa
-	}()
-	return ch, nil
+		x.send(soa)
+	}), nil
 }
 
 // Pacing of a transfer, so that queries go first. The server may run on one CPU
 // (GOMAXPROCS=1): while a goroutine is runnable, the scheduler looks for network input only
 // every 10 ms or so (sysmon), and queries wait behind the transfer. So a transfer hands its
-// records over in batches of xfrBatch (and copies the zone in chunks), and after each xfrWork
-// of that it sleeps xfrPause: with nothing runnable the scheduler polls the network, and the
-// queries that came in meanwhile are answered before the transfer goes on. A pause shorter
-// than the poll's resolution (1 ms) only saved time on an idle server, and left queries too
-// little of a busy one's CPU: phase X could send half its rate. The work is timed per batch,
-// so a batch is small (64 records, some 40 us) for the slices to keep to xfrWork.
+// records over in batches of xfrBatch (and copies the zone in chunks), and after each xfrSlice
+// of that it sleeps: with nothing runnable the scheduler polls the network, and the queries
+// that came in meanwhile are answered before the transfer goes on.
 //
-// The pause sets the transfer's share of a busy CPU, and with it how much longer queries
-// queue: at 50% load, any share the transfer takes lengthens every query's wait. Phase X (100k
-// names, 50% load, one CPU), runs side by side: with a 1 ms pause p99 was 1.70-2.59x of idle
-// (2 of 5 runs over 2x), with 1.5 ms 1.92-2.45x (2 of 3), with 2 ms 1.26-1.94x (7 of 7
-// within), the median transfer taking 5 s, and 7-10 s in the noisier runs. A quiet server is
-// not paced (below): there a transfer runs at full speed.
+// The sleep keeps the transfer to 1/xfrShare of a busy CPU, counting all of its work: before
+// it measures the slice, the pacer lets the transfer plugin's goroutines run (runtime.Gosched:
+// on one CPU they then append, pack and write what they were handed, and their share of the
+// garbage collector's assists), which run in the sleep otherwise, beside the queries. Pacing
+// the producer's own work alone (0.125 ms, then 2 ms of sleep) raised the median query latency
+// of bench phase X 3 to 15 times while transferring (0.13-0.17 ms idle, 0.45-2.0 ms); this
+// pacing leaves it within 1.25x (0.12-0.14 ms, 0.14-0.16 ms), in runs side by side on a shared
+// machine. Queries at half the CPU wait, by queueing theory, about (0.5+s)/(0.5-s) times as
+// long with a share s beside them: 1.3x for a sixteenth, 2x at a sixth.
 //
 // A server that nobody queries has nothing to give way to: it paces a transfer only while
 // queries come in (one within xfrQuiet), so that a secondary NOTIFYed of a change on a quiet
 // primary gets the zone at full speed. Only questions that reach a gatewaydns stanza count.
 const (
 	xfrBatch = 64
-	xfrWork  = 125 * time.Microsecond
-	xfrPause = 2 * time.Millisecond
+	xfrSlice = 250 * time.Microsecond
+	xfrShare = 16
 	xfrQuiet = 100 * time.Millisecond
+	// xfrMaxSleep bounds one sleep: a slice that took long (the process waited for the CPU,
+	// or ran a garbage collection) slows the transfer down, without stopping it.
+	xfrMaxSleep = 20 * time.Millisecond
 )
 
 // lastQuery is when a gatewaydns stanza of this process last got a question (UnixNano).
@@ -108,18 +119,27 @@ func queried() {
 	}
 }
 
-// pacer sleeps xfrPause once xfrWork has passed since it last did, while questions come in:
-// called between the chunks of the zone's copy (index.Index.Zone) and between the batches of
-// records.
-type pacer struct{ worked time.Time }
+// pacer sleeps once xfrSlice has passed since it last did, while questions come in: called
+// between the chunks of the zone's copy (index.Index.Zone) and between the batches of records.
+// Once the stanza stops it sleeps no more, so that a copy under way ends at once.
+type pacer struct {
+	worked  time.Time
+	stopped <-chan struct{}
+}
 
 func (p *pacer) pause() {
 	now := time.Now()
-	if now.Sub(p.worked) < xfrWork {
+	if now.Sub(p.worked) < xfrSlice {
 		return
 	}
 	if now.UnixNano()-lastQuery.Load() < int64(xfrQuiet) {
-		time.Sleep(xfrPause)
+		runtime.Gosched()
+		t := time.NewTimer(min(time.Since(p.worked)*(xfrShare-1), xfrMaxSleep))
+		select {
+		case <-t.C:
+		case <-p.stopped:
+			t.Stop()
+		}
 		now = time.Now()
 	}
 	p.worked = now

@@ -180,7 +180,7 @@ func TestAZoneLoadedFromTheTransferAnswersAsExactNames(t *testing.T) {
 		}
 	}
 	for _, name := range names {
-		for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeCNAME, dns.TypeSRV, dns.TypeTXT, dns.TypeMX, dns.TypeNS} {
+		for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeCNAME, dns.TypeSRV, dns.TypeTXT, dns.TypeMX, dns.TypeNS, dns.TypeSOA} {
 			if cnames[name] && qtype != dns.TypeA && qtype != dns.TypeCNAME {
 				// A zone's CNAME answers every type; the plugin answers SRV with the name host
 				// as target, and other types only if the target has them (README).
@@ -190,6 +190,21 @@ func TestAZoneLoadedFromTheTransferAnswersAsExactNames(t *testing.T) {
 			if got != want {
 				t.Errorf("%s %s:\nsecondary %s\nprimary   %s", name, dns.TypeToString[qtype], got, want)
 			}
+		}
+	}
+}
+
+// Off by default, so that the stock etcd plugin's answers stay the default: a name answers
+// with its whole subtree (web.eu1 with www.web.eu1's address too), as the etcd plugin does;
+// with exact-names, with its own key's and record-id children's records only.
+func TestExactNamesAreOffByDefault(t *testing.T) {
+	for _, tc := range []struct{ stanza, want string }{
+		{"gatewaydns zone.test", "NOERROR answer [web.eu1.zone.test. 300 IN A 10.2.0.1; web.eu1.zone.test. 300 IN A 10.2.0.2] ns []"},
+		{"gatewaydns zone.test {\n exact-names\n}", "NOERROR answer [web.eu1.zone.test. 300 IN A 10.2.0.1] ns []"},
+	} {
+		g := loadedStanza(t, tc.stanza, transferFixture)
+		if got := answer(t, g, "web.eu1.zone.test.", dns.TypeA); got != tc.want {
+			t.Errorf("%q: web.eu1.zone.test. A:\n got %s\nwant %s", tc.stanza, got, tc.want)
 		}
 	}
 }
@@ -307,20 +322,22 @@ func TestPlainNamesTransferAsTheLookupsMakeThem(t *testing.T) {
 	}
 }
 
-// TestTransferPacingGivesWayOnlyToQueries pins when a transfer sleeps: after xfrWork of work
+// TestTransferPacingGivesWayOnlyToQueries pins when a transfer sleeps: after xfrSlice of work
 // while questions come in, never on a server nobody queries (a quiet primary NOTIFYing its
-// secondaries sends them the zone at full speed).
+// secondaries sends them the zone at full speed), nor once its stanza stopped.
 func TestTransferPacingGivesWayOnlyToQueries(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		queriedAgo time.Duration // 0: never queried
 		workedAgo  time.Duration
+		stopped    bool
 		wantSleep  bool
 	}{
-		{name: "queried just now, a work slice done: sleeps", queriedAgo: time.Millisecond, workedAgo: 2 * xfrWork, wantSleep: true},
+		{name: "queried just now, a work slice done: sleeps", queriedAgo: time.Millisecond, workedAgo: 2 * xfrSlice, wantSleep: true},
 		{name: "queried just now, the slice not done yet: goes on", queriedAgo: time.Millisecond, workedAgo: 0},
-		{name: "last query longer ago than xfrQuiet: goes on", queriedAgo: 2 * xfrQuiet, workedAgo: 2 * xfrWork},
-		{name: "never queried: goes on", workedAgo: 2 * xfrWork},
+		{name: "last query longer ago than xfrQuiet: goes on", queriedAgo: 2 * xfrQuiet, workedAgo: 2 * xfrSlice},
+		{name: "never queried: goes on", workedAgo: 2 * xfrSlice},
+		{name: "queried just now, but the stanza stopped: goes on", queriedAgo: time.Millisecond, workedAgo: 2 * xfrSlice, stopped: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prev := lastQuery.Load()
@@ -329,10 +346,14 @@ func TestTransferPacingGivesWayOnlyToQueries(t *testing.T) {
 			if tc.queriedAgo > 0 {
 				lastQuery.Store(time.Now().Add(-tc.queriedAgo).UnixNano())
 			}
-			p := &pacer{worked: time.Now().Add(-tc.workedAgo)}
+			stopped := make(chan struct{})
+			if tc.stopped {
+				close(stopped)
+			}
+			p := &pacer{worked: time.Now().Add(-tc.workedAgo), stopped: stopped}
 			start := time.Now()
 			p.pause()
-			slept := time.Since(start) >= xfrPause
+			slept := time.Since(start) >= 2*xfrSlice*(xfrShare-1) // the slice's time, 15 times
 			if slept != tc.wantSleep {
 				t.Errorf("slept %v, want %v", slept, tc.wantSleep)
 			}

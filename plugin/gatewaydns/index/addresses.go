@@ -139,7 +139,7 @@ func (a *addresses) fill(s *answerSet) {
 		sx = withHost(sx) // as finish leaves them out of an A or AAAA answer
 	}
 	a.plain = true
-	sx = msg.Group(sx)
+	sx = group(sx)
 	// A name has few records, and a scan of the ones before beats a map; a subtree's set (the
 	// apex's holds every record of the zone) needs the map.
 	var seen map[string]bool
@@ -164,6 +164,18 @@ func (a *addresses) fill(s *answerSet) {
 			seen[svc.Host] = true
 		}
 	}
+}
+
+// group is msg.Group, which returns services that name no group as they are, without its
+// work for them (a count of each key's slashes, an array): nearly every name's, and asked for
+// every name of a transfer, twice.
+func group(sx []msg.Service) []msg.Service {
+	for i := range sx {
+		if sx[i].Group != "" {
+			return msg.Group(sx)
+		}
+	}
+	return sx
 }
 
 // scanHosts is the most records whose hosts fill checks for duplicates by a scan.

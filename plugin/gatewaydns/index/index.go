@@ -135,6 +135,9 @@ func New(opts Options) *Index {
 // Root is the key prefix of the records, e.g. "/skydns/".
 func (ix *Index) Root() string { return ix.root }
 
+// ExactNames tells whether names answer as in a plain zone (Options.ExactNames).
+func (ix *Index) ExactNames() bool { return ix.opts.ExactNames }
+
 // Loaded tells whether every prefix has been loaded once.
 func (ix *Index) Loaded() bool { return ix.loaded.Load() }
 
@@ -151,7 +154,7 @@ func (ix *Index) Services(ctx context.Context, state request.Request, exact bool
 	if err != nil {
 		return nil, err
 	}
-	return msg.Group(sx), nil
+	return group(sx), nil
 }
 
 // Reverse implements plugin.ServiceBackend.

@@ -343,3 +343,16 @@ func TestLabelsAreTheElementsOfTheStockPath(t *testing.T) {
 		}
 	}
 }
+
+func TestGroupIsMsgGroupWithoutItsWorkForServicesWithoutAGroup(t *testing.T) {
+	plain := []msg.Service{{Host: "10.0.0.1", Key: "/skydns/test/a/1"}, {Host: "10.0.0.2", Key: "/skydns/test/a/b/2"}}
+	grouped := []msg.Service{{Host: "10.0.0.1", Key: "/skydns/test/a/1", Group: "g"}, {Host: "10.0.0.2", Key: "/skydns/test/a/b/2", Group: "h"}, {Host: "10.0.0.3", Key: "/skydns/test/a/b/3"}}
+	for _, sx := range [][]msg.Service{plain, grouped, nil} {
+		if got, want := group(sx), msg.Group(sx); !slices.Equal(got, want) {
+			t.Errorf("group(%v) = %v, msg.Group %v", sx, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(10, func() { group(plain) }); n != 0 {
+		t.Errorf("group allocates %.0f times for services without a group", n)
+	}
+}

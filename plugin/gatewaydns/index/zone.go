@@ -181,24 +181,52 @@ func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) 
 	}
 	// newAnswerSet's set, without its allocations; and without the CNAME rule unless a
 	// group may hide a host name from newAddresses: the rule has nothing to rule on where
-	// every host is an address, which newAddresses finds out below.
+	// every host is an address, which is found out below.
 	s := &z.plain
 	s.services, s.hostless, s.rare = s.services[:0], false, nil
 	for _, e := range entries {
 		s.add(e)
 	}
-	if grouped {
-		s.applyCNAMERule(func(i int) int64 { return entries[i].created })
-		if s.rare != nil {
-			return nil, nil, nil, false
+	if !grouped {
+		// addresses.fill's work for records without a group, from the addresses parsed when
+		// the records were stored.
+		a := &z.addrs
+		*a = addresses{plain: true, v4: a.v4[:0], v6: a.v6[:0]}
+		for i, e := range entries {
+			switch {
+			case e.flags&(ipv4Flag|ipv6Flag) == 0:
+				return nil, nil, nil, false // a host name: a CNAME, or text
+			case hostSeenIn(entries[:i], e.host):
+			case e.flags&ipv4Flag != 0:
+				v4, _ := e.address(dns.TypeA)
+				a.v4 = append(a.v4, v4)
+			default:
+				v6, _ := e.address(dns.TypeAAAA)
+				a.v6 = append(a.v6, v6)
+			}
 		}
+		return s.services, a.v4, a.v6, true
+	}
+	s.applyCNAMERule(func(i int) int64 { return entries[i].created })
+	if s.rare != nil {
+		return nil, nil, nil, false
 	}
 	a := &z.addrs
 	a.fill(s)
 	if !a.plain || a.text {
 		return nil, nil, nil, false
 	}
-	return msg.Group(s.services), a.v4, a.v6, true
+	return group(s.services), a.v4, a.v6, true
+}
+
+// hostSeenIn reports whether one of entries has host.
+func hostSeenIn(entries []*entry, host string) bool {
+	for _, e := range entries {
+		if e.host == host {
+			return true
+		}
+	}
+	return false
 }
 
 // errNoUpstream: a transfer holds the zone's own data; it never resolves names elsewhere.
@@ -210,7 +238,7 @@ func (z *Zone) Services(ctx context.Context, state request.Request, exact bool, 
 	if err != nil {
 		return nil, err
 	}
-	return msg.Group(sx), nil
+	return group(sx), nil
 }
 
 // Records implements plugin.ServiceBackend: the name's records with exact names.

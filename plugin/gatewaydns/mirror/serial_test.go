@@ -55,17 +55,39 @@ func TestSerialIsTheLastChangeUnderThePrefixWhetherFollowedOrLoaded(t *testing.T
 }
 
 // With the history after the newest key compacted away, the deletes in it cannot be found:
-// the serial is the load's revision, never one before a change the index holds.
-func TestSerialFallsBackToTheLoadRevisionWhenTheHistoryIsCompacted(t *testing.T) {
+// the serial of a replica that loads then is the load's revision, never one before a change
+// the index holds, and it differs from that of a replica that followed the delete. Their data
+// cannot differ: both hold etcd's keys under the prefix at the same mod revisions (the same
+// Digest), and the next change's revision is after both serials, which both then serve.
+func TestAfterACompactionReplicasDifferInSerialOnlyUntilTheNextChange(t *testing.T) {
 	e := newEnv(t)
+	follower := newIndex()
+	e.start(t, follower, follower, quick)
 	e.write(t, prefix+"a/1", `{"host":"10.0.0.1"}`)
 	e.write(t, prefix+"b/1", `{"host":"10.0.0.2"}`)
-	e.write(t, prefix+"b/1", "")
+	deleted := e.write(t, prefix+"b/1", "")
 	last := e.write(t, "/skydns/other/x", `{"host":"10.0.0.3"}`)
+	waitFor(t, 5*time.Second, "the delete followed", func() bool { return follower.Revision("test.") == deleted })
 	if _, err := e.direct.Compact(context.Background(), last); err != nil {
 		t.Fatal(err)
 	}
-	ix := newIndex()
-	e.start(t, ix, ix, quick)
-	waitFor(t, 5*time.Second, "the load's revision as serial", func() bool { return ix.Revision("test.") == last })
+	loader := newIndex()
+	e.start(t, loader, loader, quick)
+	waitFor(t, 5*time.Second, "the load's revision as serial", func() bool { return loader.Revision("test.") == last })
+	if got := follower.Revision("test."); got != deleted {
+		t.Fatalf("follower serial %d, want the delete's %d", got, deleted)
+	}
+	fd, fok := follower.Digest(prefix)
+	ld, lok := loader.Digest(prefix)
+	if !fok || !lok || fd != ld || fd.Keys != 1 {
+		t.Errorf("the replicas hold different keys: follower %+v, loader %+v", fd, ld)
+	}
+
+	put := e.write(t, prefix+"c/1", `{"host":"10.0.0.4"}`)
+	if put <= last {
+		t.Fatalf("the next change at %d, not after the load's %d", put, last)
+	}
+	for name, ix := range map[string]interface{ Revision(string) int64 }{"follower": follower, "loader": loader} {
+		waitFor(t, 5*time.Second, name+" at the next change", func() bool { return ix.Revision("test.") == put })
+	}
 }
