@@ -53,26 +53,31 @@ func (ix *Index) Digest(prefix string) (d Digest, ok bool) {
 	return *p, true
 }
 
-// loadDigestsLocked sets the digest of prefix to loaded, worked out from the kvs of a Load, and
-// recomputes that of every loaded prefix below it (their keys were just replaced too); a
-// loaded prefix above it (a zone and its subzone) trades the region's old share, held is what
-// the index held under prefix before, for the new one. Call it before the tree changes.
-func (ix *Index) loadDigestsLocked(prefix string, base []string, kvs []keyRev, loaded *Digest) {
+// loadDigestsLocked sets the digest of prefix, and of every loaded prefix below it (their keys
+// were just replaced too), to those worked out by a Load (loaded, which holds every prefix
+// loaded when it started); a loaded prefix above it (a
+// zone and its subzone) trades the region's old share for the new one. Call it before the
+// tree changes.
+func (ix *Index) loadDigestsLocked(prefix string, base []string, loaded map[string]*Digest) {
 	var held *Digest
 	for p, d := range ix.digests {
 		switch {
 		case p == prefix:
 		case strings.HasPrefix(p, prefix):
-			ix.digests[p] = digestOf(p, kvs)
+			if loaded[p] == nil {
+				delete(ix.digests, p) // loaded while this load read: unknown until it loads again
+				continue
+			}
+			ix.digests[p] = loaded[p]
 		case strings.HasPrefix(prefix, p):
 			if held == nil {
 				held = ix.regionLocked(prefix, base)
 			}
-			d.Keys += loaded.Keys - held.Keys
-			d.Sum += loaded.Sum - held.Sum
+			d.Keys += loaded[prefix].Keys - held.Keys
+			d.Sum += loaded[prefix].Sum - held.Sum
 		}
 	}
-	ix.digests[prefix] = loaded
+	ix.digests[prefix] = loaded[prefix]
 }
 
 // regionLocked is the digest of what the index holds strictly below the node at base, which
@@ -86,21 +91,6 @@ func (ix *Index) regionLocked(prefix string, base []string) *Digest {
 	for key, inv := range ix.invalid {
 		if strings.HasPrefix(key, prefix) {
 			d.Add(key, inv.revision)
-		}
-	}
-	return d
-}
-
-type keyRev struct {
-	key string
-	rev int64
-}
-
-func digestOf(prefix string, kvs []keyRev) *Digest {
-	d := &Digest{}
-	for _, kv := range kvs {
-		if strings.HasPrefix(kv.key, prefix) {
-			d.Add(kv.key, kv.rev)
 		}
 	}
 	return d
