@@ -84,9 +84,8 @@ func (ix *Index) loadDigestsLocked(prefix string, base []string, loaded map[stri
 // is what a Load of prefix replaces: served values and skipped ones.
 func (ix *Index) regionLocked(prefix string, base []string) *Digest {
 	d := &Digest{}
-	n, depth := ix.tree.walk(base)
-	if depth == len(base) {
-		walkValues(n, strings.TrimSuffix(ix.root+strings.Join(base, "/"), "/"), d)
+	if id, depth := ix.tree.walk(ix.tree.root, base); depth == len(base) {
+		ix.tree.walkValues(id, strings.TrimSuffix(ix.root+strings.Join(base, "/"), "/"), d)
 	}
 	for key, inv := range ix.invalid {
 		if strings.HasPrefix(key, prefix) {
@@ -115,8 +114,10 @@ func (ix *Index) applyDigestLocked(key string, oldRev, newRev int64) {
 // revisionLocked is the mod revision the index holds for key, served or skipped as invalid;
 // 0 when it holds none.
 func (ix *Index) revisionLocked(key string, elems []string) int64 {
-	if n, depth := ix.tree.walk(elems); depth == len(elems) && n.value != nil {
-		return n.value.revision
+	if id, depth := ix.tree.walk(ix.tree.root, elems); depth == len(elems) {
+		if v := ix.tree.at(id).value; v != nil {
+			return v.revision
+		}
 	}
 	if inv, ok := ix.invalid[key]; ok {
 		return inv.revision
@@ -124,13 +125,13 @@ func (ix *Index) revisionLocked(key string, elems []string) int64 {
 	return 0
 }
 
-// walkValues adds every value strictly below n, whose key is key, to d.
-func walkValues(n *node, key string, d *Digest) {
-	for name, c := range n.children.named {
+// walkValues adds every value strictly below id, whose key is key, to d.
+func (t *tree) walkValues(id nodeID, key string, d *Digest) {
+	for name, c := range t.children(id) {
 		k := key + "/" + name
-		if c.value != nil {
-			d.Add(k, c.value.revision)
+		if v := t.at(c).value; v != nil {
+			d.Add(k, v.revision)
 		}
-		walkValues(c, k, d)
+		t.walkValues(c, k, d)
 	}
 }

@@ -18,7 +18,7 @@ type Loading struct {
 	ix     *Index
 	prefix string
 	base   []string // the path elements of prefix, where the subtree goes
-	sub    *node
+	sub    nodeID   // in the index's tree, but not yet in its tree of nodes
 	count  int
 	// digests are those of prefix and of every prefix of Options.Prefixes below it, each of
 	// which the load replaces too.
@@ -36,7 +36,11 @@ func (ix *Index) StartLoad(prefix string) *Loading {
 	if n := len(base); n > 0 && base[n-1] == "" {
 		base = base[:n-1] // "cluster/openmcp/" names the node "openmcp"
 	}
-	l := &Loading{ix: ix, prefix: prefix, base: base, sub: &node{},
+	last := ""
+	if len(base) > 0 {
+		last = base[len(base)-1]
+	}
+	l := &Loading{ix: ix, prefix: prefix, base: base, sub: ix.tree.newNode(last),
 		digests: map[string]*Digest{prefix: {}}, serials: map[string]int64{}}
 	below := func(p string) {
 		if p != prefix && strings.HasPrefix(p, prefix) {
@@ -81,7 +85,7 @@ func (l *Loading) Add(kvs []record.KV) {
 		switch {
 		case l.errs[i] != nil:
 			l.rejected = append(l.rejected, rejection{kv, l.errs[i]})
-		case l.sub.put(ix.elements(kv.Key)[len(l.base):], l.entries[i]):
+		case ix.tree.insert(l.sub, ix.elements(kv.Key)[len(l.base):], l.entries[i]):
 			l.count++
 		}
 	}
@@ -125,12 +129,18 @@ func resize[T any](s []T, n int) []T {
 }
 
 // Abort drops the load.
-func (l *Loading) Abort() { l.sub = nil }
+func (l *Loading) Abort() {
+	if l.sub != 0 {
+		l.ix.tree.releaseAll(l.sub)
+		l.sub = 0
+	}
+}
 
 // Finish swaps what was added in for everything the index held under the prefix.
 func (l *Loading) Finish() {
 	ix := l.ix
-	clashes := clashesIn(l.sub, l.base)
+	t := ix.tree
+	clashes := t.clashesIn(l.sub, l.base)
 
 	ix.mu.Lock()
 	ix.gen++
@@ -138,7 +148,8 @@ func (l *Loading) Finish() {
 		ix.serials[p] = max(ix.serials[p], rev)
 	}
 	ix.loadDigestsLocked(l.prefix, l.base, l.digests)
-	ix.count += l.count - ix.tree.graft(l.base, l.sub, ix.root+strings.Join(l.base, "/")+"/")
+	removed, old := t.graft(l.base, l.sub, ix.root+strings.Join(l.base, "/")+"/")
+	ix.count += l.count - removed
 	for key := range ix.invalid {
 		if strings.HasPrefix(key, l.prefix) {
 			delete(ix.invalid, key)
@@ -152,7 +163,10 @@ func (l *Loading) Finish() {
 		all = all && ix.loadedPrefixes[p]
 	}
 	ix.mu.Unlock()
-	l.sub = nil
+	l.sub = 0
+	if old != 0 {
+		t.releaseAll(old) // out of the tree, which no reader can reach
+	}
 	if all {
 		ix.loaded.Store(true)
 	}

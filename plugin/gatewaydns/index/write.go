@@ -84,14 +84,14 @@ func (ix *Index) applyLocked(changes []record.Change, entries []*entry, skipped 
 		delete(skipped, c.Key)
 		switch {
 		case entries[i] != nil:
-			if ix.tree.put(elems, entries[i]) {
+			if ix.tree.put(ix.tree.root, elems, entries[i], c.Key) {
 				ix.count++
 			}
 			delete(ix.invalid, c.Key)
 		default:
 			// A delete, or a put of a value we cannot serve: either way the key no longer
 			// answers, as the stock plugin would stop answering it correctly too.
-			if ix.tree.remove(elems) {
+			if ix.tree.remove(elems, c.Key) {
 				ix.count--
 			}
 			if !c.Deleted {
