@@ -101,14 +101,9 @@ func (s *answerSet) add(r rec, host string) {
 	s.services = append(s.services, e.service(r.key, host))
 }
 
-// addAll adds recs. The hosts kept as addresses (entry.hostIP4, hostIP6) are written out in
-// one array for all of them, not one each: a set may hold thousands.
-func (s *answerSet) addAll(recs []rec) {
-	size := 0
-	for _, r := range recs {
-		size += r.e.addressLen()
-	}
-	hosts := newStrs(size)
+// addAll adds recs. The hosts kept as addresses (entry.hostIP4, hostIP6) are written out
+// into hosts, not one string each: a set may hold thousands.
+func (s *answerSet) addAll(recs []rec, hosts *strs) {
 	for _, r := range recs {
 		host := r.e.host
 		if n := r.e.addressLen(); n > 0 {
@@ -144,7 +139,12 @@ func (t *tree) answerSet(id nodeID, elems []string, limit int) *answerSet {
 // newAnswerSet is the set of records, sorted by key, with the CNAME rule applied.
 func newAnswerSet(recs []rec) *answerSet {
 	s := &answerSet{services: make([]msg.Service, 0, len(recs))}
-	s.addAll(recs)
+	size := 0
+	for _, r := range recs {
+		size += r.e.addressLen()
+	}
+	hosts := newStrs(size)
+	s.addAll(recs, &hosts)
 	s.applyCNAMERule(func(i int) int64 { return recs[i].e.created })
 	return s
 }

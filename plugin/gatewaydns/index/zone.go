@@ -35,6 +35,7 @@ type Zone struct {
 	lastSet *answerSet
 	plain   answerSet // Plain's set, reused from name to name
 	keyed   []rec     // and its records
+	strs    strs      // the keys and hosts of the records the zone gives, for all names
 	addrs   addresses // and its addresses
 }
 
@@ -218,7 +219,7 @@ func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) 
 	s := &z.plain
 	s.services, s.hostless, s.rare = s.services[:0], false, nil
 	z.keyed = z.records(i, z.keyed[:0])
-	s.addAll(z.keyed)
+	s.addAll(z.keyed, &z.strs)
 	if !grouped {
 		// addresses.fill's work for records without a group, from the addresses parsed when
 		// the records were stored.
@@ -267,35 +268,27 @@ func (z *Zone) nameKey(i int) string {
 	if rest == "" {
 		return z.originKey
 	}
-	var b strings.Builder
-	b.Grow(len(z.originKey) + len(rest) + 1)
-	b.WriteString(z.originKey)
+	m := z.strs.room(len(z.originKey) + len(rest) + 1)
+	z.strs.b = append(z.strs.b, z.originKey...)
 	for rest != "" {
 		j := strings.LastIndexByte(rest, '.')
-		b.WriteByte('/')
-		b.WriteString(rest[j+1:])
+		z.strs.b = append(append(z.strs.b, '/'), rest[j+1:]...)
 		rest = rest[:max(j, 0)]
 	}
-	return b.String()
+	return z.strs.since(m)
 }
 
-// records appends the records of the zone's i-th name, with their keys, to dst. The keys
-// below the name's are written in one array for all of them.
+// records appends the records of the zone's i-th name, with their keys, to dst.
 func (z *Zone) records(i int, dst []rec) []rec {
 	zn := z.names[i]
 	key := z.nameKey(i)
-	size := 0
-	for _, r := range z.recs[zn.first:zn.end] {
-		size += len(key) + 1 + int(r.n)
-	}
-	keys := newStrs(size)
 	for j := zn.first; j < zn.end; j++ {
 		r := z.recs[j]
 		k := key
 		if !zn.own || j > zn.first {
-			m := keys.room(len(key) + 1 + int(r.n))
-			keys.b = append(append(append(keys.b, key...), '/'), z.labels[r.off:r.off+r.n]...)
-			k = keys.since(m)
+			m := z.strs.room(len(key) + 1 + int(r.n))
+			z.strs.b = append(append(append(z.strs.b, key...), '/'), z.labels[r.off:r.off+r.n]...)
+			k = z.strs.since(m)
 		}
 		dst = append(dst, rec{k, r.e})
 	}
