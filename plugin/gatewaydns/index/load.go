@@ -27,6 +27,29 @@ type Loading struct {
 	rejected []rejection
 	entries  []*entry // Add's, reused
 	errs     []error
+	elems    []string // below's, reused
+}
+
+// below is the path elements of key (under the prefix) below the prefix's node.
+func (l *Loading) below(key string) []string {
+	l.elems = l.elems[:0]
+	rest := strings.TrimPrefix(key, l.ix.root)
+	if rest == "" {
+		return nil // as Index.elements has it
+	}
+	for i := 0; ; i++ {
+		j := strings.IndexByte(rest, '/')
+		if i >= len(l.base) {
+			if j < 0 {
+				return append(l.elems, rest)
+			}
+			l.elems = append(l.elems, rest[:j])
+		}
+		if j < 0 {
+			return l.elems // key is the prefix's node itself
+		}
+		rest = rest[j+1:]
+	}
 }
 
 // StartLoad begins a Load of prefix: everything under it is to be replaced by what Add is
@@ -85,7 +108,7 @@ func (l *Loading) Add(kvs []record.KV) {
 		switch {
 		case l.errs[i] != nil:
 			l.rejected = append(l.rejected, rejection{kv, l.errs[i]})
-		case ix.tree.insert(l.sub, ix.elements(kv.Key)[len(l.base):], l.entries[i]):
+		case ix.tree.insert(l.sub, l.below(kv.Key), l.entries[i]):
 			l.count++
 		}
 	}

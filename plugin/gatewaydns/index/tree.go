@@ -110,7 +110,7 @@ func (t *tree) remove(elems []string, key string) bool {
 // insert is put for a subtree that a load builds: no reader has cached a set in it.
 func (t *tree) insert(id nodeID, elems []string, e *entry) bool {
 	for _, el := range elems {
-		c := t.child(id, el)
+		c := t.childToInsert(id, el)
 		if c == 0 {
 			c = t.newNode(el)
 			t.addChild(id, c)
@@ -121,6 +121,20 @@ func (t *tree) insert(id nodeID, elems []string, e *entry) bool {
 	added := n.value == nil
 	n.value = e
 	return added
+}
+
+// childToInsert is child for insert: a load adds a node's children in byte order, mostly, and
+// one that sorts after the last is new without a look in the table.
+func (t *tree) childToInsert(id nodeID, name string) nodeID {
+	if n := t.at(id); n.many != 0 {
+		m := t.many.at(n.many)
+		last := m.chunks[len(m.chunks)-1]
+		if len(last) > 0 && t.name(t.at(last[len(last)-1])) < name {
+			return 0
+		}
+		return m.get(t, name)
+	}
+	return t.child(id, name)
 }
 
 // graft puts sub, a subtree in no tree, in place of the node at path (creating the nodes on
