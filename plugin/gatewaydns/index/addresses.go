@@ -50,7 +50,7 @@ func (ix *Index) Addresses(name string, qtype uint16) (addrs []Address, ok bool,
 }
 
 // maxPlain is the most records of a name that plainAddresses answers from: no more than a
-// node keeps as a list (children.go), which it goes over.
+// node keeps as a list (children.go), the only children it goes over.
 const maxPlain = 8
 
 var _ [maxFew - maxPlain]struct{} // maxPlain <= maxFew
@@ -63,16 +63,19 @@ func (ix *Index) plainAddresses(dst []Address, id nodeID, qtype uint16) (addrs [
 	n := t.at(id)
 	var buf [maxPlain]*entry
 	entries := buf[:0]
-	if (ix.opts.ExactNames || n.kids == 0) && n.value != nil {
+	if (ix.opts.ExactNames || n.leaf()) && n.value != nil {
 		entries = append(entries, n.value)
 	}
-	if n.kids > maxPlain {
-		return dst, false
+	if n.many() != 0 {
+		return dst, false // more children than maxPlain
 	}
-	for c := n.first; c != 0; {
+	for c := n.first(); c != 0; {
 		cn := t.at(c)
 		switch {
-		case cn.kids == 0 && cn.value != nil:
+		case cn.leaf() && cn.value != nil:
+			if len(entries) == maxPlain {
+				return dst, false
+			}
 			entries = append(entries, cn.value)
 		case !ix.opts.ExactNames:
 			return dst, false // records further down: a read of the subtree

@@ -124,7 +124,7 @@ func (t *tree) answerSet(id nodeID, elems []string, limit int) *answerSet {
 	}
 	var s *answerSet
 	switch n := t.at(id); {
-	case n.kids > 0:
+	case !n.leaf():
 		r := t.scanBelow(id, elems, nil, limit)
 		s = newAnswerSet(r.recs).setCut(r)
 	case n.value != nil:

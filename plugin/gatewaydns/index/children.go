@@ -41,10 +41,10 @@ func labelTag(name string) uint64 { return maphash.String(labelSeed, name) >> 32
 // child is id's child called name, 0 when none.
 func (t *tree) child(id nodeID, name string) nodeID {
 	n := t.at(id)
-	if n.many != 0 {
-		return t.many.at(n.many).get(t, name)
+	if m := n.many(); m != 0 {
+		return t.many.at(m).get(t, name)
 	}
-	for c := n.first; c != 0; {
+	for c := n.first(); c != 0; {
 		cn := t.at(c)
 		if t.named(cn, name) {
 			return c
@@ -59,8 +59,8 @@ func (t *tree) child(id nodeID, name string) nodeID {
 func (t *tree) children(id nodeID) func(yield func(string, nodeID) bool) {
 	return func(yield func(string, nodeID) bool) {
 		n := t.at(id)
-		if n.many == 0 {
-			for c := n.first; c != 0; {
+		if n.many() == 0 {
+			for c := n.first(); c != 0; {
 				cn := t.at(c)
 				if !yield(t.name(cn), c) {
 					return
@@ -69,7 +69,7 @@ func (t *tree) children(id nodeID) func(yield func(string, nodeID) bool) {
 			}
 			return
 		}
-		for _, chunk := range t.many.at(n.many).chunks {
+		for _, chunk := range t.many.at(n.many()).chunks {
 			for _, c := range chunk {
 				if !yield(t.name(t.at(c)), c) {
 					return
@@ -82,33 +82,36 @@ func (t *tree) children(id nodeID) func(yield func(string, nodeID) bool) {
 // addChild makes c, a node that is in no tree, a child of id; id has no child with c's label.
 func (t *tree) addChild(id, c nodeID) {
 	n := t.at(id)
-	n.kids++
-	if n.many != 0 {
-		t.many.at(n.many).add(t, c)
+	if m := n.many(); m != 0 {
+		t.many.at(m).add(t, c)
 		return
 	}
-	if n.kids > maxFew {
-		n.many = t.many.alloc()
-		m := t.many.at(n.many)
+	name := t.name(t.at(c))
+	prev, few := nodeID(0), 0
+	for k := n.first(); k != 0; k = t.at(k).next {
+		if t.name(t.at(k)) < name {
+			prev = k
+		}
+		few++
+	}
+	if few == maxFew {
+		// Many now: a table and chunks instead of the list.
+		mid := t.many.alloc()
+		m := t.many.at(mid)
 		m.slots = make([]uint64, 4*maxFew)
 		m.chunks = [][]nodeID{make([]nodeID, 0, 2*maxFew)}
-		for k := n.first; k != 0; {
+		for k := n.first(); k != 0; {
 			next := t.at(k).next
 			t.at(k).next = 0
 			m.add(t, k)
 			k = next
 		}
-		n.first = 0
 		m.add(t, c)
+		n.down = manyBit | mid
 		return
 	}
-	name := t.name(t.at(c))
-	prev := nodeID(0)
-	for k := n.first; k != 0 && t.name(t.at(k)) < name; k = t.at(k).next {
-		prev = k
-	}
 	if prev == 0 {
-		t.at(c).next, n.first = n.first, c
+		t.at(c).next, n.down = n.first(), uint32(c)
 		return
 	}
 	t.at(c).next, t.at(prev).next = t.at(prev).next, c
@@ -117,34 +120,48 @@ func (t *tree) addChild(id, c nodeID) {
 // removeChild takes c, a child of id, out of id's children (but not out of the arena).
 func (t *tree) removeChild(id, c nodeID) {
 	n := t.at(id)
-	n.kids--
-	if n.many == 0 {
+	mid := n.many()
+	if mid == 0 {
 		prev := nodeID(0)
-		for k := n.first; k != c; k = t.at(k).next {
+		for k := n.first(); k != c; k = t.at(k).next {
 			prev = k
 		}
 		if prev == 0 {
-			n.first = t.at(c).next
+			n.down = uint32(t.at(c).next)
 		} else {
 			t.at(prev).next = t.at(c).next
 		}
 		t.at(c).next = 0
 		return
 	}
-	m := t.many.at(n.many)
+	m := t.many.at(mid)
 	m.remove(t, c)
-	if n.kids > maxFew {
+	if m.n > maxFew {
 		return
 	}
 	// Few again: back to a list, built from the last child to the first.
+	first := nodeID(0)
 	for i := len(m.chunks) - 1; i >= 0; i-- {
 		for j := len(m.chunks[i]) - 1; j >= 0; j-- {
 			k := m.chunks[i][j]
-			t.at(k).next, n.first = n.first, k
+			t.at(k).next, first = first, k
 		}
 	}
-	t.many.release(n.many)
-	n.many = 0
+	n.down = uint32(first)
+	t.many.release(mid)
+}
+
+// kids is how many children id has.
+func (t *tree) kids(id nodeID) int {
+	n := t.at(id)
+	if m := n.many(); m != 0 {
+		return t.many.at(m).n
+	}
+	count := 0
+	for k := n.first(); k != 0; k = t.at(k).next {
+		count++
+	}
+	return count
 }
 
 // replaceChild puts c, a node in no tree with old's label, in the place of old, a child of id.

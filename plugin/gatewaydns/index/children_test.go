@@ -48,7 +48,7 @@ func TestChildrenAreASortedMapAtAnySize(t *testing.T) {
 			}
 			check := func() {
 				t.Helper()
-				if got := int(tr.at(parent).kids); got != len(want) {
+				if got := tr.kids(parent); got != len(want) {
 					t.Fatalf("%d children, want %d", got, len(want))
 				}
 				for name, id := range want {

@@ -85,7 +85,7 @@ func (t *tree) clashesIn(sub nodeID, base []string) []clashName {
 			found = append(found, clashName{kept, strings.Join(kept, "/")})
 		}
 		for name, c := range t.children(id) {
-			if t.at(c).kids > 0 { // a leaf has no records below it to clash
+			if !t.at(c).leaf() { // a leaf has no records below it to clash
 				visit(c, append(elems, name))
 			}
 		}

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"encoding/binary"
 	"net"
 	"net/netip"
 	"unique"
@@ -51,10 +52,46 @@ const (
 	noPort                            // "port": -1
 )
 
-// origin is who wrote a record, for Explain.
+// origin is who wrote a record, for Explain: in one object with the string of its sources.
 type origin struct {
-	owner   unique.Handle[string] // the writer that owns the key: a few write them all
-	sources []string              // the objects behind the record, as its writer listed them
+	owner unique.Handle[string] // the writer that owns the key: a few write them all
+	// sources are the objects behind the record, as its writer listed them (sourceList): the
+	// one source itself, where there is one (nearly always) not starting with a NUL; else a
+	// NUL and each source after its length. "": none.
+	sources string
+}
+
+// encodeSources is the origin.sources of list.
+func encodeSources(list []string) string {
+	switch {
+	case len(list) == 0:
+		return ""
+	case len(list) == 1 && list[0] != "" && list[0][0] != 0:
+		return list[0]
+	}
+	b := []byte{0}
+	for _, s := range list {
+		b = append(binary.AppendUvarint(b, uint64(len(s))), s...)
+	}
+	return string(b)
+}
+
+// decodeSources is the list of an origin.sources.
+func decodeSources(s string) []string {
+	switch {
+	case s == "":
+		return nil
+	case s[0] != 0:
+		return []string{s}
+	}
+	var list []string
+	for rest := s[1:]; rest != ""; {
+		n, size := binary.Uvarint([]byte(rest))
+		rest = rest[size:]
+		list = append(list, rest[:n])
+		rest = rest[n:]
+	}
+	return list
 }
 
 // entryMore are the fields of an entry that few values have.
@@ -83,7 +120,7 @@ func newEntry(kv record.KV, v *record.Value, seen int64) *entry {
 	what, ip := s.HostType()
 	e.kind = record.KindOfType(s, what)
 	if v.Owner != "" || len(v.Sources) > 0 {
-		e.origin = &origin{owner: unique.Make(v.Owner), sources: v.Sources}
+		e.origin = &origin{owner: unique.Make(v.Owner), sources: encodeSources(v.Sources)}
 	}
 	if s.Port == -1 {
 		e.flags |= noPort
@@ -236,5 +273,5 @@ func (e *entry) sourceList() []string {
 	if e.origin == nil {
 		return nil
 	}
-	return e.origin.sources
+	return decodeSources(e.origin.sources)
 }

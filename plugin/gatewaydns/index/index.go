@@ -282,7 +282,7 @@ func (ix *Index) labels(dst []string, name string) ([]string, int) {
 func (ix *Index) wildcardQuery(labels []string, star int) (*answerSet, error) {
 	t := ix.tree
 	id, depth := t.walk(t.root, labels[:star])
-	if n := t.at(id); depth < star || n.value == nil && n.kids == 0 {
+	if n := t.at(id); depth < star || n.value == nil && n.leaf() {
 		return nil, ErrNotFound
 	}
 	r := t.scanBelow(id, labels[:star], labels[star:], ix.opts.MaxRecords)

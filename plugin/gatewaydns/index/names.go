@@ -43,7 +43,7 @@ func (t *tree) nameRecords(id nodeID) func(yield func(nodeID, *entry) bool) {
 			return
 		}
 		for _, c := range t.children(id) {
-			if cn := t.at(c); cn.value != nil && cn.kids == 0 && !yield(c, cn.value) {
+			if cn := t.at(c); cn.value != nil && cn.leaf() && !yield(c, cn.value) {
 				return
 			}
 		}

@@ -9,18 +9,40 @@ import (
 // nodeID is a node's index in the tree's arena; 0 is none.
 type nodeID uint32
 
-// node is one path element of the key tree, in 40 bytes with no pointer but its value's.
+// node is one path element of the key tree, in 32 bytes with no pointer but its value's.
 // Children, value and label change only under the index's write lock, or in a subtree that a
 // load builds before it is in the tree. The answer sets that readers cache for a node are kept
 // beside the tree (tree.sets), as most nodes never have one.
 type node struct {
 	label label
 	value *entry
-	// first is the first child in byte order of the labels, when the children are few; next
-	// is the node's next sibling in that order.
-	first, next nodeID
-	kids        uint32 // how many children
-	many        uint32 // the id in tree.many of the children, when there are more than maxFew
+	// down leads to the children: the first in byte order of the labels, while they are few,
+	// or manyBit and the id in tree.many of the children's table (children.go). 0: none.
+	down uint32
+	next nodeID // the next sibling in byte order, while the parent's children are few
+}
+
+// manyBit marks node.down as the id of a table of children. Ids stay below it: 2^31 nodes
+// would take 64 GiB.
+const manyBit = 1 << 31
+
+// leaf reports whether n has no children.
+func (n *node) leaf() bool { return n.down == 0 }
+
+// first is n's first child while its children are few; 0 when they are many, or none.
+func (n *node) first() nodeID {
+	if n.down&manyBit != 0 {
+		return 0
+	}
+	return nodeID(n.down)
+}
+
+// many is the id in tree.many of n's children when they are many; 0 when not.
+func (n *node) many() uint32 {
+	if n.down&manyBit == 0 {
+		return 0
+	}
+	return n.down &^ manyBit
 }
 
 // tree is the key tree of an index: its nodes, and what they refer to.
@@ -68,8 +90,8 @@ func (t *tree) newNode(name string) nodeID {
 func (t *tree) release(id nodeID) {
 	n := t.at(id)
 	t.releaseLabel(n)
-	if n.many != 0 {
-		t.many.release(n.many)
+	if m := n.many(); m != 0 {
+		t.many.release(m)
 	}
 	t.sets.Delete(id)
 	t.nodes.release(uint32(id))

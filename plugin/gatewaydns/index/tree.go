@@ -41,7 +41,7 @@ func (t *tree) put(id nodeID, elems []string, e *entry, key string) bool {
 		t.forget(id, belowSet, key)
 		c := t.child(id, el)
 		if c == 0 {
-			if n := t.at(id); n.kids == 0 && n.value != nil && parent != 0 {
+			if n := t.at(id); n.leaf() && n.value != nil && parent != 0 {
 				t.forget(parent, namesSet, key[:pos-1]) // id stops being a leaf, a record of its parent's name
 			}
 			c = t.newNode(el)
@@ -54,7 +54,7 @@ func (t *tree) put(id nodeID, elems []string, e *entry, key string) bool {
 	t.drop(id, exactSet)
 	t.drop(id, namesSet)
 	n := t.at(id)
-	if parent != 0 && n.kids == 0 {
+	if parent != 0 && n.leaf() {
 		t.forget(parent, namesSet, key)
 	}
 	added := n.value == nil
@@ -86,21 +86,21 @@ func (t *tree) remove(elems []string, key string) bool {
 	for _, p := range above {
 		t.forget(p, belowSet, key)
 	}
-	if len(above) > 0 && n.kids == 0 {
+	if len(above) > 0 && n.leaf() {
 		t.forget(above[len(above)-1], namesSet, key)
 	}
 	// The key of path[i] is key cut after its first i elements.
 	cut := len(key)
 	for i := len(path) - 1; i > 0; i-- {
 		c := path[i]
-		if cn := t.at(c); cn.value != nil || cn.kids > 0 {
+		if cn := t.at(c); cn.value != nil || !cn.leaf() {
 			break
 		}
 		p := path[i-1]
 		t.removeChild(p, c)
 		t.release(c)
 		cut -= len(elems[i-1]) + 1
-		if pn := t.at(p); pn.kids == 0 && pn.value != nil && i >= 2 {
+		if pn := t.at(p); pn.leaf() && pn.value != nil && i >= 2 {
 			t.forget(path[i-2], namesSet, key[:cut]) // p becomes a leaf, a record of its parent's name
 		}
 	}
@@ -126,8 +126,8 @@ func (t *tree) insert(id nodeID, elems []string, e *entry) bool {
 // childToInsert is child for insert: a load adds a node's children in byte order, mostly, and
 // one that sorts after the last is new without a look in the table.
 func (t *tree) childToInsert(id nodeID, name string) nodeID {
-	if n := t.at(id); n.many != 0 {
-		m := t.many.at(n.many)
+	if mid := t.at(id).many(); mid != 0 {
+		m := t.many.at(mid)
 		last := m.chunks[len(m.chunks)-1]
 		if len(last) > 0 && t.name(t.at(last[len(last)-1])) < name {
 			return 0
@@ -171,14 +171,14 @@ func (t *tree) graft(path []string, sub nodeID, region string) (removed int, old
 		}
 		t.removeChild(id, old)
 	}
-	if sn.value != nil || sn.kids > 0 {
+	if sn.value != nil || !sn.leaf() {
 		t.addChild(id, sub)
 		return removed, old
 	}
 	t.release(sub)
 	for i := len(nodes) - 1; i > 0; i-- {
 		p := nodes[i]
-		if pn := t.at(p); pn.value != nil || pn.kids > 0 {
+		if pn := t.at(p); pn.value != nil || !pn.leaf() {
 			break
 		}
 		t.removeChild(nodes[i-1], p)

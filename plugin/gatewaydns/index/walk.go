@@ -99,7 +99,7 @@ func (s *scan) below(id nodeID, depth int) bool {
 		if !s.spend() || !s.take(c, name, depth+1) {
 			return false
 		}
-		if t.at(c).kids > 0 {
+		if !t.at(c).leaf() {
 			pending = append(pending, pendingChild{name, c})
 		}
 	}
