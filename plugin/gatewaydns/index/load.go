@@ -120,6 +120,7 @@ func (l *Loading) Add(kvs []record.KV) {
 func (l *Loading) decodeAll(kvs []record.KV) {
 	ix := l.ix
 	l.entries, l.errs = resize(l.entries, len(kvs)), resize(l.errs, len(kvs))
+	seen := ix.opts.Now().UnixNano() // the clock once a part: a load reads a million values
 	const part = 1024
 	workers := min(runtime.GOMAXPROCS(0), (len(kvs)+part-1)/part)
 	var next atomic.Int64
@@ -134,7 +135,7 @@ func (l *Loading) decodeAll(kvs []record.KV) {
 				for i := start; i < min(start+part, len(kvs)); i++ {
 					l.entries[i], l.errs[i] = nil, nil
 					if strings.HasPrefix(kvs[i].Key, l.prefix) && strings.HasPrefix(kvs[i].Key, ix.root) {
-						l.entries[i], l.errs[i] = ix.decode(kvs[i])
+						l.entries[i], l.errs[i] = decodeAt(kvs[i], seen)
 					}
 				}
 			}

@@ -149,11 +149,16 @@ func (ix *Index) reportLocked(rejected []rejection) {
 }
 
 func (ix *Index) decode(kv record.KV) (*entry, error) {
+	return decodeAt(kv, ix.opts.Now().UnixNano())
+}
+
+// decodeAt is the entry of kv, learned at seen (Unix nanoseconds).
+func decodeAt(kv record.KV, seen int64) (*entry, error) {
 	v, err := record.Decode(kv.Key, kv.Value)
 	if err != nil {
 		return nil, err
 	}
-	return newEntry(kv, &v, ix.opts.Now().UnixNano()), nil
+	return newEntry(kv, &v, seen), nil
 }
 
 // elements splits a key below the root into its path elements, literally: a key with an
