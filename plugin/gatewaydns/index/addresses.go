@@ -131,9 +131,16 @@ func (s *answerSet) addresses() *addresses {
 	return a
 }
 
+// notPlain is the addresses of every set that is not plain and has no text: all the same, so
+// that a name of CNAMEs or SRV targets keeps no object of its own for them.
+var notPlain = &addresses{}
+
 func newAddresses(s *answerSet) *addresses {
 	a := new(addresses)
 	a.fill(s)
+	if !a.plain && !a.text && len(a.v4) == 0 && len(a.v6) == 0 {
+		return notPlain
+	}
 	return a
 }
 

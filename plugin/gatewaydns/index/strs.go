@@ -8,11 +8,9 @@ import "unsafe"
 // is never written again. A full array is left to the strings in it, not copied.
 type strs struct{ b []byte }
 
-// Sizes of the arrays: each twice the last, between these.
-const (
-	minStrsChunk = 256
-	maxStrsChunk = 64 << 10
-)
+// maxStrsChunk is the most an array grows to: each is twice the last, from the first
+// string's size (a set of one record takes no more than its string), up to this.
+const maxStrsChunk = 64 << 10
 
 // newStrs has room for size bytes in its first array.
 func newStrs(size int) strs {
@@ -26,7 +24,7 @@ func newStrs(size int) strs {
 // starts. The caller appends at most n bytes to s.b.
 func (s *strs) room(n int) int {
 	if cap(s.b)-len(s.b) < n {
-		s.b = make([]byte, 0, max(min(2*cap(s.b), maxStrsChunk), minStrsChunk, n))
+		s.b = make([]byte, 0, max(min(2*cap(s.b), maxStrsChunk), n))
 	}
 	return len(s.b)
 }
