@@ -11,7 +11,7 @@ import (
 // arrays of a few thousand, addressed by a 32-bit id, that the collector sees as a few hundred
 // objects; what a node refers to is an id, not a pointer, but for its value.
 
-// arenaChunkBits sets the size of an arena's arrays: 4096 nodes of 40 bytes, 160 KiB.
+// arenaChunkBits sets the size of an arena's arrays: 4096 nodes of 32 bytes, 128 KiB.
 const (
 	arenaChunkBits = 12
 	arenaChunkLen  = 1 << arenaChunkBits

@@ -151,25 +151,6 @@ func (t *tree) removeChild(id, c nodeID) {
 	t.many.release(mid)
 }
 
-// kids is how many children id has.
-func (t *tree) kids(id nodeID) int {
-	n := t.at(id)
-	if m := n.many(); m != 0 {
-		return t.many.at(m).n
-	}
-	count := 0
-	for k := n.first(); k != 0; k = t.at(k).next {
-		count++
-	}
-	return count
-}
-
-// replaceChild puts c, a node in no tree with old's label, in the place of old, a child of id.
-func (t *tree) replaceChild(id, old, c nodeID) {
-	t.removeChild(id, old)
-	t.addChild(id, c)
-}
-
 func (m *manyChildren) get(t *tree, name string) nodeID {
 	tag := labelTag(name)
 	mask := uint64(len(m.slots) - 1)

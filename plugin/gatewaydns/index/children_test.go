@@ -19,7 +19,8 @@ func TestChildrenAreASortedMapAtAnySize(t *testing.T) {
 			set := func(name string) {
 				c := tr.newNode(name)
 				if old := tr.child(parent, name); old != 0 {
-					tr.replaceChild(parent, old, c)
+					tr.removeChild(parent, old)
+					tr.addChild(parent, c)
 					tr.release(old)
 				} else {
 					tr.addChild(parent, c)
@@ -84,4 +85,17 @@ func TestChildrenAreASortedMapAtAnySize(t *testing.T) {
 			check()
 		})
 	}
+}
+
+// kids is how many children id has.
+func (t *tree) kids(id nodeID) int {
+	n := t.at(id)
+	if m := n.many(); m != 0 {
+		return t.many.at(m).n
+	}
+	count := 0
+	for k := n.first(); k != 0; k = t.at(k).next {
+		count++
+	}
+	return count
 }
