@@ -23,14 +23,14 @@ func (ix *Index) AppendAddresses(dst []Address, name string, qtype uint16) (addr
 	}
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	n := ix.tree.find(labels)
-	if n == nil {
+	id, depth := ix.tree.find(labels)
+	if id == 0 {
 		return dst, true, ErrNotFound
 	}
-	if addrs, ok := ix.plainAddresses(dst, n, qtype); ok {
+	if addrs, ok := ix.plainAddresses(dst, id, qtype); ok {
 		return addrs, true, nil
 	}
-	set := ix.nameSet(n)
+	set := ix.nameSet(id, labels, depth)
 	if set == nil {
 		return dst, true, ErrNotFound
 	}
@@ -49,28 +49,38 @@ func (ix *Index) Addresses(name string, qtype uint16) (addrs []Address, ok bool,
 	return ix.AppendAddresses(nil, name, qtype)
 }
 
-// maxPlain is the most records of a name that plainAddresses answers from.
+// maxPlain is the most records of a name that plainAddresses answers from: no more than a
+// node keeps as a list (children.go), the only children it goes over.
 const maxPlain = 8
+
+var _ [maxFew - maxPlain]struct{} // maxPlain <= maxFew
 
 // plainAddresses appends the addresses of n's name to dst when the name's records are at most
 // maxPlain plain addresses (entry.plainAddress) and no more than a read gives: what
 // answerSet.addresses makes of them, without a set. ok is false for any other name.
-func (ix *Index) plainAddresses(dst []Address, n *node, qtype uint16) (addrs []Address, ok bool) {
+func (ix *Index) plainAddresses(dst []Address, id nodeID, qtype uint16) (addrs []Address, ok bool) {
+	t := ix.tree
+	n := t.at(id)
 	var buf [maxPlain]*entry
 	entries := buf[:0]
-	if (ix.opts.ExactNames || n.children.len() == 0) && n.value != nil {
+	if (ix.opts.ExactNames || n.leaf()) && n.value != nil {
 		entries = append(entries, n.value)
 	}
-	if n.children.len() > maxPlain {
-		return dst, false
+	if n.many() != 0 {
+		return dst, false // more children than maxPlain
 	}
-	for c := range n.children.all {
+	for c := n.first(); c != 0; {
+		cn := t.at(c)
 		switch {
-		case c.children.len() == 0 && c.value != nil:
-			entries = append(entries, c.value)
+		case cn.leaf() && cn.value != nil:
+			if len(entries) == maxPlain {
+				return dst, false
+			}
+			entries = append(entries, cn.value)
 		case !ix.opts.ExactNames:
 			return dst, false // records further down: a read of the subtree
 		}
+		c = cn.next
 	}
 	if len(entries) == 0 || len(entries) > maxPlain || len(entries) > ix.opts.MaxRecords {
 		return dst, false
@@ -83,7 +93,7 @@ func (ix *Index) plainAddresses(dst []Address, n *node, qtype uint16) (addrs []A
 Entries:
 	for i, e := range entries {
 		for _, prev := range entries[:i] {
-			if prev.host == e.host {
+			if prev.sameHost(e) {
 				continue Entries // as plugin.A leaves out a host it has answered
 			}
 		}
@@ -121,9 +131,16 @@ func (s *answerSet) addresses() *addresses {
 	return a
 }
 
+// notPlain is the addresses of every set that is not plain and has no text: all the same, so
+// that a name of CNAMEs or SRV targets keeps no object of its own for them.
+var notPlain = &addresses{}
+
 func newAddresses(s *answerSet) *addresses {
 	a := new(addresses)
 	a.fill(s)
+	if !a.plain && !a.text && len(a.v4) == 0 && len(a.v6) == 0 {
+		return notPlain
+	}
 	return a
 }
 

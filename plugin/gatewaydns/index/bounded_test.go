@@ -21,13 +21,13 @@ func TestWriteAfterTheCutKeepsTheCachedAnswer(t *testing.T) {
 		kvs = append(kvs, kv(key(i), `{"host":"10.0.0.1"}`))
 	}
 	ix.Load(ix.Root(), kvs)
-	zone, _ := ix.tree.walk([]string{"test", "zone"})
+	zone, _ := ix.tree.walk(ix.tree.root, []string{"test", "zone"})
 	ask := func() *answerSet {
 		t.Helper()
 		if _, cut, err := ix.records("zone.test.", dns.TypeA, false, answered); err != nil || !cut {
 			t.Fatalf("cut %v, err %v", cut, err)
 		}
-		return zone.cached(belowSet)
+		return ix.tree.cached(zone, belowSet)
 	}
 	cached := ask()
 	for _, c := range []record.Change{

@@ -3,66 +3,99 @@ package index
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
-// Children behave as one sorted map whether they sit in the slice or, past maxFew, in a map
-// and chunks, across chunk splits and chunks emptied.
+// Children behave as one sorted map whether they are a list or, past maxFew, a table and
+// chunks, across chunk splits, chunks emptied, the table grown, and the way back to a list; a
+// label too long for a node is found as a short one is.
 func TestChildrenAreASortedMapAtAnySize(t *testing.T) {
 	for _, n := range []int{0, 1, maxFew - 1, maxFew, maxFew + 1, 3 * maxFew, maxChunk + 1, 5 * maxChunk} {
 		t.Run(fmt.Sprintf("%d children", n), func(t *testing.T) {
-			var c children
-			want := map[string]*node{}
-			for i := range n {
-				name := fmt.Sprintf("k%d", i*7919%max(n, 1))
-				want[name] = &node{}
-				c.set(name, want[name])
+			tr := newTree("/skydns/")
+			parent := tr.root
+			want := map[string]nodeID{}
+			set := func(name string) {
+				c := tr.newNode(name)
+				if old := tr.child(parent, name); old != 0 {
+					tr.removeChild(parent, old)
+					tr.addChild(parent, c)
+					tr.release(old)
+				} else {
+					tr.addChild(parent, c)
+				}
+				want[name] = c
 			}
-			replaced := &node{}
+			remove := func(name string) {
+				if c := tr.child(parent, name); c != 0 {
+					tr.removeChild(parent, c)
+					tr.release(c)
+				}
+				delete(want, name)
+			}
+			label := func(i int) string {
+				name := fmt.Sprintf("k%d", i*7919%max(n, 1))
+				if i%3 == 0 {
+					name += strings.Repeat("-long", 4) // past inlineLen
+				}
+				return name
+			}
+			for i := range n {
+				set(label(i))
+			}
 			if n > 0 {
-				c.set("k0", replaced)
-				want["k0"] = replaced
+				set(label(0))
 			}
 			check := func() {
 				t.Helper()
-				if c.len() != len(want) {
-					t.Fatalf("len %d, want %d", c.len(), len(want))
+				if got := tr.kids(parent); got != len(want) {
+					t.Fatalf("%d children, want %d", got, len(want))
 				}
-				for name, nd := range want {
-					if c.get(name) != nd {
-						t.Fatalf("get(%q) is not the node set", name)
+				for name, id := range want {
+					if got := tr.child(parent, name); got != id {
+						t.Fatalf("child(%q) = %d, want %d", name, got, id)
 					}
 				}
-				if c.get("absent") != nil {
-					t.Fatal("get of an absent name found a node")
+				if tr.child(parent, "absent") != 0 {
+					t.Fatal("child of an absent name found a node")
 				}
 				var names []string
-				for name, nd := range c.named {
-					if want[name] != nd {
-						t.Fatalf("named yielded %q with another node than the one set", name)
+				for name, id := range tr.children(parent) {
+					if want[name] != id {
+						t.Fatalf("children yielded %q with node %d, want %d", name, id, want[name])
 					}
 					names = append(names, name)
 				}
 				if len(names) != len(want) || !slices.IsSorted(names) {
-					t.Fatalf("named yielded %d names, want %d in byte order: %q", len(names), len(want), names)
+					t.Fatalf("children yielded %d names, want %d in byte order: %q", len(names), len(want), names)
 				}
 			}
 			check()
 			for i := 0; i < n; i += 2 {
-				name := fmt.Sprintf("k%d", i*7919%max(n, 1))
-				c.remove(name)
-				delete(want, name)
+				remove(label(i))
 			}
-			c.remove("absent")
+			remove("absent")
 			check()
 			for name := range want {
-				c.remove(name)
-				delete(want, name)
+				remove(name)
 			}
 			check()
-			want["again"] = &node{}
-			c.set("again", want["again"])
+			set("again")
 			check()
 		})
 	}
+}
+
+// kids is how many children id has.
+func (t *tree) kids(id nodeID) int {
+	n := t.at(id)
+	if m := n.many(); m != 0 {
+		return t.many.at(m).n
+	}
+	count := 0
+	for k := n.first(); k != 0; k = t.at(k).next {
+		count++
+	}
+	return count
 }

@@ -19,21 +19,22 @@ import (
 // CNAMEs to different targets: what A questions see. A CNAME beside text (external-dns's
 // registry records of its older format) is ruled for TXT questions but not counted, as too
 // common to alert on.
-func (n *node) clashes() bool {
+func (t *tree) clashes(id nodeID) bool {
 	cname, address := "", false
-	for c := range n.children.all {
-		if c.value == nil {
+	for _, c := range t.children(id) {
+		v := t.at(c).value
+		if v == nil {
 			continue
 		}
-		switch c.value.kind {
+		switch v.kind {
 		case record.Address:
 			address = true
 		case record.CNAME:
-			t := strings.ToLower(dns.Fqdn(c.value.host))
-			if cname != "" && t != cname {
+			target := strings.ToLower(dns.Fqdn(v.host))
+			if cname != "" && target != cname {
 				return true
 			}
-			cname = t
+			cname = target
 		}
 		if address && cname != "" {
 			return true
@@ -45,8 +46,8 @@ func (n *node) clashes() bool {
 // checkClashLocked looks again at the name whose key has the path elements elems, path being
 // them joined with "/".
 func (ix *Index) checkClashLocked(elems []string, path string) {
-	n, depth := ix.tree.walk(elems)
-	clash := depth == len(elems) && n.clashes()
+	id, depth := ix.tree.walk(ix.tree.root, elems)
+	clash := depth == len(elems) && ix.tree.clashes(id)
 	ix.setClashLocked(elems, path, clash)
 }
 
@@ -72,15 +73,19 @@ type clashName struct {
 
 // clashesIn is the names at or below sub, a subtree to be grafted at the path elements base,
 // whose records clash.
-func clashesIn(sub *node, base []string) []clashName {
+func (t *tree) clashesIn(sub nodeID, base []string) []clashName {
 	var found []clashName
-	var visit func(n *node, elems []string)
-	visit = func(n *node, elems []string) {
-		if n.clashes() {
-			found = append(found, clashName{slices.Clone(elems), strings.Join(elems, "/")})
+	var visit func(id nodeID, elems []string)
+	visit = func(id nodeID, elems []string) {
+		if t.clashes(id) {
+			kept := make([]string, len(elems))
+			for i, el := range elems {
+				kept[i] = strings.Clone(el) // labels refer into the tree
+			}
+			found = append(found, clashName{kept, strings.Join(kept, "/")})
 		}
-		for name, c := range n.children.named {
-			if c.children.len() > 0 { // a leaf has no records below it to clash
+		for name, c := range t.children(id) {
+			if !t.at(c).leaf() { // a leaf has no records below it to clash
 				visit(c, append(elems, name))
 			}
 		}

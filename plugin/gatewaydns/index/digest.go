@@ -53,54 +53,43 @@ func (ix *Index) Digest(prefix string) (d Digest, ok bool) {
 	return *p, true
 }
 
-// loadDigestsLocked sets the digest of prefix to loaded, worked out from the kvs of a Load, and
-// recomputes that of every loaded prefix below it (their keys were just replaced too); a
-// loaded prefix above it (a zone and its subzone) trades the region's old share, held is what
-// the index held under prefix before, for the new one. Call it before the tree changes.
-func (ix *Index) loadDigestsLocked(prefix string, base []string, kvs []keyRev, loaded *Digest) {
+// loadDigestsLocked sets the digest of prefix, and of every loaded prefix below it (their keys
+// were just replaced too), to those worked out by a Load (loaded, which holds every prefix
+// loaded when it started); a loaded prefix above it (a
+// zone and its subzone) trades the region's old share for the new one. Call it before the
+// tree changes.
+func (ix *Index) loadDigestsLocked(prefix string, base []string, loaded map[string]*Digest) {
 	var held *Digest
 	for p, d := range ix.digests {
 		switch {
 		case p == prefix:
 		case strings.HasPrefix(p, prefix):
-			ix.digests[p] = digestOf(p, kvs)
+			if loaded[p] == nil {
+				delete(ix.digests, p) // loaded while this load read: unknown until it loads again
+				continue
+			}
+			ix.digests[p] = loaded[p]
 		case strings.HasPrefix(prefix, p):
 			if held == nil {
 				held = ix.regionLocked(prefix, base)
 			}
-			d.Keys += loaded.Keys - held.Keys
-			d.Sum += loaded.Sum - held.Sum
+			d.Keys += loaded[prefix].Keys - held.Keys
+			d.Sum += loaded[prefix].Sum - held.Sum
 		}
 	}
-	ix.digests[prefix] = loaded
+	ix.digests[prefix] = loaded[prefix]
 }
 
 // regionLocked is the digest of what the index holds strictly below the node at base, which
 // is what a Load of prefix replaces: served values and skipped ones.
 func (ix *Index) regionLocked(prefix string, base []string) *Digest {
 	d := &Digest{}
-	n, depth := ix.tree.walk(base)
-	if depth == len(base) {
-		walkValues(n, strings.TrimSuffix(ix.root+strings.Join(base, "/"), "/"), d)
+	if id, depth := ix.tree.walk(ix.tree.root, base); depth == len(base) {
+		ix.tree.walkValues(id, strings.TrimSuffix(ix.root+strings.Join(base, "/"), "/"), d)
 	}
 	for key, inv := range ix.invalid {
 		if strings.HasPrefix(key, prefix) {
 			d.Add(key, inv.revision)
-		}
-	}
-	return d
-}
-
-type keyRev struct {
-	key string
-	rev int64
-}
-
-func digestOf(prefix string, kvs []keyRev) *Digest {
-	d := &Digest{}
-	for _, kv := range kvs {
-		if strings.HasPrefix(kv.key, prefix) {
-			d.Add(kv.key, kv.rev)
 		}
 	}
 	return d
@@ -125,8 +114,10 @@ func (ix *Index) applyDigestLocked(key string, oldRev, newRev int64) {
 // revisionLocked is the mod revision the index holds for key, served or skipped as invalid;
 // 0 when it holds none.
 func (ix *Index) revisionLocked(key string, elems []string) int64 {
-	if n, depth := ix.tree.walk(elems); depth == len(elems) && n.value != nil {
-		return n.value.revision
+	if id, depth := ix.tree.walk(ix.tree.root, elems); depth == len(elems) {
+		if v := ix.tree.at(id).value; v != nil {
+			return v.revision
+		}
 	}
 	if inv, ok := ix.invalid[key]; ok {
 		return inv.revision
@@ -134,13 +125,13 @@ func (ix *Index) revisionLocked(key string, elems []string) int64 {
 	return 0
 }
 
-// walkValues adds every value strictly below n, whose key is key, to d.
-func walkValues(n *node, key string, d *Digest) {
-	for name, c := range n.children.named {
+// walkValues adds every value strictly below id, whose key is key, to d.
+func (t *tree) walkValues(id nodeID, key string, d *Digest) {
+	for name, c := range t.children(id) {
 		k := key + "/" + name
-		if c.value != nil {
-			d.Add(k, c.value.revision)
+		if v := t.at(c).value; v != nil {
+			d.Add(k, v.revision)
 		}
-		walkValues(c, k, d)
+		t.walkValues(c, k, d)
 	}
 }

@@ -58,12 +58,12 @@ func (ix *Index) Explain(ctx context.Context, state request.Request) ([]Origin, 
 	out := make([]Origin, 0, len(services))
 	for _, s := range services {
 		elems := ix.elements(s.Key)
-		n, depth := ix.tree.walk(elems)
-		if depth < len(elems) || n.value == nil {
+		id, depth := ix.tree.walk(ix.tree.root, elems)
+		e := ix.tree.at(id).value
+		if depth < len(elems) || e == nil {
 			continue // changed since the read above
 		}
-		e := n.value
-		origin := Origin{Key: s.Key, Host: s.Host, Text: s.Text, Owner: e.ownerName(), Sources: e.sources, Revision: e.revision, Seen: time.Unix(0, e.seen)}
+		origin := Origin{Key: s.Key, Host: s.Host, Text: s.Text, Owner: e.ownerName(), Sources: e.sourceList(), Revision: e.revision, Seen: time.Unix(0, e.seen)}
 		if leftOut[s.Key] {
 			origin.LeftOut = "cname-rule"
 		}

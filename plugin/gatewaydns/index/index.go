@@ -79,7 +79,7 @@ type Index struct {
 	root string // record.Root(prefix)
 
 	mu      sync.RWMutex
-	tree    *node
+	tree    *tree
 	count   int
 	leases  map[int64]time.Time     // lease -> when it expires, as last read from etcd
 	invalid map[string]invalidValue // key -> the value that was rejected, to report each once
@@ -122,7 +122,7 @@ func New(opts Options) *Index {
 	return &Index{
 		opts:           opts,
 		root:           root,
-		tree:           &node{},
+		tree:           newTree(root),
 		leases:         map[int64]time.Time{},
 		invalid:        map[string]invalidValue{},
 		digests:        map[string]*Digest{},
@@ -205,29 +205,45 @@ func (ix *Index) records(name string, qtype uint16, exact bool, v view) (sx []ms
 		}
 		return ix.finish(set, qtype, v), set.cut(), nil
 	}
-	switch n := ix.tree.find(labels); {
-	case n == nil:
+	t := ix.tree
+	switch id, depth := t.find(labels); {
+	case id == 0:
 		return nil, false, ErrNotFound
 	case exact:
-		if n.value == nil {
+		if t.at(id).value == nil {
 			return nil, false, ErrNotFound
 		}
-		set = n.exactSet()
+		set = t.exactSet(id, pathOf(labels, depth))
 	default:
-		if set = ix.nameSet(n); set == nil {
+		if set = ix.nameSet(id, labels, depth); set == nil {
 			return nil, false, ErrNotFound
 		}
 	}
 	return ix.finish(set, qtype, v), set.cut(), nil
 }
 
-// nameSet is what a question for n's name is answered from: its subtree, or with ExactNames
-// its own records. Nil: the name does not exist.
-func (ix *Index) nameSet(n *node) *answerSet {
-	if ix.opts.ExactNames {
-		return n.namesSet(ix.opts.MaxRecords)
+// pathOf is the path elements of the node that tree.find found for labels at depth: the
+// labels, or where it found a stored wildcard, the labels before it and "*".
+func pathOf(labels []string, depth int) []string {
+	if depth < len(labels) {
+		return append(labels[:depth:depth], "*")
 	}
-	return n.answerSet(ix.opts.MaxRecords)
+	return labels
+}
+
+// nameSet is what a question for the name of id, found for labels at depth, is answered
+// from: its subtree, or with ExactNames its own records. Nil: the name does not exist.
+func (ix *Index) nameSet(id nodeID, labels []string, depth int) *answerSet {
+	if ix.opts.ExactNames {
+		if s := ix.tree.cached(id, namesSet); s != nil {
+			return s
+		}
+		return ix.tree.namesSet(id, pathOf(labels, depth), ix.opts.MaxRecords)
+	}
+	if s := ix.tree.cached(id, belowSet); s != nil {
+		return s
+	}
+	return ix.tree.answerSet(id, pathOf(labels, depth), ix.opts.MaxRecords)
 }
 
 // labels appends to dst the path elements of a lower-cased query name's key, and reports the
@@ -264,15 +280,16 @@ func (ix *Index) labels(dst []string, name string) ([]string, int) {
 // most Options.MaxRecords of them, the first in key order, found within a budget of nodes
 // (walk.go). ErrTooBroad when it ran out of budget before it found any.
 func (ix *Index) wildcardQuery(labels []string, star int) (*answerSet, error) {
-	n, depth := ix.tree.walk(labels[:star])
-	if depth < star || n.value == nil && n.children.len() == 0 {
+	t := ix.tree
+	id, depth := t.walk(t.root, labels[:star])
+	if n := t.at(id); depth < star || n.value == nil && n.leaf() {
 		return nil, ErrNotFound
 	}
-	r := scanBelow(n, labels[star:], ix.opts.MaxRecords)
-	if r.cut && len(r.entries) == 0 {
+	r := t.scanBelow(id, labels[:star], labels[star:], ix.opts.MaxRecords)
+	if r.cut && len(r.recs) == 0 {
 		return nil, ErrTooBroad
 	}
-	return newAnswerSet(r.entries).setCut(r), nil
+	return newAnswerSet(r.recs).setCut(r), nil
 }
 
 // finish applies what depends on the question and the clock to a cached answer set: leased

@@ -9,39 +9,43 @@ package index
 // NXDOMAIN, unless a stored "*" covers it (RFC 4592). Names and subtree reads agree on every
 // name writers publish and on every leaf key.
 
-// namesSet is what the name of n answers with exact names: never nil, empty for an empty
-// non-terminal. At most limit records, the first in key order: a name may have more records
-// than an answer can hold.
-func (n *node) namesSet(limit int) *answerSet {
-	if s := n.cached(namesSet); s != nil {
+// namesSet is what the name of id, at the path elements elems, answers with exact names:
+// never nil, empty for an empty non-terminal. At most limit records, the first in key order: a
+// name may have more records than an answer can hold.
+func (t *tree) namesSet(id nodeID, elems []string, limit int) *answerSet {
+	if s := t.cached(id, namesSet); s != nil {
 		return s
 	}
+	key := t.keyOf(elems)
 	var r scanned
-	r.entries = n.nameEntries(nil, limit+1)
-	if len(r.entries) > limit {
-		r.cut, r.boundary = true, r.entries[limit].key
-		r.entries = r.entries[:limit]
+	for c, e := range t.nameRecords(id) {
+		k := key
+		if c != id {
+			k = key + "/" + t.name(t.at(c))
+		}
+		if len(r.recs) == limit {
+			r.cut, r.boundary = true, k
+			break
+		}
+		r.recs = append(r.recs, rec{k, e})
 	}
-	s := newAnswerSet(r.entries).setCut(r)
-	n.cache(namesSet, s)
+	s := newAnswerSet(r.recs).setCut(r)
+	t.cache(id, namesSet, s)
 	return s
 }
 
-// nameEntries appends the entries of n's name to dst, at most limit of them (0: all), in key
-// order as an etcd read returns them: its own value, then its children's that have no
-// children of their own.
-func (n *node) nameEntries(dst []*entry, limit int) []*entry {
-	start := len(dst)
-	if n.value != nil {
-		dst = append(dst, n.value)
-	}
-	for c := range n.children.all {
-		if limit > 0 && len(dst)-start >= limit {
-			break
+// nameRecords yields the values of id's name with the nodes that hold them, in key order as an
+// etcd read returns them: its own value, then those of its children that have no children of
+// their own.
+func (t *tree) nameRecords(id nodeID) func(yield func(nodeID, *entry) bool) {
+	return func(yield func(nodeID, *entry) bool) {
+		if v := t.at(id).value; v != nil && !yield(id, v) {
+			return
 		}
-		if c.value != nil && c.children.len() == 0 {
-			dst = append(dst, c.value)
+		for _, c := range t.children(id) {
+			if cn := t.at(c); cn.value != nil && cn.leaf() && !yield(c, cn.value) {
+				return
+			}
 		}
 	}
-	return dst
 }

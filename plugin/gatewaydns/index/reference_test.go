@@ -22,17 +22,17 @@ import (
 type reference struct {
 	ix     *Index // its options, decoder, labels and leases
 	kvs    map[string]record.KV
-	sorted []*entry // the values of kvs that decode, by key: refresh after a change
+	sorted []rec // the values of kvs that decode, by key: refresh after a change
 }
 
 func (r *reference) refresh() {
 	r.sorted = r.sorted[:0]
 	for _, kv := range r.kvs {
 		if e, err := r.ix.decode(kv); err == nil {
-			r.sorted = append(r.sorted, e)
+			r.sorted = append(r.sorted, rec{kv.Key, e})
 		}
 	}
-	slices.SortFunc(r.sorted, func(a, b *entry) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(r.sorted, func(a, b rec) int { return strings.Compare(a.key, b.key) })
 }
 
 // node reports whether the tree has a node at the path elements: a key there or below.
@@ -46,9 +46,9 @@ func (r *reference) node(elems []string) bool {
 	return false
 }
 
-// entries is the values of the keys that keep, in key order.
-func (r *reference) entries(keep func(key string, elems []string) bool) []*entry {
-	var out []*entry
+// entries is the records of the keys that keep, in key order.
+func (r *reference) entries(keep func(key string, elems []string) bool) []rec {
+	var out []rec
 	for _, e := range r.sorted {
 		if keep(e.key, r.ix.elements(e.key)) {
 			out = append(out, e)
@@ -59,7 +59,7 @@ func (r *reference) entries(keep func(key string, elems []string) bool) []*entry
 
 // read is what a read of the question's name finds, before the limit: the records, whether
 // the name exists, and whether it is a query wildcard read.
-func (r *reference) read(name string, exact bool) (found []*entry, ok, wildcard bool) {
+func (r *reference) read(name string, exact bool) (found []rec, ok, wildcard bool) {
 	labels, star := r.ix.labels(nil, name)
 	if star >= 0 {
 		if star > 0 && !r.node(labels[:star]) || star == 0 && len(r.kvs) == 0 {

@@ -5,57 +5,57 @@ package index
 // sets of the key's own name and of the name above it where the key is one of its records
 // (names.go), and where a node starts or stops being a leaf, the name above it.
 
-func (n *node) child(name string) *node {
-	if n == nil {
-		return nil
-	}
-	return n.children.get(name)
-}
-
 // find is the node a read of elems answers from: the node itself, or, where the tree ends
-// before it, a "*" child of the deepest node on the way (RFC 4592). Nil when neither exists.
-func (n *node) find(elems []string) *node {
-	n, depth := n.walk(elems)
+// before it, a "*" child of the deepest node on the way (RFC 4592); depth is how many of elems
+// lead to it, the "*" not counted. 0 when neither exists.
+func (t *tree) find(elems []string) (id nodeID, depth int) {
+	id, depth = t.walk(t.root, elems)
 	if depth < len(elems) {
-		return n.child("*")
+		return t.child(id, "*"), depth
 	}
-	return n
+	return id, depth
 }
 
-// walk follows elems down as far as the tree goes: the deepest node reached and how many
-// elements that took.
-func (n *node) walk(elems []string) (*node, int) {
+// walk follows elems down from id as far as the tree goes: the deepest node reached and how
+// many elements that took.
+func (t *tree) walk(id nodeID, elems []string) (nodeID, int) {
 	for i, e := range elems {
-		c := n.children.get(e)
-		if c == nil {
-			return n, i
+		c := t.child(id, e)
+		if c == 0 {
+			return id, i
 		}
-		n = c
+		id = c
 	}
-	return n, len(elems)
+	return id, len(elems)
 }
 
-// put stores e at elems and reports whether the key is new.
-func (n *node) put(elems []string, e *entry) bool {
-	key := e.key
-	var parent *node
+// put stores e at elems below id and reports whether the key is new; key is e's key, which
+// ends with elems.
+func (t *tree) put(id nodeID, elems []string, e *entry, key string) bool {
+	pos := len(key) + 1 // where the next element starts in key
 	for _, el := range elems {
-		n.forget(belowSet, key)
-		c := n.children.get(el)
-		if c == nil {
-			if n.children.len() == 0 && n.value != nil && parent != nil {
-				parent.forget(namesSet, n.value.key) // n stops being a leaf, a record of its parent's name
-			}
-			c = &node{}
-			n.children.set(el, c)
-		}
-		parent, n = n, c
+		pos -= len(el) + 1
 	}
-	n.drop(belowSet)
-	n.drop(exactSet)
-	n.drop(namesSet)
-	if parent != nil && n.children.len() == 0 {
-		parent.forget(namesSet, key)
+	var parent nodeID
+	for _, el := range elems {
+		t.forget(id, belowSet, key)
+		c := t.child(id, el)
+		if c == 0 {
+			if n := t.at(id); n.leaf() && n.value != nil && parent != 0 {
+				t.forget(parent, namesSet, key[:pos-1]) // id stops being a leaf, a record of its parent's name
+			}
+			c = t.newNode(el)
+			t.addChild(id, c)
+		}
+		parent, id = id, c
+		pos += len(el) + 1
+	}
+	t.drop(id, belowSet)
+	t.drop(id, exactSet)
+	t.drop(id, namesSet)
+	n := t.at(id)
+	if parent != 0 && n.leaf() {
+		t.forget(parent, namesSet, key)
 	}
 	added := n.value == nil
 	n.value = e
@@ -63,102 +63,143 @@ func (n *node) put(elems []string, e *entry) bool {
 }
 
 // remove deletes the value at elems, prunes the nodes left empty, and reports whether there
-// was a value.
-func (n *node) remove(elems []string) bool {
-	path := make([]*node, 0, len(elems)+1)
-	path = append(path, n)
+// was a value. key is the value's key.
+func (t *tree) remove(elems []string, key string) bool {
+	path := make([]nodeID, 0, len(elems)+1)
+	id := t.root
+	path = append(path, id)
 	for _, el := range elems {
-		if n = n.children.get(el); n == nil {
+		if id = t.child(id, el); id == 0 {
 			return false
 		}
-		path = append(path, n)
+		path = append(path, id)
 	}
+	n := t.at(id)
 	if n.value == nil {
 		return false
 	}
-	key := n.value.key
 	n.value = nil
-	n.drop(belowSet)
-	n.drop(exactSet)
-	n.drop(namesSet)
+	t.drop(id, belowSet)
+	t.drop(id, exactSet)
+	t.drop(id, namesSet)
 	above := path[:len(path)-1]
 	for _, p := range above {
-		p.forget(belowSet, key)
+		t.forget(p, belowSet, key)
 	}
-	if len(above) > 0 && n.children.len() == 0 {
-		above[len(above)-1].forget(namesSet, key)
+	if len(above) > 0 && n.leaf() {
+		t.forget(above[len(above)-1], namesSet, key)
 	}
+	// The key of path[i] is key cut after its first i elements.
+	cut := len(key)
 	for i := len(path) - 1; i > 0; i-- {
-		if p := path[i]; p.value != nil || p.children.len() > 0 {
+		c := path[i]
+		if cn := t.at(c); cn.value != nil || !cn.leaf() {
 			break
 		}
 		p := path[i-1]
-		p.children.remove(elems[i-1])
-		if p.children.len() == 0 && p.value != nil && i >= 2 {
-			path[i-2].forget(namesSet, p.value.key) // p becomes a leaf, a record of its parent's name
+		t.removeChild(p, c)
+		t.release(c)
+		cut -= len(elems[i-1]) + 1
+		if pn := t.at(p); pn.leaf() && pn.value != nil && i >= 2 {
+			t.forget(path[i-2], namesSet, key[:cut]) // p becomes a leaf, a record of its parent's name
 		}
 	}
 	return true
 }
 
-// graft puts sub in place of the node at path (creating the nodes on the way), keeps a value
-// that sat at that node itself, and returns how many values the replaced subtree held. An
-// empty sub removes the node, and the nodes left empty above it. region is the prefix of the
-// keys below path, which the graft replaces.
-func (n *node) graft(path []string, sub *node, region string) (removed int) {
-	if len(path) == 0 {
-		removed = n.countValues()
-		n.children = sub.children
-		n.drop(belowSet)
-		n.drop(namesSet)
-		return removed
-	}
-	nodes := []*node{n}
-	for _, el := range path[:len(path)-1] {
-		c := n.children.get(el)
-		if c == nil {
-			c = &node{}
-			n.children.set(el, c)
+// insert is put for a subtree that a load builds: no reader has cached a set in it.
+func (t *tree) insert(id nodeID, elems []string, e *entry) bool {
+	for _, el := range elems {
+		c := t.childToInsert(id, el)
+		if c == 0 {
+			c = t.newNode(el)
+			t.addChild(id, c)
 		}
-		nodes = append(nodes, c)
-		n = c
+		id = c
 	}
-	for _, p := range nodes {
-		p.forget(belowSet, region)
-		p.drop(namesSet)
-	}
-	last := path[len(path)-1]
-	if old := n.children.get(last); old != nil {
-		removed = old.countValues()
-		if old.value != nil {
-			removed--
-			sub.value = old.value
-		}
-	}
-	if sub.value != nil || sub.children.len() > 0 {
-		n.children.set(last, sub)
-		return removed
-	}
-	n.children.remove(last)
-	for i := len(nodes) - 1; i > 0; i-- {
-		if p := nodes[i]; p.value != nil || p.children.len() > 0 {
-			break
-		}
-		nodes[i-1].children.remove(path[i-1])
-	}
-	return removed
+	n := t.at(id)
+	added := n.value == nil
+	n.value = e
+	return added
 }
 
-func (n *node) countValues() int {
-	if n == nil {
-		return 0
+// childToInsert is child for insert: a load adds a node's children in byte order, mostly, and
+// one that sorts after the last is new without a look in the table.
+func (t *tree) childToInsert(id nodeID, name string) nodeID {
+	if mid := t.at(id).many(); mid != 0 {
+		m := t.many.at(mid)
+		last := m.chunks[len(m.chunks)-1]
+		if len(last) > 0 && t.name(t.at(last[len(last)-1])) < name {
+			return 0
+		}
+		return m.get(t, name)
 	}
-	c := 0
-	if n.value != nil {
-		c = 1
+	return t.child(id, name)
+}
+
+// graft puts sub, a subtree in no tree, in place of the node at path (creating the nodes on
+// the way), keeps a value that sat at that node itself, and returns how many values the
+// replaced subtree held, and its node (0 when none): out of the tree, for the caller to
+// release. An empty sub removes the node, and the nodes left empty above it. region is the
+// prefix of the keys below path, which the graft replaces.
+func (t *tree) graft(path []string, sub nodeID, region string) (removed int, old nodeID) {
+	if len(path) == 0 {
+		old, t.root = t.root, sub // the root holds no value, and no set worth keeping
+		return t.countValues(old), old
 	}
-	for ch := range n.children.all {
-		c += ch.countValues()
+	nodes := []nodeID{t.root}
+	id := t.root
+	for _, el := range path[:len(path)-1] {
+		c := t.child(id, el)
+		if c == 0 {
+			c = t.newNode(el)
+			t.addChild(id, c)
+		}
+		nodes = append(nodes, c)
+		id = c
 	}
-	return c
+	for _, p := range nodes {
+		t.forget(p, belowSet, region)
+		t.drop(p, namesSet)
+	}
+	sn := t.at(sub)
+	if old = t.child(id, path[len(path)-1]); old != 0 {
+		removed = t.countValues(old)
+		if v := t.at(old).value; v != nil {
+			removed--
+			sn.value = v
+		}
+		t.removeChild(id, old)
+	}
+	if sn.value != nil || !sn.leaf() {
+		t.addChild(id, sub)
+		return removed, old
+	}
+	t.release(sub)
+	for i := len(nodes) - 1; i > 0; i-- {
+		p := nodes[i]
+		if pn := t.at(p); pn.value != nil || !pn.leaf() {
+			break
+		}
+		t.removeChild(nodes[i-1], p)
+		t.release(p)
+	}
+	return removed, old
+}
+
+// countValues is how many values the subtree at id holds.
+func (t *tree) countValues(id nodeID) int {
+	count := 0
+	stack := []nodeID{id}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if t.at(id).value != nil {
+			count++
+		}
+		for _, c := range t.children(id) {
+			stack = append(stack, c)
+		}
+	}
+	return count
 }

@@ -30,83 +30,106 @@ const scanBudgetPerRecord = 8
 
 // scan is one read of the records below a node, in key order.
 type scan struct {
+	t *tree
 	// pattern is the path elements below the start node that a key must have, "*" and "any"
 	// matching any; a key may have more.
 	pattern []string
 	limit   int // records to return; the walk reads one more, to tell whether there are more
 	budget  int // nodes it may visit; 0: no limit (a read without a pattern needs none)
 	visited int
-	found   []*entry
+	key     []byte // the key of the node being walked, and "/"
+	keys    strs   // the keys of the records found
+	found   []rec
 }
 
 // scanned is what a scan found.
 type scanned struct {
-	entries []*entry
-	// cut: there may be more records than entries. boundary is then the key of the first
+	recs []rec
+	// cut: there may be more records than recs. boundary is then the key of the first
 	// record left out, or "" when the walk ran out of budget and does not know it.
 	cut      bool
 	boundary string
 }
 
-// scanBelow reads the records strictly below n whose keys match pattern, as an etcd prefix
-// read of n's key would find them, at most limit of them.
-func scanBelow(n *node, pattern []string, limit int) scanned {
-	s := scan{pattern: pattern, limit: limit}
+// scanBelow reads the records strictly below id, at the path elements elems, that match
+// pattern, as an etcd prefix read of id's key would find them, at most limit of them.
+func (t *tree) scanBelow(id nodeID, elems, pattern []string, limit int) scanned {
+	s := scan{t: t, pattern: pattern, limit: limit, key: t.appendDir(make([]byte, 0, 128), elems)}
 	if len(pattern) > 0 {
 		s.budget = scanBudgetPerRecord*limit + 2*len(pattern)
 	}
-	done := s.below(n, 0)
+	done := s.below(id, 0)
 	switch {
 	case len(s.found) > limit:
-		return scanned{entries: s.found[:limit], cut: true, boundary: s.found[limit].key}
+		return scanned{recs: s.found[:limit], cut: true, boundary: s.found[limit].key}
 	case !done:
-		return scanned{entries: s.found, cut: true}
+		return scanned{recs: s.found, cut: true}
 	}
-	return scanned{entries: s.found}
+	return scanned{recs: s.found}
 }
 
-// below walks the children of n, at depth below the start node, and what lies below them; false
-// when the walk is to stop.
-func (s *scan) below(n *node, depth int) bool {
+// pendingChild is a child whose subtree a walk comes back to.
+type pendingChild struct {
+	name string
+	id   nodeID
+}
+
+// below walks the children of id, at depth below the start node, and what lies below them;
+// false when the walk is to stop. s.key is id's key and "/" meanwhile.
+func (s *scan) below(id nodeID, depth int) bool {
+	t := s.t
 	if depth < len(s.pattern) && !isQueryWildcard(s.pattern[depth]) {
 		if !s.spend() {
 			return false
 		}
-		c := n.children.get(s.pattern[depth])
-		return c == nil || s.take(c, depth+1) && s.below(c, depth+1)
+		name := s.pattern[depth]
+		c := t.child(id, name)
+		return c == 0 || s.take(c, name, depth+1) && s.into(c, name, depth+1)
 	}
-	var buf [8]child
+	var buf [8]pendingChild
 	pending := buf[:0] // children whose subtrees come later in key order; the last comes first
-	for name, c := range n.children.named {
+	for name, c := range t.children(id) {
 		for len(pending) > 0 && subtreeBefore(pending[len(pending)-1].name, name) {
 			p := pending[len(pending)-1]
 			pending = pending[:len(pending)-1]
-			if !s.below(p.node, depth+1) {
+			if !s.into(p.id, p.name, depth+1) {
 				return false
 			}
 		}
-		if !s.spend() || !s.take(c, depth+1) {
+		if !s.spend() || !s.take(c, name, depth+1) {
 			return false
 		}
-		if c.children.len() > 0 {
-			pending = append(pending, child{name, c})
+		if !t.at(c).leaf() {
+			pending = append(pending, pendingChild{name, c})
 		}
 	}
 	for i := len(pending) - 1; i >= 0; i-- {
-		if !s.below(pending[i].node, depth+1) {
+		if !s.into(pending[i].id, pending[i].name, depth+1) {
 			return false
 		}
 	}
 	return true
 }
 
-// take adds the value of c, at depth, where the pattern lets its key match; false once the
-// walk has one record more than its limit.
-func (s *scan) take(c *node, depth int) bool {
-	if c.value == nil || depth < len(s.pattern) {
+// into walks below the child c, called name, at depth.
+func (s *scan) into(c nodeID, name string, depth int) bool {
+	n := len(s.key)
+	s.key = append(append(s.key, name...), '/')
+	more := s.below(c, depth)
+	s.key = s.key[:n]
+	return more
+}
+
+// take adds the value of c, called name, at depth, where the pattern lets its key match;
+// false once the walk has one record more than its limit.
+func (s *scan) take(c nodeID, name string, depth int) bool {
+	e := s.t.at(c).value
+	if e == nil || depth < len(s.pattern) {
 		return true
 	}
-	s.found = append(s.found, c.value)
+	m := s.keys.room(len(s.key) + len(name))
+	s.keys.b = append(append(s.keys.b, s.key...), name...)
+	s.found = append(s.found, rec{s.keys.since(m), e})
 	return len(s.found) <= s.limit
 }
 

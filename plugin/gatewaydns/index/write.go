@@ -3,103 +3,11 @@
 package index
 
 import (
-	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
-
-// Load replaces everything under the key prefix (the root, or a zone's prefix below it) with
-// kvs, as read by one Get at one revision. The new subtree, and what follows from it (serials,
-// digest, names whose records clash), is worked out before the lock is taken, so queries keep
-// being answered from the old one meanwhile, and wait only for the swap.
-func (ix *Index) Load(prefix string, kvs []record.KV) {
-	base := ix.elements(prefix)
-	if n := len(base); n > 0 && base[n-1] == "" {
-		base = base[:n-1] // "cluster/openmcp/" names the node "openmcp"
-	}
-	held := make([]keyRev, 0, len(kvs))
-	for _, kv := range kvs {
-		if strings.HasPrefix(kv.Key, prefix) && strings.HasPrefix(kv.Key, ix.root) {
-			held = append(held, keyRev{kv.Key, kv.Revision})
-		}
-	}
-	entries, errs := ix.decodeAll(kvs)
-	sub := &node{}
-	count := 0
-	var rejected []rejection
-	for i, kv := range kvs {
-		switch {
-		case !strings.HasPrefix(kv.Key, prefix) || !strings.HasPrefix(kv.Key, ix.root):
-		case errs[i] != nil:
-			rejected = append(rejected, rejection{kv, errs[i]})
-		case sub.put(ix.elements(kv.Key)[len(base):], entries[i]):
-			count++
-		}
-	}
-	serials := map[string]int64{}
-	for _, kr := range held {
-		if p := ix.prefixOf(kr.key); p != "" {
-			serials[p] = max(serials[p], kr.rev)
-		}
-	}
-	loaded := digestOf(prefix, held)
-	clashes := clashesIn(sub, base)
-
-	ix.mu.Lock()
-	ix.gen++
-	for p, rev := range serials {
-		ix.serials[p] = max(ix.serials[p], rev)
-	}
-	ix.loadDigestsLocked(prefix, base, held, loaded)
-	ix.count += count - ix.tree.graft(base, sub, ix.root+strings.Join(base, "/")+"/")
-	for key := range ix.invalid {
-		if strings.HasPrefix(key, prefix) {
-			delete(ix.invalid, key)
-		}
-	}
-	ix.reportLocked(rejected)
-	ix.setClashesBelowLocked(base, clashes)
-	ix.loadedPrefixes[prefix] = true
-	all := true
-	for _, p := range ix.opts.Prefixes {
-		all = all && ix.loadedPrefixes[p]
-	}
-	ix.mu.Unlock()
-	if all {
-		ix.loaded.Store(true)
-	}
-}
-
-// decodeAll decodes the values of kvs on as many goroutines as there are CPUs: what a load of a
-// million records spends most of its time on. A value that cannot be served has an error.
-func (ix *Index) decodeAll(kvs []record.KV) ([]*entry, []error) {
-	entries, errs := make([]*entry, len(kvs)), make([]error, len(kvs))
-	const part = 4096
-	workers := min(runtime.GOMAXPROCS(0), (len(kvs)+part-1)/part)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for {
-				start := int(next.Add(part)) - part
-				if start >= len(kvs) {
-					return
-				}
-				for i := start; i < min(start+part, len(kvs)); i++ {
-					if strings.HasPrefix(kvs[i].Key, ix.root) {
-						entries[i], errs[i] = ix.decode(kvs[i])
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return entries, errs
-}
 
 // Apply makes the changes of one watch response, in order. It takes the write lock for at most
 // applySlice changes at a time, more only to finish a revision: queries are answered between
@@ -176,14 +84,14 @@ func (ix *Index) applyLocked(changes []record.Change, entries []*entry, skipped 
 		delete(skipped, c.Key)
 		switch {
 		case entries[i] != nil:
-			if ix.tree.put(elems, entries[i]) {
+			if ix.tree.put(ix.tree.root, elems, entries[i], c.Key) {
 				ix.count++
 			}
 			delete(ix.invalid, c.Key)
 		default:
 			// A delete, or a put of a value we cannot serve: either way the key no longer
 			// answers, as the stock plugin would stop answering it correctly too.
-			if ix.tree.remove(elems) {
+			if ix.tree.remove(elems, c.Key) {
 				ix.count--
 			}
 			if !c.Deleted {
@@ -241,11 +149,16 @@ func (ix *Index) reportLocked(rejected []rejection) {
 }
 
 func (ix *Index) decode(kv record.KV) (*entry, error) {
+	return decodeAt(kv, ix.opts.Now().UnixNano())
+}
+
+// decodeAt is the entry of kv, learned at seen (Unix nanoseconds).
+func decodeAt(kv record.KV, seen int64) (*entry, error) {
 	v, err := record.Decode(kv.Key, kv.Value)
 	if err != nil {
 		return nil, err
 	}
-	return newEntry(kv, &v, ix.opts.Now().UnixNano()), nil
+	return newEntry(kv, &v, seen), nil
 }
 
 // elements splits a key below the root into its path elements, literally: a key with an

@@ -21,27 +21,42 @@ import (
 // Zone is the lookup half of a plugin.ServiceBackend, so that the answers a transfer holds
 // are built by the same code as the index's answers. Not safe for concurrent use.
 type Zone struct {
-	Origin   string // the zone's name, e.g. "openmcp.cluster."
-	Revision int64  // the serial's etcd revision
-	names    []zoneName
-	byName   map[string]int
-	ttls     leaseTTLs
-	minTTL   uint32
+	Origin    string // the zone's name, e.g. "openmcp.cluster."
+	Revision  int64  // the serial's etcd revision
+	originKey string // the origin's key, without a "/" at the end
+	names     []zoneName
+	recs      []zoneRec
+	labels    []byte // the labels of the records' keys below their names' keys
+	byName    map[string]int
+	ttls      leaseTTLs
+	minTTL    uint32
 
 	last    int // the name whose set is cached: a transfer asks for each name a few times in a row
 	lastSet *answerSet
 	plain   answerSet // Plain's set, reused from name to name
+	keyed   []rec     // and its records
+	strs    strs      // the keys and hosts of the records the zone gives, for all names
 	addrs   addresses // and its addresses
 }
 
 type zoneName struct {
-	name    string
-	own     *entry   // the value at the name's own key, for exact reads
-	entries []*entry // own and record-id children (names.go)
+	name string
+	// recs are the name's records, recs[first:end] of the Zone's: its own value (own), then
+	// those of its record-id children (names.go).
+	first, end uint32
+	own        bool
+}
+
+// zoneRec is a record of a zone: its value, and the label of its key below its name's key,
+// labels[off:off+n] of the Zone's.
+type zoneRec struct {
+	e      *entry
+	off, n uint32
 }
 
 // Zone copies the names of the zone origin (a lower-cased FQDN); ok is false until the index
-// has loaded. Entries are never changed once stored, so the copy holds pointers to them.
+// has loaded. Entries are never changed once stored, so the copy holds pointers to them, and
+// works out their keys when it needs them.
 //
 // With pause nil the copy is taken in one read lock. Otherwise it is taken in chunks of
 // zoneChunk names, between which the lock is released and pause called (the caller may sleep
@@ -81,20 +96,22 @@ func (ix *Index) zone(origin string, pause func()) (z *Zone, ok bool) {
 	gen := ix.gen
 	z.Revision = ix.serials[ix.prefixOf(msg.Path(origin, ix.opts.Prefix)+"/")]
 	z.ttls = ix.leaseTTLs(maps.Clone(ix.leases))
-	n, depth := ix.tree.walk(labels)
+	t := ix.tree
+	id, depth := t.walk(t.root, labels)
 	if depth < len(labels) {
 		ix.mu.RUnlock()
 		return z, true
 	}
+	z.originKey = strings.TrimSuffix(t.keyOf(labels), "/")
 	// Parents first, depth first, as a stack rather than recursion: the walk stops at the end
 	// of a chunk and goes on from where it was, the tree being the same.
 	type pending struct {
-		n    *node
+		id   nodeID
 		name string
 	}
-	stack := []pending{{n, origin}}
+	stack := []pending{{id, origin}}
 	z.names = make([]zoneName, 0, capacity)
-	entries := make([]*entry, 0, capacity) // every name's entries, one array for most of them
+	z.recs = make([]zoneRec, 0, capacity)
 	for len(stack) > 0 {
 		if pause != nil && len(z.names) > 0 && len(z.names)%zoneChunk == 0 {
 			ix.mu.RUnlock()
@@ -107,12 +124,23 @@ func (ix *Index) zone(origin string, pause func()) (z *Zone, ok bool) {
 		}
 		p := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		start := len(entries)
-		entries = p.n.nameEntries(entries, 0)
-		z.names = append(z.names, zoneName{name: p.name, own: p.n.value, entries: entries[start:len(entries):len(entries)]})
+		zn := zoneName{name: p.name, first: uint32(len(z.recs))} // #nosec G115 -- a zone holds fewer than 2^32 records
+		for c, e := range t.nameRecords(p.id) {
+			r := zoneRec{e: e}
+			if c == p.id {
+				zn.own = true
+			} else {
+				el := t.name(t.at(c))
+				r.off, r.n = uint32(len(z.labels)), uint32(len(el)) // #nosec G115 -- as above
+				z.labels = append(z.labels, el...)
+			}
+			z.recs = append(z.recs, r)
+		}
+		zn.end = uint32(len(z.recs)) // #nosec G115 -- as above
+		z.names = append(z.names, zn)
 		// Path elements that no question can reach (upper case, a dot, an escape) are left
 		// out with what lies below them: the index never answers them either.
-		for el, c := range p.n.children.named {
+		for el, c := range t.children(p.id) {
 			if !askable(el) {
 				continue
 			}
@@ -168,35 +196,39 @@ func (z *Zone) Name(i int) string { return z.names[i].name }
 // empty non-terminal is plain, with no records. ok is false for every other name. services,
 // v4 and v6 are only good until the next call (their arrays are reused).
 func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) {
-	entries := z.names[i].entries
-	if len(entries) == 0 {
+	zn := z.names[i]
+	recs := z.recs[zn.first:zn.end]
+	if len(recs) == 0 {
 		return nil, nil, nil, true
 	}
-	grouped := false
-	for _, e := range entries {
-		if e.lease != 0 || e.host == "" || e.flags&mailFlag != 0 {
+	grouped, named := false, false
+	for _, r := range recs {
+		e := r.e
+		if e.lease != 0 || !e.hasHost() || e.flags&mailFlag != 0 {
 			return nil, nil, nil, false
 		}
 		grouped = grouped || e.more != nil && e.more.group != ""
+		named = named || e.flags&(ipv4Flag|ipv6Flag) == 0
+	}
+	if named && !grouped {
+		return nil, nil, nil, false // a host name: a CNAME, or text
 	}
 	// newAnswerSet's set, without its allocations; and without the CNAME rule unless a
 	// group may hide a host name from newAddresses: the rule has nothing to rule on where
-	// every host is an address, which is found out below.
+	// every host is an address.
 	s := &z.plain
 	s.services, s.hostless, s.rare = s.services[:0], false, nil
-	for _, e := range entries {
-		s.add(e)
-	}
+	z.keyed = z.records(i, z.keyed[:0])
+	s.addAll(z.keyed, &z.strs)
 	if !grouped {
 		// addresses.fill's work for records without a group, from the addresses parsed when
 		// the records were stored.
 		a := &z.addrs
 		*a = addresses{plain: true, v4: a.v4[:0], v6: a.v6[:0]}
-		for i, e := range entries {
+		for i, r := range recs {
+			e := r.e
 			switch {
-			case e.flags&(ipv4Flag|ipv6Flag) == 0:
-				return nil, nil, nil, false // a host name: a CNAME, or text
-			case hostSeenIn(entries[:i], e.host):
+			case hostSeenIn(recs[:i], e):
 			case e.flags&ipv4Flag != 0:
 				v4, _ := e.address(dns.TypeA)
 				a.v4 = append(a.v4, v4)
@@ -207,7 +239,7 @@ func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) 
 		}
 		return s.services, a.v4, a.v6, true
 	}
-	s.applyCNAMERule(func(i int) int64 { return entries[i].created })
+	s.applyCNAMERule(func(i int) int64 { return recs[i].e.created })
 	if s.rare != nil {
 		return nil, nil, nil, false
 	}
@@ -219,14 +251,48 @@ func (z *Zone) Plain(i int) (services []msg.Service, v4, v6 []Address, ok bool) 
 	return group(s.services), a.v4, a.v6, true
 }
 
-// hostSeenIn reports whether one of entries has host.
-func hostSeenIn(entries []*entry, host string) bool {
-	for _, e := range entries {
-		if e.host == host {
+// hostSeenIn reports whether one of recs has e's host.
+func hostSeenIn(recs []zoneRec, e *entry) bool {
+	for _, r := range recs {
+		if r.e.sameHost(e) {
 			return true
 		}
 	}
 	return false
+}
+
+// nameKey is the key of the zone's i-th name: the origin's key and the name's labels below
+// the origin, in reverse, which are path elements as they are (askable).
+func (z *Zone) nameKey(i int) string {
+	rest := strings.TrimSuffix(strings.TrimSuffix(z.names[i].name, z.Origin), ".")
+	if rest == "" {
+		return z.originKey
+	}
+	m := z.strs.room(len(z.originKey) + len(rest) + 1)
+	z.strs.b = append(z.strs.b, z.originKey...)
+	for rest != "" {
+		j := strings.LastIndexByte(rest, '.')
+		z.strs.b = append(append(z.strs.b, '/'), rest[j+1:]...)
+		rest = rest[:max(j, 0)]
+	}
+	return z.strs.since(m)
+}
+
+// records appends the records of the zone's i-th name, with their keys, to dst.
+func (z *Zone) records(i int, dst []rec) []rec {
+	zn := z.names[i]
+	key := z.nameKey(i)
+	for j := zn.first; j < zn.end; j++ {
+		r := z.recs[j]
+		k := key
+		if !zn.own || j > zn.first {
+			m := z.strs.room(len(key) + 1 + int(r.n))
+			z.strs.b = append(append(append(z.strs.b, key...), '/'), z.labels[r.off:r.off+r.n]...)
+			k = z.strs.since(m)
+		}
+		dst = append(dst, rec{k, r.e})
+	}
+	return dst
 }
 
 // errNoUpstream: a transfer holds the zone's own data; it never resolves names elsewhere.
@@ -260,13 +326,14 @@ func (z *Zone) Records(_ context.Context, state request.Request, exact bool) ([]
 		return nil, ErrNotFound
 	}
 	if exact {
-		if z.names[i].own == nil {
+		zn := z.names[i]
+		if !zn.own {
 			return nil, ErrNotFound
 		}
-		return finish(newAnswerSet([]*entry{z.names[i].own}), state.QType(), answered, z.ttls), nil
+		return finish(newAnswerSet([]rec{{z.nameKey(i), z.recs[zn.first].e}}), state.QType(), answered, z.ttls), nil
 	}
 	if z.last != i {
-		z.last, z.lastSet = i, newAnswerSet(z.names[i].entries)
+		z.last, z.lastSet = i, newAnswerSet(z.records(i, nil))
 	}
 	return finish(z.lastSet, state.QType(), answered, z.ttls), nil
 }

@@ -13,33 +13,38 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
 
-// load reads every key under the prefix at one revision, in pages, and hands them to the Sink.
-// Each page has its own time limit, so a black-holed etcd fails it rather than hang it. It
-// returns the revision read and the newest key's mod revision: the changes between the two
-// are deletes the load cannot show, which the session replays for the serial (index/serial.go).
+// load reads every key under the prefix at one revision, a part at a time, and hands each part
+// to the Sink's load as it comes, so that the keys are never all in memory at once. Each part
+// has its own time limit, so a black-holed etcd fails it rather than hang it. It returns the
+// revision read and the newest key's mod revision: the changes between the two are deletes the
+// load cannot show, which the session replays for the serial (index/serial.go).
 func (w *Watcher) load(ctx context.Context, reason string) (rev, newest int64, err error) {
 	start := time.Now()
+	loading := w.Sink.StartLoad(w.Prefix)
 	var kvs []record.KV
+	var leases []int64
+	keys := 0
 	rev, err = w.pages(ctx, 0, false, func(resp *clientv3.GetResponse) {
+		kvs = kvs[:0]
 		for _, kv := range resp.Kvs {
 			kvs = append(kvs, record.KV{Key: string(kv.Key), Value: kv.Value, Lease: kv.Lease, Revision: kv.ModRevision, Created: kv.CreateRevision})
 			newest = max(newest, kv.ModRevision)
+			if kv.Lease != 0 {
+				leases = append(leases, kv.Lease)
+			}
 		}
+		keys += len(kvs)
+		loading.Add(kvs)
 	})
 	if err != nil {
+		loading.Abort()
 		return 0, 0, err
 	}
-	w.Sink.Load(w.Prefix, kvs)
-	var leases []int64
-	for _, kv := range kvs {
-		if kv.Lease != 0 {
-			leases = append(leases, kv.Lease)
-		}
-	}
+	loading.Finish()
 	w.noteLeases(leases)
 	w.Observer.Heard()
-	w.Observer.Resynced(reason, len(kvs), time.Since(start))
-	w.Log.Infof("Loaded %d keys of %s at revision %d in %s", len(kvs), w.Prefix, rev, time.Since(start).Round(time.Millisecond))
+	w.Observer.Resynced(reason, keys, time.Since(start))
+	w.Log.Infof("Loaded %d keys of %s at revision %d in %s", keys, w.Prefix, rev, time.Since(start).Round(time.Millisecond))
 	return rev, newest, nil
 }
 

@@ -21,7 +21,9 @@ import (
 
 // Sink is what the watcher keeps current: the index.
 type Sink interface {
-	Load(prefix string, kvs []record.KV) // everything under prefix, at one revision
+	// StartLoad begins the replacement of everything under prefix by what one read at one
+	// revision finds, handed to it a part at a time.
+	StartLoad(prefix string) *index.Loading
 	Apply(changes []record.Change)
 	// Replayed is a change at rev under prefix that the last Load holds already: a delete
 	// between the newest key it read and its revision, which moves only the SOA serial.

@@ -177,7 +177,14 @@ const (
 
 // KindOf is the AnswerKind of s.
 func KindOf(s *msg.Service) AnswerKind {
-	switch what, _ := s.HostType(); what {
+	what, _ := s.HostType()
+	return KindOfType(s, what)
+}
+
+// KindOfType is the AnswerKind of s, whose host is of the type what (msg.Service.HostType):
+// KindOf without parsing the host again.
+func KindOfType(s *msg.Service, what uint16) AnswerKind {
+	switch what {
 	case dns.TypeCNAME:
 		if s.Port > 0 || s.Mail {
 			return Target
