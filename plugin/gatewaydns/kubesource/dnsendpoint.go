@@ -57,7 +57,7 @@ func (gk gatewayKind) builder(ctx context.Context, w *Watcher, version string) n
 		return func(ns string) cache.SharedIndexInformer { return gk.dynamic(ctx, w, version, ns) }
 	}
 	return func(ns string) cache.SharedIndexInformer {
-		return gk.informer(w.gw, w.slim, version, ns, w.opts.ResyncPeriod)
+		return gk.informer(w.gw, w.slim, gk.resource, version, ns, w.opts.ResyncPeriod)
 	}
 }
 

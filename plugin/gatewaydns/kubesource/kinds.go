@@ -47,7 +47,7 @@ type gatewayKind struct {
 	kind     string
 	resource string
 	versions []string
-	informer func(c gwclient.Interface, s *slimmer, version, namespace string, resync time.Duration) cache.SharedIndexInformer
+	informer func(c gwclient.Interface, s *slimmer, resource, version, namespace string, resync time.Duration) cache.SharedIndexInformer
 	route    bool
 	// group is the API group; "" is the Gateway API's. dynamic, when set, builds the informer
 	// instead of informer (a kind read with the dynamic client: DNSEndpoint).
@@ -60,47 +60,47 @@ type gatewayKind struct {
 // UDPRoute from v1.6), v1alpha2 for clusters whose CRDs are older.
 var gatewayKinds = []gatewayKind{
 	{kind: source.KindGateway, resource: "gateways", versions: []string{"v1"},
-		informer: func(c gwclient.Interface, s *slimmer, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string, resync time.Duration) cache.SharedIndexInformer {
 			r := c.GatewayV1().Gateways(ns)
-			return s.informer(c, listOf(r.List), r.Watch, &gatewayv1.Gateway{}, resync, cache.Indexers{})
+			return gatewayInformer[gatewayv1.Gateway](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, cache.Indexers{})
 		}},
 	listenerSetKind,
 	{kind: source.KindHTTPRoute, resource: "httproutes", versions: []string{"v1"}, route: true,
-		informer: func(c gwclient.Interface, s *slimmer, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string, resync time.Duration) cache.SharedIndexInformer {
 			r := c.GatewayV1().HTTPRoutes(ns)
-			return s.informer(c, listOf(r.List), r.Watch, &gatewayv1.HTTPRoute{}, resync, routeIndexers())
+			return gatewayInformer[gatewayv1.HTTPRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 		}},
 	{kind: source.KindGRPCRoute, resource: "grpcroutes", versions: []string{"v1"}, route: true,
-		informer: func(c gwclient.Interface, s *slimmer, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string, resync time.Duration) cache.SharedIndexInformer {
 			r := c.GatewayV1().GRPCRoutes(ns)
-			return s.informer(c, listOf(r.List), r.Watch, &gatewayv1.GRPCRoute{}, resync, routeIndexers())
+			return gatewayInformer[gatewayv1.GRPCRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 		}},
 	{kind: source.KindTLSRoute, resource: "tlsroutes", versions: []string{"v1", "v1alpha2"}, route: true,
-		informer: func(c gwclient.Interface, s *slimmer, version, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string, resync time.Duration) cache.SharedIndexInformer {
 			if version == "v1alpha2" {
 				r := c.GatewayV1alpha2().TLSRoutes(ns)
-				return s.informer(c, listOf(r.List), r.Watch, &gatewayv1alpha2.TLSRoute{}, resync, routeIndexers())
+				return gatewayInformer[gatewayv1alpha2.TLSRoute](s, c, c.GatewayV1alpha2().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 			}
 			r := c.GatewayV1().TLSRoutes(ns)
-			return s.informer(c, listOf(r.List), r.Watch, &gatewayv1.TLSRoute{}, resync, routeIndexers())
+			return gatewayInformer[gatewayv1.TLSRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 		}},
 	{kind: source.KindTCPRoute, resource: "tcproutes", versions: []string{"v1", "v1alpha2"}, route: true,
-		informer: func(c gwclient.Interface, s *slimmer, version, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string, resync time.Duration) cache.SharedIndexInformer {
 			if version == "v1alpha2" {
 				r := c.GatewayV1alpha2().TCPRoutes(ns)
-				return s.informer(c, listOf(r.List), r.Watch, &gatewayv1alpha2.TCPRoute{}, resync, routeIndexers())
+				return gatewayInformer[gatewayv1alpha2.TCPRoute](s, c, c.GatewayV1alpha2().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 			}
 			r := c.GatewayV1().TCPRoutes(ns)
-			return s.informer(c, listOf(r.List), r.Watch, &gatewayv1.TCPRoute{}, resync, routeIndexers())
+			return gatewayInformer[gatewayv1.TCPRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 		}},
 	{kind: source.KindUDPRoute, resource: "udproutes", versions: []string{"v1", "v1alpha2"}, route: true,
-		informer: func(c gwclient.Interface, s *slimmer, version, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string, resync time.Duration) cache.SharedIndexInformer {
 			if version == "v1alpha2" {
 				r := c.GatewayV1alpha2().UDPRoutes(ns)
-				return s.informer(c, listOf(r.List), r.Watch, &gatewayv1alpha2.UDPRoute{}, resync, routeIndexers())
+				return gatewayInformer[gatewayv1alpha2.UDPRoute](s, c, c.GatewayV1alpha2().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 			}
 			r := c.GatewayV1().UDPRoutes(ns)
-			return s.informer(c, listOf(r.List), r.Watch, &gatewayv1.UDPRoute{}, resync, routeIndexers())
+			return gatewayInformer[gatewayv1.UDPRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 		}},
 }
 

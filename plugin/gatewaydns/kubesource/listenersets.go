@@ -24,9 +24,9 @@ const listenerSetIndex = "listenerset"
 // listenerSetKind is the ListenerSet entry of gatewayKinds: v1 only (the v1alpha1 XListenerSet
 // of the experimental channel is another kind, not read).
 var listenerSetKind = gatewayKind{kind: source.KindListenerSet, resource: "listenersets", versions: []string{"v1"},
-	informer: func(c gwclient.Interface, s *slimmer, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+	informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string, resync time.Duration) cache.SharedIndexInformer {
 		r := c.GatewayV1().ListenerSets(ns)
-		return s.informer(c, listOf(r.List), r.Watch, &gatewayv1.ListenerSet{}, resync, cache.Indexers{
+		return gatewayInformer[gatewayv1.ListenerSet](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, cache.Indexers{
 			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
 			gatewayIndex:         source.ListenerSetGatewayKeys,
 		})
