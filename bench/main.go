@@ -41,6 +41,7 @@ type options struct {
 	applyChanges int
 	xdnsChanges  int
 	routes       int
+	writerLimit  string // phase W: the writer's GOMEMLIMIT
 	xrecords     int
 	clients      int
 	threads      int
@@ -65,6 +66,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.crecords, "crecords", 100000, "phase C: records in etcd, changed at 10k a second while queries are measured")
 	fs.IntVar(&o.applyChanges, "apply-changes", 200000, "phase C: changes written while the server is stopped, to time how fast it applies them")
 	fs.IntVar(&o.routes, "routes", 100000, "phase W: HTTPRoutes published from cold")
+	fs.StringVar(&o.writerLimit, "writer-memlimit", "", "phase W: the writer's GOMEMLIMIT, e.g. 320MiB as deploy/ sets it (none when empty)")
 	fs.IntVar(&o.xrecords, "xrecords", 100000, "phase X: records in etcd, transferred by AXFR while queries are measured")
 	fs.IntVar(&o.clients, "c", 8, "dnsperf -c")
 	fs.IntVar(&o.threads, "T", 2, "dnsperf -T")

@@ -62,7 +62,13 @@ func (h *harness) phaseW() error {
 	if err != nil {
 		return err
 	}
-	writer, err := h.startCoreDNS(serverSpec{name: "writer-w", metrics: true, pprof: h.opt.profile,
+	// gctrace: the writer's live heap, from its log (liveHeaps).
+	env := []string{gcTraceEnv}
+	if h.opt.writerLimit != "" {
+		env = append(env, "GOMEMLIMIT="+h.opt.writerLimit)
+	}
+	w.memLimit = h.opt.writerLimit
+	writer, err := h.startCoreDNS(serverSpec{name: "writer-w", metrics: true, pprof: h.opt.profile, env: env,
 		body: fmt.Sprintf("gatewaydns {\n    endpoint %s\n    owner bench-w\n    kubeconfig %s\n    domain-filter wt.%s\n    publish-only\n}",
 			h.etcd.ClientURL, k.kube.KubeconfigFile, zone)})
 	if err != nil {
@@ -126,6 +132,9 @@ func (h *harness) phaseW() error {
 	if w.peakRSS, err = peakRSSBytes(writer.pid()); err != nil {
 		return err
 	}
+	if w.liveHeap, w.liveHeapEnd, err = liveHeaps(writer.Log); err != nil {
+		return err
+	}
 	if text, err := scrape(writer.metricsURL); err == nil {
 		w.writes, _ = metricSum(text, "coredns_gatewaydns_writer_writes_total", `owner="bench-w"`)
 	}
@@ -133,8 +142,9 @@ func (h *harness) phaseW() error {
 	h.res.w = w
 	logf("W: %d names in etcd %v after the writer's start (ready after %v); etcd counted %.0f Txn and %.0f Put RPCs, %.0f keys written, %d revisions",
 		w.routes, w.published.Round(time.Millisecond), w.ready.Round(time.Millisecond), w.etcd.txns, w.etcd.puts, w.etcd.keysPut, w.revisions)
-	logf("W: CPU time until then: writer %v, kube-apiserver %v, etcd %v; the writer's peak RSS %.0f MB", w.cpu.writer.Round(10*time.Millisecond),
-		w.cpu.apiserver.Round(10*time.Millisecond), w.cpu.etcd.Round(10*time.Millisecond), mb(w.peakRSS))
+	logf("W: CPU time until then: writer %v, kube-apiserver %v, etcd %v; the writer's peak RSS %.0f MB, live heap %.0f MB at most, %.0f MB at the end (GOMEMLIMIT %q)",
+		w.cpu.writer.Round(10*time.Millisecond), w.cpu.apiserver.Round(10*time.Millisecond), w.cpu.etcd.Round(10*time.Millisecond),
+		mb(w.peakRSS), mb(w.liveHeap), mb(w.liveHeapEnd), w.memLimit)
 	return nil
 }
 

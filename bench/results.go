@@ -101,6 +101,10 @@ type wResults struct {
 	writes           float64 // the writer's coredns_gatewaydns_writer_writes_total
 	cpu              wCPU
 	peakRSS          int64 // the writer's, VmHWM
+	// liveHeap and liveHeapEnd: the largest live heap a garbage collection of the writer left,
+	// and the last one (2 s after the last name), from its gctrace.
+	liveHeap, liveHeapEnd int64
+	memLimit              string // the writer's GOMEMLIMIT (-writer-memlimit), "" for none
 }
 
 // xResults: phase X, query latency while the zone is transferred.

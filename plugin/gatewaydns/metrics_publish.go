@@ -169,11 +169,7 @@ func (m *publishMetrics) Problems(lost, failing int) {
 func (m *publishMetrics) Synced(at time.Time) {
 	m.recovered()
 	writerLastSync.WithLabelValues(m.server, m.owner).Set(float64(at.UnixNano()) / 1e9)
-	records := 0
-	for _, ep := range m.desired.Endpoints() {
-		records += len(ep.Targets) + len(ep.Records)
-	}
-	writerDesired.WithLabelValues(m.server, m.owner).Set(float64(records))
+	writerDesired.WithLabelValues(m.server, m.owner).Set(float64(m.desired.Records()))
 }
 
 func (m *publishMetrics) Propagated(_ string, d time.Duration) {

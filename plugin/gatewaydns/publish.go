@@ -126,14 +126,7 @@ func (d desired) Endpoint(name string) (record.Endpoint, bool) {
 	return d.kube.Desired().Endpoint(name)
 }
 
-func (d desired) Names() []string {
-	eps := d.kube.Desired().Endpoints()
-	names := make([]string, len(eps))
-	for i, ep := range eps {
-		names[i] = ep.Name
-	}
-	return names
-}
+func (d desired) Names() []string { return d.kube.Desired().Names() }
 
 func (d desired) Synced() bool { return d.kube.Synced() }
 

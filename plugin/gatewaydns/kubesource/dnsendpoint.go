@@ -56,7 +56,9 @@ func (gk gatewayKind) builder(ctx context.Context, w *Watcher, version string) n
 	if gk.dynamic != nil {
 		return func(ns string) cache.SharedIndexInformer { return gk.dynamic(ctx, w, version, ns) }
 	}
-	return func(ns string) cache.SharedIndexInformer { return gk.informer(w.gw, version, ns, w.opts.ResyncPeriod) }
+	return func(ns string) cache.SharedIndexInformer {
+		return gk.informer(w.gw, w.slim, gk.resource, version, ns, w.opts.ResyncPeriod)
+	}
 }
 
 // dnsEndpoint is the transform of a DNSEndpoint read by the dynamic informer: the typed slim

@@ -80,8 +80,10 @@ func (w *Watcher) startInformer(ctx context.Context, kind, version string, route
 	ki := &kindInformer{kind: kind, version: version, route: route}
 	for _, ns := range namespaces {
 		inf := build(ns)
-		if err := inf.SetTransform(w.slim.Transform); err != nil {
-			log.Errorf("%s informer: %v", kind, err) // only fails on a started informer
+		if _, slimmed := inf.(slimmedInformer); !slimmed {
+			if err := inf.SetTransform(w.slim.Transform); err != nil {
+				log.Errorf("%s informer: %v", kind, err) // only fails on a started informer
+			}
 		}
 		if err := inf.SetWatchErrorHandlerWithContext(w.health.watchError(kind)); err != nil {
 			log.Errorf("%s informer: %v", kind, err) // only fails on a started informer

@@ -13,9 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	gwinformersv1 "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
-	gwinformersv1alpha2 "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1alpha2"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 )
@@ -48,7 +47,7 @@ type gatewayKind struct {
 	kind     string
 	resource string
 	versions []string
-	informer func(c gwclient.Interface, version, namespace string, resync time.Duration) cache.SharedIndexInformer
+	informer func(c gwclient.Interface, s *slimmer, resource, version, namespace string, resync time.Duration) cache.SharedIndexInformer
 	route    bool
 	// group is the API group; "" is the Gateway API's. dynamic, when set, builds the informer
 	// instead of informer (a kind read with the dynamic client: DNSEndpoint).
@@ -61,38 +60,47 @@ type gatewayKind struct {
 // UDPRoute from v1.6), v1alpha2 for clusters whose CRDs are older.
 var gatewayKinds = []gatewayKind{
 	{kind: source.KindGateway, resource: "gateways", versions: []string{"v1"},
-		informer: func(c gwclient.Interface, _, ns string, resync time.Duration) cache.SharedIndexInformer {
-			return gwinformersv1.NewGatewayInformer(c, ns, resync, cache.Indexers{})
+		informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+			r := c.GatewayV1().Gateways(ns)
+			return gatewayInformer[gatewayv1.Gateway](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, cache.Indexers{})
 		}},
 	listenerSetKind,
 	{kind: source.KindHTTPRoute, resource: "httproutes", versions: []string{"v1"}, route: true,
-		informer: func(c gwclient.Interface, _, ns string, resync time.Duration) cache.SharedIndexInformer {
-			return gwinformersv1.NewHTTPRouteInformer(c, ns, resync, routeIndexers())
+		informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+			r := c.GatewayV1().HTTPRoutes(ns)
+			return gatewayInformer[gatewayv1.HTTPRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 		}},
 	{kind: source.KindGRPCRoute, resource: "grpcroutes", versions: []string{"v1"}, route: true,
-		informer: func(c gwclient.Interface, _, ns string, resync time.Duration) cache.SharedIndexInformer {
-			return gwinformersv1.NewGRPCRouteInformer(c, ns, resync, routeIndexers())
+		informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+			r := c.GatewayV1().GRPCRoutes(ns)
+			return gatewayInformer[gatewayv1.GRPCRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 		}},
 	{kind: source.KindTLSRoute, resource: "tlsroutes", versions: []string{"v1", "v1alpha2"}, route: true,
-		informer: func(c gwclient.Interface, version, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string, resync time.Duration) cache.SharedIndexInformer {
 			if version == "v1alpha2" {
-				return gwinformersv1alpha2.NewTLSRouteInformer(c, ns, resync, routeIndexers())
+				r := c.GatewayV1alpha2().TLSRoutes(ns)
+				return gatewayInformer[gatewayv1alpha2.TLSRoute](s, c, c.GatewayV1alpha2().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 			}
-			return gwinformersv1.NewTLSRouteInformer(c, ns, resync, routeIndexers())
+			r := c.GatewayV1().TLSRoutes(ns)
+			return gatewayInformer[gatewayv1.TLSRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 		}},
 	{kind: source.KindTCPRoute, resource: "tcproutes", versions: []string{"v1", "v1alpha2"}, route: true,
-		informer: func(c gwclient.Interface, version, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string, resync time.Duration) cache.SharedIndexInformer {
 			if version == "v1alpha2" {
-				return gwinformersv1alpha2.NewTCPRouteInformer(c, ns, resync, routeIndexers())
+				r := c.GatewayV1alpha2().TCPRoutes(ns)
+				return gatewayInformer[gatewayv1alpha2.TCPRoute](s, c, c.GatewayV1alpha2().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 			}
-			return gwinformersv1.NewTCPRouteInformer(c, ns, resync, routeIndexers())
+			r := c.GatewayV1().TCPRoutes(ns)
+			return gatewayInformer[gatewayv1.TCPRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 		}},
 	{kind: source.KindUDPRoute, resource: "udproutes", versions: []string{"v1", "v1alpha2"}, route: true,
-		informer: func(c gwclient.Interface, version, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string, resync time.Duration) cache.SharedIndexInformer {
 			if version == "v1alpha2" {
-				return gwinformersv1alpha2.NewUDPRouteInformer(c, ns, resync, routeIndexers())
+				r := c.GatewayV1alpha2().UDPRoutes(ns)
+				return gatewayInformer[gatewayv1alpha2.UDPRoute](s, c, c.GatewayV1alpha2().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 			}
-			return gwinformersv1.NewUDPRouteInformer(c, ns, resync, routeIndexers())
+			r := c.GatewayV1().UDPRoutes(ns)
+			return gatewayInformer[gatewayv1.UDPRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 		}},
 }
 

@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
-	gwinformersv1 "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
 
 	dnsrecord "github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
@@ -25,8 +24,9 @@ const listenerSetIndex = "listenerset"
 // listenerSetKind is the ListenerSet entry of gatewayKinds: v1 only (the v1alpha1 XListenerSet
 // of the experimental channel is another kind, not read).
 var listenerSetKind = gatewayKind{kind: source.KindListenerSet, resource: "listenersets", versions: []string{"v1"},
-	informer: func(c gwclient.Interface, _, ns string, resync time.Duration) cache.SharedIndexInformer {
-		return gwinformersv1.NewListenerSetInformer(c, ns, resync, cache.Indexers{
+	informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+		r := c.GatewayV1().ListenerSets(ns)
+		return gatewayInformer[gatewayv1.ListenerSet](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, cache.Indexers{
 			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
 			gatewayIndex:         source.ListenerSetGatewayKeys,
 		})

@@ -19,8 +19,10 @@ import (
 // slimmer builds the informers' transform function: every object is replaced by a new one that
 // holds only what the mapping (package source) and the Events need, as CoreDNS's
 // plugin/kubernetes/object does, so that the caches stay small. managedFields, route rules,
-// TLS settings, status conditions other than type and status, and annotations and labels that
-// nothing reads are dropped. The transform is idempotent.
+// TLS settings, status conditions other than type and status (of a route, other than its
+// Accepted), and annotations and labels that nothing reads are dropped; the strings that many
+// objects share (namespaces, parent references) are kept once (transform_route.go). The
+// transform is idempotent.
 type slimmer struct {
 	// labelKeys are the label keys that Config.LabelSelector reads (nil: none is needed).
 	labelKeys map[string]bool
@@ -62,7 +64,7 @@ func (s *slimmer) keepAnnotation(key string) bool {
 // read and the labels of labelKeys.
 func (s *slimmer) meta(m *metav1.ObjectMeta, labelKeys map[string]bool) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID,
+		Name: m.Name, Namespace: intern(m.Namespace), UID: m.UID,
 		ResourceVersion: m.ResourceVersion, CreationTimestamp: m.CreationTimestamp,
 	}
 	for k, v := range m.Labels {
@@ -96,39 +98,39 @@ func (s *slimmer) Transform(obj any) (any, error) {
 		return s.listenerSet(o), nil
 	case *gatewayv1.HTTPRoute:
 		return &gatewayv1.HTTPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
-			Spec:   gatewayv1.HTTPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec), Hostnames: o.Spec.Hostnames},
-			Status: gatewayv1.HTTPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus)}}, nil
+			Spec:   gatewayv1.HTTPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace), Hostnames: o.Spec.Hostnames},
+			Status: gatewayv1.HTTPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, nil
 	case *gatewayv1.GRPCRoute:
 		return &gatewayv1.GRPCRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
-			Spec:   gatewayv1.GRPCRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec), Hostnames: o.Spec.Hostnames},
-			Status: gatewayv1.GRPCRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus)}}, nil
+			Spec:   gatewayv1.GRPCRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace), Hostnames: o.Spec.Hostnames},
+			Status: gatewayv1.GRPCRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, nil
 	case *gatewayv1.TLSRoute:
 		return &gatewayv1.TLSRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
-			Spec:   gatewayv1.TLSRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec), Hostnames: o.Spec.Hostnames},
-			Status: gatewayv1.TLSRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus)}}, nil
+			Spec:   gatewayv1.TLSRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace), Hostnames: o.Spec.Hostnames},
+			Status: gatewayv1.TLSRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, nil
 	case *gatewayv1.TCPRoute:
 		return &gatewayv1.TCPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
-			Spec:   gatewayv1.TCPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec)},
-			Status: gatewayv1.TCPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus)}}, nil
+			Spec:   gatewayv1.TCPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace)},
+			Status: gatewayv1.TCPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, nil
 	case *gatewayv1.UDPRoute:
 		return &gatewayv1.UDPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
-			Spec:   gatewayv1.UDPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec)},
-			Status: gatewayv1.UDPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus)}}, nil
+			Spec:   gatewayv1.UDPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace)},
+			Status: gatewayv1.UDPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, nil
 	case *gatewayv1alpha2.TLSRoute:
 		out := &gatewayv1alpha2.TLSRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
-		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec)
+		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec, o.Namespace)
 		out.Spec.Hostnames = o.Spec.Hostnames
-		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus)
+		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus, o.Namespace)
 		return out, nil
 	case *gatewayv1alpha2.TCPRoute:
 		out := &gatewayv1alpha2.TCPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
-		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec)
-		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus)
+		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec, o.Namespace)
+		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus, o.Namespace)
 		return out, nil
 	case *gatewayv1alpha2.UDPRoute:
 		out := &gatewayv1alpha2.UDPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
-		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec)
-		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus)
+		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec, o.Namespace)
+		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus, o.Namespace)
 		return out, nil
 	case *networkingv1.Ingress:
 		return s.ingress(o), nil
@@ -243,30 +245,6 @@ func slimNode(o *corev1.Node) *corev1.Node {
 		if a.Type == corev1.NodeExternalIP || a.Type == corev1.NodeInternalIP {
 			out.Status.Addresses = append(out.Status.Addresses, a)
 		}
-	}
-	return out
-}
-
-func slimCommon(c gatewayv1.CommonRouteSpec) gatewayv1.CommonRouteSpec {
-	return gatewayv1.CommonRouteSpec{ParentRefs: c.ParentRefs}
-}
-
-// slimRouteStatus keeps, for each parent, the reference and the type and status of its
-// conditions (source reads only Accepted=True).
-func slimRouteStatus(st gatewayv1.RouteStatus) gatewayv1.RouteStatus {
-	if len(st.Parents) == 0 {
-		return gatewayv1.RouteStatus{}
-	}
-	out := gatewayv1.RouteStatus{Parents: make([]gatewayv1.RouteParentStatus, len(st.Parents))}
-	for i, p := range st.Parents {
-		ps := gatewayv1.RouteParentStatus{ParentRef: p.ParentRef}
-		if len(p.Conditions) > 0 {
-			ps.Conditions = make([]metav1.Condition, len(p.Conditions))
-			for j, c := range p.Conditions {
-				ps.Conditions[j] = metav1.Condition{Type: c.Type, Status: c.Status}
-			}
-		}
-		out.Parents[i] = ps
 	}
 	return out
 }

@@ -178,3 +178,31 @@ func TestMakeDeletesARegistryRecordFoundForTwoNamesOnce(t *testing.T) {
 		t.Errorf("the registry record is deleted by %d changes, want 1: %+v", seen, summarize(p))
 	}
 }
+
+// A writer plans a large reconcile in parts: with the parts sharing Input.Deleted, a registry
+// record found for names in two parts is deleted by the first part's change only, as in one plan.
+func TestMakeDeletesARegistryRecordFoundInTwoPartsOnce(t *testing.T) {
+	reg := &txtregistry.Config{Owner: me}
+	e := ep(name, 300, "203.0.113.10")
+	rec := registryRecord(*reg, name, "a", me, "", 5)
+	regName := reg.Name(name, "a")
+	deleted := map[string]bool{}
+	seen := 0
+	for _, part := range [][]string{{name}, {regName}} {
+		p := Make(Input{Prefix: "skydns", Owner: me, Synced: true, Names: part,
+			Desired: []record.Endpoint{e}, Current: []KV{rec}, Registry: reg, Deleted: deleted})
+		for _, c := range p.Changes {
+			for _, d := range c.Deletes {
+				if d == rec.Key {
+					seen++
+				}
+			}
+		}
+	}
+	if seen != 1 {
+		t.Errorf("the registry record is deleted by %d changes of the two parts, want 1", seen)
+	}
+	if !deleted[rec.Key] {
+		t.Errorf("Deleted = %v, want it to hold %s", deleted, rec.Key)
+	}
+}

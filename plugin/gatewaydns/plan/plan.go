@@ -128,6 +128,10 @@ type Input struct {
 	// Registry, when set, is external-dns's TXT registry to take over from: the keys it says
 	// Registry.Owner holds are planned as this writer's own (see adoptable).
 	Registry *txtregistry.Config
+	// Deleted, when not nil, are the keys that earlier plans of the same reconcile delete (a
+	// writer plans a large one in parts); Make adds those it deletes. A key found for names of
+	// two parts (a registry record) is then deleted by the first only, as in one plan.
+	Deleted map[string]bool
 }
 
 // Put writes Value at Key, bound to Lease when not 0.
@@ -246,7 +250,10 @@ func Make(in Input) Plan {
 	// A registry record can be found for two names (as one's typed registry record and as
 	// another's old-format one): only the first change deletes it, for one transaction must
 	// not name a key twice.
-	deleted := make(map[string]bool)
+	deleted := in.Deleted
+	if deleted == nil {
+		deleted = make(map[string]bool)
+	}
 	for _, n := range names {
 		ep, want := desired[n]
 		planName(&p, in, n, ep, want, current[n], registry[n], deleted)

@@ -2,9 +2,13 @@ package source
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
@@ -130,3 +134,103 @@ func TestDesiredConcurrentUse(t *testing.T) {
 		t.Errorf("endpoint = %+v", ep)
 	}
 }
+
+// TestDesiredFollowsMergeThroughRandomChanges sets and deletes the claims of a few objects on
+// a few names at random, and after each change compares Desired with Merge of every claim then
+// stored, and the names Set reported with those whose endpoint or conflicts differ from before:
+// the incremental bookkeeping (claims kept once, per-name state sharing their slices, unchanged
+// claims not merged again) must never drift from a merge from scratch.
+func TestDesiredFollowsMergeThroughRandomChanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 4))
+	names := []string{"a.example.com", "b.example.com", "*.c.example.com", "d.example.com"}
+	targets := []string{"10.0.0.1", "10.0.0.2", "2001:db8::1", "lb1.example.net", "lb2.example.net"}
+	refs := make([]record.ObjectRef, 6)
+	for i := range refs {
+		refs[i] = record.ObjectRef{Kind: []string{KindHTTPRoute, KindIngress}[i%2], Namespace: "app", Name: fmt.Sprintf("o%d", i)}
+	}
+	d := NewDesired()
+	current := map[record.ObjectRef][]Claim{}
+	state := func() map[string]string { // name -> its endpoint and conflicts, as Merge gives them
+		var all []Claim
+		for _, ref := range refs {
+			all = append(all, d.Claims(ref)...)
+		}
+		eps, rej := Merge(all)
+		out := map[string]string{}
+		for _, line := range fmtEndpoints(eps) {
+			name, _, _ := strings.Cut(line, " ")
+			out[name] += line
+		}
+		for _, r := range rej {
+			out[r.Hostname] += fmt.Sprintf(" | %s %s", r.Cause, r) // the reason too
+		}
+		return out
+	}
+	before := state()
+	for step := range 2000 {
+		ref := refs[rng.IntN(len(refs))]
+		var claims []Claim
+		if rng.IntN(5) > 0 {
+			for range rng.IntN(4) {
+				c := Claim{Name: names[rng.IntN(len(names))], TTL: uint32(rng.IntN(3) * 30),
+					Created: t0.Add(time.Duration(rng.IntN(3)) * time.Hour)}
+				for range rng.IntN(3) { // none at times: a claim that changes no merge
+					c.Targets = append(c.Targets, targets[rng.IntN(len(targets))])
+				}
+				claims = append(claims, c)
+			}
+		}
+		changed := d.Set(ref, claims)
+		current[ref] = claims
+		after := state()
+		var want []string
+		for _, name := range names {
+			if before[name] != after[name] {
+				want = append(want, name)
+			}
+		}
+		slices.Sort(want)
+		assertLines(t, fmt.Sprintf("step %d: names changed", step), changed, want)
+		var eps []string
+		for _, name := range slices.Sorted(maps.Keys(after)) {
+			if ep, ok := d.Endpoint(name); ok {
+				eps = append(eps, fmtEndpoints([]record.Endpoint{ep})...)
+			}
+		}
+		var all []Claim
+		for _, ref := range refs {
+			all = append(all, d.Claims(ref)...)
+		}
+		wantEps, wantRej := Merge(all)
+		assertLines(t, fmt.Sprintf("step %d: endpoints", step), fmtEndpoints(d.Endpoints()), fmtEndpoints(wantEps))
+		assertLines(t, fmt.Sprintf("step %d: endpoint by name", step), eps, fmtEndpoints(wantEps))
+		var wantNames []string
+		wantRecords := 0
+		for _, ep := range wantEps {
+			wantNames = append(wantNames, ep.Name)
+			wantRecords += len(ep.Targets) + len(ep.Records)
+		}
+		assertLines(t, fmt.Sprintf("step %d: names", step), d.Names(), wantNames)
+		if got := d.Records(); got != wantRecords {
+			t.Errorf("step %d: Records() = %d, want %d", step, got, wantRecords)
+		}
+		if got := d.Conflicts(); !slices.Equal(got, wantRej) {
+			t.Errorf("step %d: conflicts\n got: %v\nwant: %v", step, got, wantRej)
+		}
+		if t.Failed() {
+			t.Fatalf("after setting %s to %+v", ref, claims)
+		}
+		before = after
+	}
+}
+
+// storedClaim must hold every field of a Claim but Source: this conversion stops compiling when
+// Claim gains a field that Desired would drop.
+var _ = Claim(struct {
+	Name    string
+	Targets []string
+	Records []record.Typed
+	TTL     uint32
+	Source  record.ObjectRef
+	Created time.Time
+}{})

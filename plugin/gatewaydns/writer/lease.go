@@ -75,8 +75,8 @@ func (w *Writer) adoptableLease(ctx context.Context) (clientv3.LeaseID, error) {
 	}
 	count := make(map[clientv3.LeaseID]int)
 	var best clientv3.LeaseID
-	for _, kv := range own {
-		id := clientv3.LeaseID(kv.Lease)
+	for _, k := range own {
+		id := clientv3.LeaseID(k.lease)
 		if id == 0 {
 			continue
 		}

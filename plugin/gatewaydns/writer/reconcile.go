@@ -44,38 +44,36 @@ func (w *Writer) Resync(ctx context.Context) (Result, error) {
 }
 
 func (w *Writer) resync(ctx context.Context, term *Term, lease clientv3.LeaseID) (Result, error) {
-	names := make(map[string]bool)
-	for _, n := range w.cfg.Desired.Names() {
-		names[record.NormalizeName(n)] = true
-	}
 	own, adopt, scanFailed, err := w.scanOwn(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	for _, kv := range own {
-		if n, ok := record.RecordName(w.cfg.Prefix, string(kv.Key)); ok {
-			names[n] = true
+	// reconcile drops the duplicates.
+	names := append(w.cfg.Desired.Names(), adopt...)
+	for _, k := range own {
+		if k.name != "" {
+			names = append(names, k.name)
 		}
 	}
-	for _, n := range adopt {
-		names[n] = true
-	}
-	list := make([]string, 0, len(names))
-	for n := range names {
-		list = append(list, n)
-	}
-	res, err := w.reconcile(ctx, term, lease, list, nil)
+	res, err := w.reconcile(ctx, term, lease, names, nil)
 	if err == nil && len(res.Failed) == 0 && scanFailed == 0 {
 		w.obs.Synced(time.Now())
 	}
 	return res, err
 }
 
+// ownKey is one of this owner's keys that a scan found: the name it is a record of ("" for a
+// key that is not a record's) and its lease. A scan keeps only these of a zone's keys.
+type ownKey struct {
+	name  string
+	lease int64
+}
+
 // scanOwn reads this owner's keys in Zones, and with a Registry the names of what it would
 // take over from external-dns (adopt). A zone that cannot be read for a reason of its own
 // (permission denied) is reported to the Observer and counted in failed; err is for etcd
 // failing as a whole.
-func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, adopt []string, failed int, err error) {
+func (w *Writer) scanOwn(ctx context.Context) (own []ownKey, adopt []string, failed int, err error) {
 	zones := w.cfg.Zones
 	if len(zones) == 0 {
 		zones = []string{""}
@@ -93,13 +91,14 @@ func (w *Writer) scanOwn(ctx context.Context) (own []*mvccpb.KeyValue, adopt []s
 			})
 			return resp, err
 		}
-		var zoneOwn []*mvccpb.KeyValue
+		var zoneOwn []ownKey
 		var zoneAdopt []string
 		_, err := store.ReadPages(ctx, get, p, 0, func(resp *clientv3.GetResponse) {
 			for _, kv := range resp.Kvs {
 				owner, adopt := w.scanned(kv)
 				if owner == w.cfg.Owner {
-					zoneOwn = append(zoneOwn, kv)
+					name, _ := record.RecordName(w.cfg.Prefix, string(kv.Key))
+					zoneOwn = append(zoneOwn, ownKey{name: name, lease: kv.Lease})
 				}
 				zoneAdopt = append(zoneAdopt, adopt...)
 			}
@@ -163,28 +162,12 @@ func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.Lease
 	defer w.opMu.Unlock()
 
 	var res Result
-	names = normalize(names)
-	all := names
+	all := normalize(names)
+	deleted := make(map[string]bool)
 	var err error
-	for round := 1; len(names) > 0; round++ {
-		res.stale = nil
-		err = w.reconcileOnce(ctx, term, lease, names, &res)
-		if err != nil || len(res.stale) == 0 {
-			break
-		}
-		if round == maxReplans {
-			for _, n := range res.stale {
-				err := fmt.Errorf("%w (%d times)", errStale, round)
-				res.fail(n, err)
-				w.reportFailure(n, err)
-			}
-			break
-		}
-		// Another write changed these names' keys since they were read (a late transaction of
-		// an earlier attempt, a hand edit): read them again and plan from what is there.
-		names = normalize(res.stale)
+	for start := 0; start < len(all) && err == nil; start += namesPerPart {
+		err = w.reconcilePart(ctx, term, lease, all[start:min(start+namesPerPart, len(all))], deleted, &res)
 	}
-	res.stale = nil
 	if err == nil {
 		w.settle(all, &res)
 	}
@@ -203,8 +186,40 @@ func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.Lease
 	return res, err
 }
 
+// namesPerPart is how many names a reconcile reads, plans and commits at a time. The keys
+// read, the endpoints, the plan and the requests of a part are garbage once it is committed:
+// a full resync of 100k names holds those of 4096 at a time, not of all of them (some 100 MB),
+// and each part still fills inFlight transactions 32 times over, reads and commits.
+const namesPerPart = 4096
+
+// reconcilePart reads, plans and commits names, and again those whose commit found their keys
+// changed since they were read. deleted is plan.Input.Deleted, shared by the parts.
+func (w *Writer) reconcilePart(ctx context.Context, term *Term, lease clientv3.LeaseID, names []string, deleted map[string]bool, res *Result) error {
+	for round := 1; ; round++ {
+		res.stale = nil
+		err := w.reconcileOnce(ctx, term, lease, names, deleted, res)
+		if err != nil || len(res.stale) == 0 {
+			res.stale = nil
+			return err
+		}
+		if round == maxReplans {
+			for _, n := range res.stale {
+				err := fmt.Errorf("%w (%d times)", errStale, round)
+				res.fail(n, err)
+				w.reportFailure(n, err)
+			}
+			res.stale = nil
+			return nil
+		}
+		// Another write changed these names' keys since they were read (a late transaction of
+		// an earlier attempt, a hand edit): read them again and plan from what is there.
+		names = normalize(res.stale)
+		deleted = nil // a replan is a plan of its own
+	}
+}
+
 // reconcileOnce reads, plans and commits names once.
-func (w *Writer) reconcileOnce(ctx context.Context, term *Term, lease clientv3.LeaseID, names []string, res *Result) error {
+func (w *Writer) reconcileOnce(ctx context.Context, term *Term, lease clientv3.LeaseID, names []string, deleted map[string]bool, res *Result) error {
 	current, readable, snap, rev, err := w.read(ctx, names, res)
 	if err != nil {
 		return err
@@ -228,6 +243,7 @@ func (w *Writer) reconcileOnce(ctx context.Context, term *Term, lease clientv3.L
 		Desired:   desired,
 		Current:   current,
 		Registry:  w.cfg.Registry,
+		Deleted:   deleted,
 	})
 	res.Conflicts = append(res.Conflicts, p.Conflicts...)
 	res.Skipped = append(res.Skipped, p.Skipped...)

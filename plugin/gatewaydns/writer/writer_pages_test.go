@@ -102,3 +102,69 @@ func TestWriterReadsAnAncestorOfManyNamesInPages(t *testing.T) {
 		t.Errorf("the largest read answered %d keys in a transaction, %d alone; want at most 1000 and %d", inTxn, alone, store.PageSize)
 	}
 }
+
+// wtReadsBetweenCommits is a client that notes the most names read (range reads in
+// transactions without a put) between two transactions that put.
+type wtReadsBetweenCommits struct {
+	mu         sync.Mutex
+	since, max int
+}
+
+func (r *wtReadsBetweenCommits) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if txn, ok := req.(*pb.TxnRequest); ok {
+		ranges, puts := 0, 0
+		for _, op := range txn.Success {
+			switch {
+			case op.GetRequestRange() != nil:
+				ranges++
+			case op.GetRequestPut() != nil:
+				puts++
+			}
+		}
+		r.mu.Lock()
+		if puts > 0 {
+			r.since = 0
+		} else {
+			r.since += ranges
+			r.max = max(r.max, r.since)
+		}
+		r.mu.Unlock()
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+// A reconcile of more names than a part reads, plans and commits them a part at a time: what
+// a full resync of 100k names holds at once (the keys read, the plan, the requests) is a
+// part's, not all of it. Every name is still published, in one resync.
+func TestWriterReconcilesManyNamesInParts(t *testing.T) {
+	e := testenv.StartEtcd(t)
+	n := 2*writer.NamesPerPart + 100
+	eps := make([]record.Endpoint, n)
+	for i := range n {
+		eps[i] = wtEP(wtName(fmt.Sprintf("r%d", i)), fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255))
+	}
+	reads := &wtReadsBetweenCommits{}
+	cfg := e.ClientConfig(t)
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithChainUnaryInterceptor(reads.intercept))
+	watched, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { watched.Close() })
+
+	obs := &wtObserver{}
+	wtStart(t, watched, writer.Config{Owner: "c1", Desired: wtWant(eps...), Observer: obs})
+	wtEventually(t, 60*time.Second, "writer synced", func() bool { return obs.syncCount() > 0 })
+	resp, err := e.Client(t).Get(wtCtx(t), "/skydns/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Count != int64(n) {
+		t.Errorf("%d keys in etcd after the first resync, want %d", resp.Count, n)
+	}
+	reads.mu.Lock()
+	defer reads.mu.Unlock()
+	if reads.max > writer.NamesPerPart {
+		t.Errorf("%d names read before their commit started, want at most a part's %d", reads.max, writer.NamesPerPart)
+	}
+}
