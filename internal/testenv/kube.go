@@ -254,7 +254,7 @@ func (k *Kube) InstallCRD(t testing.TB, kind string) {
 }
 
 // UninstallCRD deletes the CRD for kind (with all its objects) and waits
-// until it is gone, to test a CRD that disappears at run time.
+// until it is gone, from discovery too, to test a CRD that disappears at run time.
 func (k *Kube) UninstallCRD(t testing.TB, kind string) {
 	t.Helper()
 	crd := k.findCRD(t, kind)
@@ -268,9 +268,31 @@ func (k *Kube) UninstallCRD(t testing.TB, kind string) {
 	if err := crds.Delete(ctx, crd.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("testenv: deleting CRD %s: %v", crd.Name, err)
 	}
+	dc, err := discovery.NewDiscoveryClientForConfig(k.Config)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	// The API server drops the resource from discovery after the CRD object is gone, not with
+	// it: a test that asks discovery next must find it gone.
 	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		_, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+		if _, err := crds.Get(ctx, crd.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		for _, v := range crd.Spec.Versions {
+			list, err := dc.ServerResourcesForGroupVersion(crd.Spec.Group + "/" + v.Name)
+			if apierrors.IsNotFound(err) {
+				continue // the group version gone with it
+			}
+			if err != nil {
+				return false, nil
+			}
+			for _, r := range list.APIResources {
+				if r.Name == crd.Spec.Names.Plural {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
 		t.Fatalf("testenv: CRD %s not gone: %v", crd.Name, err)
