@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 )
 
 // applySamples creates the sample objects of a cluster, with their status set, and returns the
@@ -91,13 +93,7 @@ func applySamples(cluster string, rc *rest.Config) ([]nameInfo, []refusedInfo, e
 }
 
 func createGateway(ctx context.Context, gw gwclient.Interface, name string, protocol gatewayv1.ProtocolType, port int32, hostname, address string) error {
-	all := gatewayv1.NamespacesFromAll
-	l := gatewayv1.Listener{Name: "l", Protocol: protocol, Port: port,
-		AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: &all}}}
-	if hostname != "" {
-		h := gatewayv1.Hostname(hostname)
-		l.Hostname = &h
-	}
+	l := gatewayfixture.Listener(protocol, port, hostname)
 	if protocol == gatewayv1.TLSProtocolType {
 		mode := gatewayv1.TLSModePassthrough
 		l.TLS = &gatewayv1.ListenerTLSConfig{Mode: &mode}

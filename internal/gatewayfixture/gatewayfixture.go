@@ -70,13 +70,7 @@ func (c *Cluster) Namespace(name string) {
 // allowed) and programs the given addresses into its status.
 func (c *Cluster) Gateway(namespace, name string, protocol gatewayv1.ProtocolType, port int32, hostname string, addresses ...string) {
 	c.t.Helper()
-	all := gatewayv1.NamespacesFromAll
-	l := gatewayv1.Listener{Name: "l", Protocol: protocol, Port: port,
-		AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: &all}}}
-	if hostname != "" {
-		h := gatewayv1.Hostname(hostname)
-		l.Hostname = &h
-	}
+	l := Listener(protocol, port, hostname)
 	gw := &gatewayv1.Gateway{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec:       gatewayv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayv1.Listener{l}},
@@ -84,6 +78,19 @@ func (c *Cluster) Gateway(namespace, name string, protocol gatewayv1.ProtocolTyp
 	_, err := c.GW.GatewayV1().Gateways(namespace).Create(context.Background(), gw, metav1.CreateOptions{})
 	c.must(err)
 	c.SetGatewayAddresses(namespace, name, addresses...)
+}
+
+// Listener is the one listener of a Gateway that Gateway (and the demo) create: named "l",
+// open to routes of every namespace, for hostname when it is not empty.
+func Listener(protocol gatewayv1.ProtocolType, port int32, hostname string) gatewayv1.Listener {
+	all := gatewayv1.NamespacesFromAll
+	l := gatewayv1.Listener{Name: "l", Protocol: protocol, Port: port,
+		AllowedRoutes: &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: &all}}}
+	if hostname != "" {
+		h := gatewayv1.Hostname(hostname)
+		l.Hostname = &h
+	}
+	return l
 }
 
 // SetGatewayAddresses replaces the Gateway's status.addresses, as its controller would after
