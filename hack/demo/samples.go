@@ -124,15 +124,7 @@ func parentRef(gateway string) gatewayv1.ParentReference {
 }
 
 func accepted(ref gatewayv1.ParentReference, generation int64) []gatewayv1.RouteParentStatus {
-	return []gatewayv1.RouteParentStatus{{
-		ParentRef:      ref,
-		ControllerName: controller,
-		Conditions: []metav1.Condition{{
-			Type: string(gatewayv1.RouteConditionAccepted), Status: metav1.ConditionTrue,
-			Reason: string(gatewayv1.RouteReasonAccepted), ObservedGeneration: generation,
-			LastTransitionTime: metav1.Now(),
-		}},
-	}}
+	return []gatewayv1.RouteParentStatus{gatewayfixture.AcceptedBy(controller, ref, generation)}
 }
 
 func createHTTPRoute(ctx context.Context, gw gwclient.Interface, name, gateway, hostname string) error {

@@ -229,11 +229,16 @@ func (c *Cluster) SetLoadBalancerIngress(namespace, name string, ips ...string) 
 	c.must(err)
 }
 
-// Accepted is the status entry a controller writes for a route it accepted on ref.
+// Accepted is the status entry the fixture's controller writes for a route it accepted on ref.
 func Accepted(ref gatewayv1.ParentReference, generation int64) gatewayv1.RouteParentStatus {
+	return AcceptedBy(ControllerName, ref, generation)
+}
+
+// AcceptedBy is the status entry controller writes for a route it accepted on ref.
+func AcceptedBy(controller gatewayv1.GatewayController, ref gatewayv1.ParentReference, generation int64) gatewayv1.RouteParentStatus {
 	return gatewayv1.RouteParentStatus{
 		ParentRef:      ref,
-		ControllerName: ControllerName,
+		ControllerName: controller,
 		Conditions: []metav1.Condition{{
 			Type: string(gatewayv1.RouteConditionAccepted), Status: metav1.ConditionTrue,
 			Reason: string(gatewayv1.RouteReasonAccepted), ObservedGeneration: generation,
