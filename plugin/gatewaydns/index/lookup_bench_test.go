@@ -3,13 +3,9 @@ package index
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
-
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // BenchmarkAppendAddressesScale is the plain-address lookup of the bulk of questions at 1k and
@@ -18,14 +14,7 @@ import (
 // the index adds to that gap (cache misses in a larger tree), without the server around it.
 func BenchmarkAppendAddressesScale(b *testing.B) {
 	for _, n := range []int{1000, 100_000} {
-		kvs := make([]record.KV, n)
-		names := make([]string, n)
-		for i := range n {
-			names[i] = fmt.Sprintf("h%d.bench.openmcp.cluster.", i)
-			kvs[i] = record.KV{Key: fmt.Sprintf("/skydns/cluster/openmcp/bench/h%d/3e6bee2e", i),
-				Value: fmt.Appendf(nil, `{"host":"10.%d.%d.%d","ttl":300}`, i>>16&255, i>>8&255, i&255)}
-		}
-		slices.SortFunc(kvs, func(a, b record.KV) int { return strings.Compare(a.Key, b.Key) }) // as etcd reads them
+		kvs, names := benchNames(n, func(i int) string { return fmt.Sprintf(`{"host":"10.%d.%d.%d","ttl":300}`, i>>16&255, i>>8&255, i&255) })
 		ix := New(Options{})
 		ix.Load(ix.Root(), kvs)
 		rand.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })

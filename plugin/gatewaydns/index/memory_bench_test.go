@@ -38,14 +38,22 @@ func BenchmarkIndexMemory(b *testing.B) {
 	})
 }
 
-func indexMemory(b *testing.B, n int, value func(i int) string) {
-	kvs := make([]record.KV, n)
-	names := make([]string, n)
+// benchNames are n names hN.bench.openmcp.cluster., each with one record whose value is
+// value(i), in the layout the writer and external-dns use (one key below each name), the keys
+// sorted as etcd reads them.
+func benchNames(n int, value func(i int) string) (kvs []record.KV, names []string) {
+	kvs = make([]record.KV, n)
+	names = make([]string, n)
 	for i := range n {
 		names[i] = fmt.Sprintf("h%d.bench.openmcp.cluster.", i)
 		kvs[i] = record.KV{Key: fmt.Sprintf("/skydns/cluster/openmcp/bench/h%d/3e6bee2e", i), Value: []byte(value(i))}
 	}
-	slices.SortFunc(kvs, func(a, b record.KV) int { return strings.Compare(a.Key, b.Key) }) // as etcd reads them
+	slices.SortFunc(kvs, func(a, b record.KV) int { return strings.Compare(a.Key, b.Key) })
+	return kvs, names
+}
+
+func indexMemory(b *testing.B, n int, value func(i int) string) {
+	kvs, names := benchNames(n, value)
 	heap := func() uint64 {
 		runtime.GC()
 		var ms runtime.MemStats
