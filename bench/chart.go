@@ -43,9 +43,9 @@ func chartPanels(r *results) []panel {
 		qps := panel{title: "Queries per second (median round), same dnsperf settings", unit: "qps"}
 		p99 := panel{title: "p99 latency at the same fixed rate per mix", unit: "ms"}
 		for _, m := range []mix{mixBasic, mixFull} {
-			g1, g2 := barGroup{label: m.name + " mix"}, barGroup{label: fmt.Sprintf("%s mix, %d qps", m.name, q.latRate[m.name])}
+			g1, g2 := barGroup{label: m.Name + " mix"}, barGroup{label: fmt.Sprintf("%s mix, %d qps", m.Name, q.latRate[m.Name])}
 			for _, row := range q.rows {
-				if row.mix == m.name {
+				if row.mix == m.Name {
 					g1.bars = append(g1.bars, bar{row.backend, row.qps})
 					g2.bars = append(g2.bars, bar{row.backend, row.lat.p99 * 1000})
 				}

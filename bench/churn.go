@@ -42,7 +42,7 @@ func newChurner(cli *clientv3.Client, recs []kv, workers int) *churner {
 	r := rand.New(rand.NewPCG(17, uint64(len(recs))))
 	for n, i := range r.Perm(len(recs)) {
 		w := n % workers
-		c.parts[w] = append(c.parts[w], churnRec{key: recs[i].key, value: recs[i].value, present: true})
+		c.parts[w] = append(c.parts[w], churnRec{key: recs[i].Key, value: recs[i].Value, present: true})
 	}
 	return c
 }

@@ -8,7 +8,7 @@ import (
 
 func TestChurnerSplitsRecordsAmongWorkers(t *testing.T) {
 	d := newDataset(1000)
-	c := newChurner(nil, d.records, 4)
+	c := newChurner(nil, d.Records, 4)
 	seen := map[string]int{}
 	for w, part := range c.parts {
 		if len(part) != 250 {
@@ -18,9 +18,9 @@ func TestChurnerSplitsRecordsAmongWorkers(t *testing.T) {
 			seen[r.key]++
 		}
 	}
-	for _, r := range d.records {
-		if seen[r.key] != 1 {
-			t.Errorf("%s is owned by %d workers, want 1", r.key, seen[r.key])
+	for _, r := range d.Records {
+		if seen[r.Key] != 1 {
+			t.Errorf("%s is owned by %d workers, want 1", r.Key, seen[r.Key])
 		}
 	}
 }

@@ -23,10 +23,10 @@ func loadRecords(ctx context.Context, cli *clientv3.Client, recs []kv, workers i
 			for b := range batches {
 				ops := make([]clientv3.Op, len(b))
 				for i, r := range b {
-					ops[i] = clientv3.OpPut(r.key, r.value)
+					ops[i] = clientv3.OpPut(r.Key, r.Value)
 				}
 				if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
-					errs <- fmt.Errorf("etcd: putting %d records from %s: %w", len(b), b[0].key, err)
+					errs <- fmt.Errorf("etcd: putting %d records from %s: %w", len(b), b[0].Key, err)
 					return
 				}
 			}

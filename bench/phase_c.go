@@ -65,11 +65,11 @@ func (h *harness) phaseC() error {
 	if err != nil {
 		return err
 	}
-	c := &cResults{records: len(d.records), rounds: h.opt.rounds, latFraction: h.opt.latFraction}
+	c := &cResults{records: len(d.Records), rounds: h.opt.rounds, latFraction: h.opt.latFraction}
 	h.res.c = c
-	logf("C: %d records in etcd in %v", len(d.records), loaded.Round(time.Millisecond))
+	logf("C: %d records in etcd in %v", len(d.Records), loaded.Round(time.Millisecond))
 	input := filepath.Join(h.runDir, "queries-c.txt")
-	if err := os.WriteFile(input, []byte(dnsperfInput(d.queries(mixFull, 20000))), 0o644); err != nil {
+	if err := os.WriteFile(input, []byte(dnsperfInput(d.Queries(mixFull, 20000))), 0o644); err != nil {
 		return fmt.Errorf("writing the query file: %w", err)
 	}
 	body := fmt.Sprintf("gatewaydns {\n    endpoint %s\n    path /%s\n}", h.etcd.ClientURL, path)
@@ -105,7 +105,7 @@ func (h *harness) phaseC() error {
 	c.rate, c.perf = lp.MaxQPS, lp
 	logf("C: %.0f qps at saturation; latency runs at %d qps for %v each", c.qps, c.rate, lp.Duration)
 
-	ch := newChurner(h.cli, d.records, churnWorkers)
+	ch := newChurner(h.cli, d.Records, churnWorkers)
 	var idle, busy sample
 	var churnTime time.Duration
 	err = alternate(h.opt.rounds, func(r int) error {

@@ -40,21 +40,21 @@ func (h *harness) phaseQ() error {
 		return err
 	}
 	start := time.Now()
-	if err := loadRecords(ctx, h.cli, d.records, 8); err != nil {
+	if err := loadRecords(ctx, h.cli, d.Records, 8); err != nil {
 		return err
 	}
-	logf("Q: %d records in etcd in %v", len(d.records), time.Since(start).Round(time.Millisecond))
+	logf("Q: %d records in etcd in %v", len(d.Records), time.Since(start).Round(time.Millisecond))
 	hostsFile := filepath.Join(h.runDir, "hosts")
-	if err := os.WriteFile(hostsFile, []byte(strings.Join(d.hosts, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(hostsFile, []byte(strings.Join(d.Hosts, "\n")+"\n"), 0o644); err != nil {
 		return fmt.Errorf("writing the hosts file: %w", err)
 	}
 	inputs := map[string]string{}
 	for _, m := range []mix{mixBasic, mixFull} {
-		f := filepath.Join(h.runDir, "queries-"+strings.ReplaceAll(strings.ToLower(m.name), "/", "-")+".txt")
-		if err := os.WriteFile(f, []byte(dnsperfInput(d.queries(m, 20000))), 0o644); err != nil {
+		f := filepath.Join(h.runDir, "queries-"+strings.ReplaceAll(strings.ToLower(m.Name), "/", "-")+".txt")
+		if err := os.WriteFile(f, []byte(dnsperfInput(d.Queries(m, 20000))), 0o644); err != nil {
 			return fmt.Errorf("writing the query file: %w", err)
 		}
-		inputs[m.name] = f
+		inputs[m.Name] = f
 	}
 
 	both := []mix{mixBasic, mixFull}
@@ -77,7 +77,7 @@ func (h *harness) phaseQ() error {
 		logf("Q: %s on %s, ready in %v (log %s)", b.name, srv.DNS, took.Round(time.Millisecond), srv.Log)
 	}
 
-	q := &qResults{records: len(d.records), perf: h.perf(), rounds: h.opt.rounds, latRate: map[string]int{}, latFraction: h.opt.latFraction}
+	q := &qResults{records: len(d.Records), perf: h.perf(), rounds: h.opt.rounds, latRate: map[string]int{}, latFraction: h.opt.latFraction}
 	q.pinning = "none"
 	if h.serverCPU != "" {
 		q.pinning = fmt.Sprintf("CoreDNS and etcd on CPU %s, dnsperf on CPU %s (taskset)", h.serverCPU, h.clientCPU)
@@ -89,14 +89,14 @@ func (h *harness) phaseQ() error {
 		for _, b := range backends {
 			if containsMix(b.mixes, m) {
 				bs = append(bs, b)
-				q.rows = append(q.rows, qRow{mix: m.name, backend: b.name, rcodes: map[string]int64{}})
+				q.rows = append(q.rows, qRow{mix: m.Name, backend: b.name, rcodes: map[string]int64{}})
 			}
 		}
 		// Warm up (the cache, the Go heaps): one short run each, not counted.
 		warm := h.perf()
 		warm.Duration = min(2*time.Second, h.opt.duration)
 		for _, b := range bs {
-			if _, err := runDnsperf(warm, b.srv.DNS, inputs[m.name], perfLog); err != nil {
+			if _, err := runDnsperf(warm, b.srv.DNS, inputs[m.Name], perfLog); err != nil {
 				return b.srv.failure(err)
 			}
 		}
@@ -105,11 +105,11 @@ func (h *harness) phaseQ() error {
 		for r := range h.opt.rounds {
 			for i := range bs {
 				b := bs[(i+r)%len(bs)]
-				res, err := h.measure(b.srv, inputs[m.name], perfLog, r == 0, strings.ToLower(m.name))
+				res, err := h.measure(b.srv, inputs[m.Name], perfLog, r == 0, strings.ToLower(m.Name))
 				if err != nil {
 					return err
 				}
-				row := q.row(m.name, b.name)
+				row := q.row(m.Name, b.name)
 				row.qpsRounds = append(row.qpsRounds, res.QPS)
 				row.satAvg += res.Avg.Seconds() / float64(h.opt.rounds)
 				row.lost += res.Lost
@@ -117,39 +117,39 @@ func (h *harness) phaseQ() error {
 				for k, v := range res.Rcodes {
 					row.rcodes[k] += v
 				}
-				logf("Q: %-10s %-16s round %d: %8.0f qps, mean %.2f ms, lost %d", b.name, m.name, r+1, res.QPS, res.Avg.Seconds()*1000, res.Lost)
+				logf("Q: %-10s %-16s round %d: %8.0f qps, mean %.2f ms, lost %d", b.name, m.Name, r+1, res.QPS, res.Avg.Seconds()*1000, res.Lost)
 			}
 		}
 		slowest := math.Inf(1)
 		for _, b := range bs {
-			row := q.row(m.name, b.name)
+			row := q.row(m.Name, b.name)
 			row.qps = median(row.qpsRounds)
 			slowest = min(slowest, row.qps)
 		}
 		// Latency: the same fixed rate for all, below the slowest one's throughput, so that
 		// the percentiles show the time a question takes rather than the time it queues.
 		rate := max(int(slowest*h.opt.latFraction), 100)
-		q.latRate[m.name] = rate
+		q.latRate[m.Name] = rate
 		lp := h.perf()
 		lp.MaxQPS, lp.Verbose, lp.Duration = rate, true, max(h.opt.duration/2, time.Second)
 		samples := map[string][]float64{}
 		for r := range h.opt.rounds {
 			for i := range bs {
 				b := bs[(i+r)%len(bs)]
-				res, err := runDnsperf(lp, b.srv.DNS, inputs[m.name], perfLog)
+				res, err := runDnsperf(lp, b.srv.DNS, inputs[m.Name], perfLog)
 				if err != nil {
 					return b.srv.failure(err)
 				}
 				samples[b.name] = append(samples[b.name], durations(res.Latencies)...)
-				row := q.row(m.name, b.name)
+				row := q.row(m.Name, b.name)
 				row.lost += res.Lost
 				row.sent += res.Sent
 			}
 		}
 		for _, b := range bs {
-			row := q.row(m.name, b.name)
+			row := q.row(m.Name, b.name)
 			row.lat = summarize(samples[b.name])
-			logf("Q: %-10s %-16s %8.0f qps (median); at %d qps: p50 %.3f ms, p99 %.3f ms", b.name, m.name, row.qps, rate, row.lat.p50*1000, row.lat.p99*1000)
+			logf("Q: %-10s %-16s %8.0f qps (median); at %d qps: p50 %.3f ms, p99 %.3f ms", b.name, m.Name, row.qps, rate, row.lat.p50*1000, row.lat.p99*1000)
 		}
 	}
 	for _, b := range backends {
@@ -202,7 +202,7 @@ func (h *harness) fetchProfile(srv *coreDNS, what, name string, timeout time.Dur
 
 func containsMix(ms []mix, m mix) bool {
 	for _, x := range ms {
-		if x.name == m.name {
+		if x.Name == m.Name {
 			return true
 		}
 	}
@@ -213,37 +213,37 @@ func containsMix(ms []mix, m mix) bool {
 // measures a server that answers wrong.
 func checkBackend(b *backend, d *dataset) error {
 	c := &dns.Client{Net: "udp", Timeout: 2 * time.Second}
-	r, err := ask(c, b.srv.DNS, d.a[0], dns.TypeA)
+	r, err := ask(c, b.srv.DNS, d.A[0], dns.TypeA)
 	if err != nil {
 		return err
 	}
 	if !answersA(r, ipv4(0)) {
-		return fmt.Errorf("%s does not answer %s A with %s:\n%v", b.name, d.a[0], ipv4(0), r)
+		return fmt.Errorf("%s does not answer %s A with %s:\n%v", b.name, d.A[0], ipv4(0), r)
 	}
 	if !containsMix(b.mixes, mixFull) {
 		return nil
 	}
-	target := d.a[0]
-	r, err = ask(c, b.srv.DNS, d.cname[0], dns.TypeA)
+	target := d.A[0]
+	r, err = ask(c, b.srv.DNS, d.CNAME[0], dns.TypeA)
 	if err != nil {
 		return err
 	}
 	if !answersA(r, ipv4(0)) {
-		return fmt.Errorf("%s does not follow the CNAME %s -> %s:\n%v", b.name, d.cname[0], target, r)
+		return fmt.Errorf("%s does not follow the CNAME %s -> %s:\n%v", b.name, d.CNAME[0], target, r)
 	}
-	r, err = ask(c, b.srv.DNS, d.srv[0], dns.TypeSRV)
+	r, err = ask(c, b.srv.DNS, d.SRV[0], dns.TypeSRV)
 	if err != nil {
 		return err
 	}
 	if len(r.Answer) == 0 {
-		return fmt.Errorf("%s has no SRV answer for %s:\n%v", b.name, d.srv[0], r)
+		return fmt.Errorf("%s has no SRV answer for %s:\n%v", b.name, d.SRV[0], r)
 	}
-	r, err = ask(c, b.srv.DNS, d.subtree[0], dns.TypeA)
+	r, err = ask(c, b.srv.DNS, d.Subtree[0], dns.TypeA)
 	if err != nil {
 		return err
 	}
 	if len(r.Answer) != 4 {
-		return fmt.Errorf("%s answers %s with %d records, want the 4 of its subtree:\n%v", b.name, d.subtree[0], len(r.Answer), r)
+		return fmt.Errorf("%s answers %s with %d records, want the 4 of its subtree:\n%v", b.name, d.Subtree[0], len(r.Answer), r)
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func (h *harness) phaseS() error {
 	// The baseline: the same binary and stanza on an empty prefix, after the same load.
 	largest := newDataset(h.opt.scale[len(h.opt.scale)-1])
 	input := filepath.Join(h.runDir, "queries-idle.txt")
-	if err := os.WriteFile(input, []byte(dnsperfInput(largest.queries(mixFull, 20000))), 0o644); err != nil {
+	if err := os.WriteFile(input, []byte(dnsperfInput(largest.Queries(mixFull, 20000))), 0o644); err != nil {
 		return fmt.Errorf("writing the query file: %w", err)
 	}
 	idle, _, err := h.start(serverSpec{name: "gatewaydns-idle", cpu: h.serverCPU, body: gatewaydns("bench-empty")}, 60*time.Second)
@@ -54,7 +54,7 @@ func (h *harness) phaseS() error {
 		if err != nil {
 			return err
 		}
-		row := sRow{records: len(d.records), load: took}
+		row := sRow{records: len(d.Records), load: took}
 		ctx, cancel := h.ctx()
 		s.dbSize, s.dbInUse, err = h.dbSize(ctx)
 		cancel()
@@ -62,7 +62,7 @@ func (h *harness) phaseS() error {
 			return err
 		}
 		input := filepath.Join(h.runDir, fmt.Sprintf("queries-%d.txt", n))
-		if err := os.WriteFile(input, []byte(dnsperfInput(d.queries(mixFull, 20000))), 0o644); err != nil {
+		if err := os.WriteFile(input, []byte(dnsperfInput(d.Queries(mixFull, 20000))), 0o644); err != nil {
 			return fmt.Errorf("writing the query file: %w", err)
 		}
 		srv, ready, err := h.start(serverSpec{name: fmt.Sprintf("gatewaydns-%d", n), cpu: h.serverCPU, body: gatewaydns(path), pprof: h.opt.profile}, readyTimeout(n))

@@ -27,15 +27,15 @@ func (h *harness) phaseX() error {
 	if err != nil {
 		return err
 	}
-	x := &xResults{records: len(d.records), rounds: h.opt.rounds, latFraction: h.opt.latFraction, axfrNice: h.opt.axfrNice}
+	x := &xResults{records: len(d.Records), rounds: h.opt.rounds, latFraction: h.opt.latFraction, axfrNice: h.opt.axfrNice}
 	h.res.x = x
-	logf("X: %d records in etcd in %v", len(d.records), loaded.Round(time.Millisecond))
+	logf("X: %d records in etcd in %v", len(d.Records), loaded.Round(time.Millisecond))
 	input := filepath.Join(h.runDir, "queries-x.txt")
-	if err := os.WriteFile(input, []byte(dnsperfInput(d.queries(mixFull, 20000))), 0o644); err != nil {
+	if err := os.WriteFile(input, []byte(dnsperfInput(d.Queries(mixFull, 20000))), 0o644); err != nil {
 		return fmt.Errorf("writing the query file: %w", err)
 	}
 	want := map[string]bool{}
-	for _, names := range [][]string{d.a, d.aaaa, d.cname, d.srv, d.subtree} {
+	for _, names := range [][]string{d.A, d.AAAA, d.CNAME, d.SRV, d.Subtree} {
 		for _, name := range names {
 			want[strings.ToLower(dns.Fqdn(name))] = true
 		}

@@ -75,17 +75,17 @@ func renderReport(r *results, chart string) string {
 		p("backend of a mix (%.0f%% of the slowest one's QPS), with `-v`, and the percentiles come from", 100*q.latFraction)
 		p("every query's latency: at saturation a latency is mostly time in the queue. Pinning: %s.", q.pinning)
 		p("")
-		p("Mixes: **%s** (%s) is what hosts can answer too: all four run it. **%s** (%s) adds in-zone", mixBasic.name, mixBasic, mixFull.name, mixFull)
+		p("Mixes: **%s** (%s) is what hosts can answer too: all four run it. **%s** (%s) adds in-zone", mixBasic.Name, mixBasic, mixFull.Name, mixFull)
 		p("CNAME chains, SRV and subtrees (a name with 4 records under child keys), which hosts cannot express.")
 		p("hosts answers SERVFAIL, not NXDOMAIN, for a name it lacks (it has no SOA): the rcodes column shows it.")
 		p("")
 		for _, m := range []mix{mixBasic, mixFull} {
-			rows := slices.DeleteFunc(slices.Clone(q.rows), func(x qRow) bool { return x.mix != m.name })
+			rows := slices.DeleteFunc(slices.Clone(q.rows), func(x qRow) bool { return x.mix != m.Name })
 			if len(rows) == 0 {
 				continue
 			}
-			gw := q.row(m.name, "gatewaydns")
-			p("### %s mix (latency at %d qps)", m.name, q.latRate[m.name])
+			gw := q.row(m.Name, "gatewaydns")
+			p("### %s mix (latency at %d qps)", m.Name, q.latRate[m.Name])
 			p("")
 			p("| backend | QPS | rounds | mean at saturation | mean | p50 | p99 | lost / sent | rcodes | gatewaydns QPS / this | gatewaydns p99 / this |")
 			p("|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|")

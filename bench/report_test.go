@@ -16,12 +16,12 @@ func sampleResults() *results {
 	return &results{
 		date: "2026-11-22", command: "go run ./bench", took: 90 * time.Second,
 		machine: []string{"CPUs: 2"},
-		q: &qResults{records: 10000, rounds: 2, latRate: map[string]int{mixBasic.name: 5000, mixFull.name: 2000}, latFraction: 0.5,
+		q: &qResults{records: 10000, rounds: 2, latRate: map[string]int{mixBasic.Name: 5000, mixFull.Name: 2000}, latFraction: 0.5,
 			perf: dnsperf.Options{Clients: 8, Threads: 2, Outstanding: 200, Duration: 10 * time.Second},
 			rows: []qRow{
-				{mix: mixBasic.name, backend: "gatewaydns", qps: 27000, qpsRounds: []float64{27000, 27100}, lat: latencyStats{n: 10, p50: 0.0004, p99: 0.0012}, rcodes: map[string]int64{"NOERROR": 8, "NXDOMAIN": 2}},
-				{mix: mixBasic.name, backend: "hosts", qps: 30000, qpsRounds: []float64{30000, 29000}, lat: latencyStats{n: 10, p50: 0.0003, p99: 0.0011}},
-				{mix: mixFull.name, backend: "gatewaydns", qps: 20000, lat: latencyStats{n: 10, p99: 0.002}},
+				{mix: mixBasic.Name, backend: "gatewaydns", qps: 27000, qpsRounds: []float64{27000, 27100}, lat: latencyStats{n: 10, p50: 0.0004, p99: 0.0012}, rcodes: map[string]int64{"NOERROR": 8, "NXDOMAIN": 2}},
+				{mix: mixBasic.Name, backend: "hosts", qps: 30000, qpsRounds: []float64{30000, 29000}, lat: latencyStats{n: 10, p50: 0.0003, p99: 0.0011}},
+				{mix: mixFull.Name, backend: "gatewaydns", qps: 20000, lat: latencyStats{n: 10, p99: 0.002}},
 			}},
 		s: &sResults{idleRSS: 60 << 20, rows: []sRow{
 			{records: 1000, qps: 25000, qpsRounds: []float64{25000, 24000, 26000}, ready: 100 * time.Millisecond, rss: 62 << 20},

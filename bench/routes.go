@@ -59,7 +59,7 @@ func (k *kubeEnv) createRoutes(ctx context.Context, namespace, gwNamespace strin
 		if err != nil {
 			return err
 		}
-		recs = append(recs, kv{resource + namespace + "/" + routeName(i), string(value)})
+		recs = append(recs, kv{Key: resource + namespace + "/" + routeName(i), Value: string(value)})
 	}
 	start := time.Now()
 	if err := loadRecords(ctx, cli, recs, 8); err != nil {

@@ -26,7 +26,7 @@ func status(measured bool, ok bool) string {
 // for queries and propagation, issue 16's for zone transfers.
 func targets(r *results) []target {
 	var out []target
-	gw, hosts := r.q.row(mixBasic.name, "gatewaydns"), r.q.row(mixBasic.name, "hosts")
+	gw, hosts := r.q.row(mixBasic.Name, "gatewaydns"), r.q.row(mixBasic.Name, "hosts")
 	{
 		t := target{what: "query throughput vs hosts (A/AAAA/NXDOMAIN mix)", goal: "gatewaydns QPS >= 0.9 x hosts"}
 		ok := gw != nil && hosts != nil && hosts.qps > 0
