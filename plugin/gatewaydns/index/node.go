@@ -1,10 +1,6 @@
 package index
 
-import (
-	"strings"
-	"sync"
-	"sync/atomic"
-)
+import "strings"
 
 // nodeID is a node's index in the tree's arena; 0 is none.
 type nodeID uint32
@@ -52,7 +48,7 @@ type tree struct {
 	nodes arena[node]
 	long  arena[string]       // labels too long for a node (label.go)
 	many  arena[manyChildren] // children of nodes with many (children.go)
-	sets  sync.Map            // nodeID -> *nodeSets: the answer sets cached at a node
+	sets  setTable            // the answer sets cached at nodes (sets.go)
 }
 
 func newTree(key string) *tree {
@@ -93,7 +89,7 @@ func (t *tree) release(id nodeID) {
 	if m := n.many(); m != 0 {
 		t.many.release(m)
 	}
-	t.sets.Delete(id)
+	t.sets.clear(id)
 	t.nodes.release(uint32(id))
 }
 
@@ -107,51 +103,5 @@ func (t *tree) releaseAll(id nodeID) {
 			stack = append(stack, c)
 		}
 		t.release(id)
-	}
-}
-
-// nodeSets are the answer sets cached at a node, by setKind.
-type nodeSets [3]atomic.Pointer[answerSet]
-
-type setKind int
-
-const (
-	belowSet setKind = iota // what a subtree read of the key returns
-	exactSet                // what an exact read of the key returns
-	namesSet                // what the name answers with exact names (names.go)
-)
-
-// cached is the set of kind k cached at id, nil when none.
-func (t *tree) cached(id nodeID, k setKind) *answerSet {
-	if sets, ok := t.sets.Load(id); ok {
-		return sets.(*nodeSets)[k].Load()
-	}
-	return nil
-}
-
-// cache keeps set as id's set of kind k; readers that race to do it store the same.
-func (t *tree) cache(id nodeID, k setKind, set *answerSet) {
-	sets, ok := t.sets.Load(id)
-	if !ok {
-		sets, _ = t.sets.LoadOrStore(id, &nodeSets{})
-	}
-	sets.(*nodeSets)[k].Store(set)
-}
-
-// forget drops id's cached set of kind k unless it is cut before key: then a write of key
-// changes none of the records it holds, nor that there are more.
-func (t *tree) forget(id nodeID, k setKind, key string) {
-	if sets, ok := t.sets.Load(id); ok {
-		p := &sets.(*nodeSets)[k]
-		if s := p.Load(); s != nil && !s.cutBefore(key) {
-			p.Store(nil)
-		}
-	}
-}
-
-// drop drops id's cached set of kind k.
-func (t *tree) drop(id nodeID, k setKind) {
-	if sets, ok := t.sets.Load(id); ok {
-		sets.(*nodeSets)[k].Store(nil)
 	}
 }

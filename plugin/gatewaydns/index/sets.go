@@ -1,0 +1,121 @@
+package index
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// The answer sets that readers cache are found by node id in a table of chunks, one slot per
+// node, as the nodes are in their arena: a question for a CNAME or an SRV name reads two or
+// three sets, and a hash map's path to each (a sync.Map is a trie of several levels) was as
+// many cache misses again, which at 100k names cost those questions half their time. A chunk
+// is made when a set is first cached at one of its nodes; a slot holds 8 bytes.
+
+// nodeSets are the answer sets cached at a node, by setKind.
+type nodeSets [3]atomic.Pointer[answerSet]
+
+type setKind int
+
+const (
+	belowSet setKind = iota // what a subtree read of the key returns
+	exactSet                // what an exact read of the key returns
+	namesSet                // what the name answers with exact names (names.go)
+)
+
+// setChunk is the slots of arenaChunkLen node ids.
+type setChunk [arenaChunkLen]atomic.Pointer[nodeSets]
+
+// setTable holds each node's nodeSets by its id. Readers cache sets under the index's read
+// lock, so slots are atomic, and chunks are added under the table's own lock, to a copy of the
+// chunk list that is then published: a reader holds the old list, whose chunks are the same.
+type setTable struct {
+	mu     sync.Mutex
+	chunks atomic.Pointer[[]*setChunk]
+}
+
+// slot is id's slot, nil when its chunk was never made.
+func (st *setTable) slot(id nodeID) *atomic.Pointer[nodeSets] {
+	p := st.chunks.Load()
+	if p == nil {
+		return nil
+	}
+	chunks, c := *p, int(id>>arenaChunkBits)
+	if c >= len(chunks) || chunks[c] == nil {
+		return nil
+	}
+	return &chunks[c][id&(arenaChunkLen-1)]
+}
+
+// load is id's sets, nil when none was cached.
+func (st *setTable) load(id nodeID) *nodeSets {
+	if s := st.slot(id); s != nil {
+		return s.Load()
+	}
+	return nil
+}
+
+// loadOrCreate is id's sets, made empty when there are none.
+func (st *setTable) loadOrCreate(id nodeID) *nodeSets {
+	if sets := st.load(id); sets != nil {
+		return sets
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	slot := st.slot(id)
+	if slot == nil {
+		var chunks []*setChunk
+		if p := st.chunks.Load(); p != nil {
+			chunks = *p
+		}
+		c := int(id >> arenaChunkBits)
+		grown := make([]*setChunk, max(len(chunks), c+1))
+		copy(grown, chunks)
+		grown[c] = new(setChunk)
+		st.chunks.Store(&grown)
+		slot = &grown[c][id&(arenaChunkLen-1)]
+	}
+	if sets := slot.Load(); sets != nil {
+		return sets // a reader that raced made them
+	}
+	sets := new(nodeSets)
+	slot.Store(sets)
+	return sets
+}
+
+// clear drops id's sets: the id is given back, and may be given to another node.
+func (st *setTable) clear(id nodeID) {
+	if s := st.slot(id); s != nil {
+		s.Store(nil)
+	}
+}
+
+// cached is the set of kind k cached at id, nil when none.
+func (t *tree) cached(id nodeID, k setKind) *answerSet {
+	if sets := t.sets.load(id); sets != nil {
+		return sets[k].Load()
+	}
+	return nil
+}
+
+// cache keeps set as id's set of kind k; readers that race to do it store the same.
+func (t *tree) cache(id nodeID, k setKind, set *answerSet) {
+	t.sets.loadOrCreate(id)[k].Store(set)
+}
+
+// forget drops id's cached set of kind k unless it is cut before key: then a write of key
+// changes none of the records it holds, nor that there are more.
+func (t *tree) forget(id nodeID, k setKind, key string) {
+	if sets := t.sets.load(id); sets != nil {
+		p := &sets[k]
+		if s := p.Load(); s != nil && !s.cutBefore(key) {
+			p.Store(nil)
+		}
+	}
+}
+
+// drop drops id's cached set of kind k.
+func (t *tree) drop(id nodeID, k setKind) {
+	if sets := t.sets.load(id); sets != nil {
+		sets[k].Store(nil)
+	}
+}
