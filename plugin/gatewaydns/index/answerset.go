@@ -138,12 +138,36 @@ func (t *tree) answerSet(id nodeID, elems []string, limit int) *answerSet {
 
 // newAnswerSet is the set of records, sorted by key, with the CNAME rule applied.
 func newAnswerSet(recs []rec) *answerSet {
+	if len(recs) == 1 {
+		return newOneRecordSet(recs[0])
+	}
 	s := &answerSet{services: make([]msg.Service, 0, len(recs))}
 	size := 0
 	for _, r := range recs {
 		size += r.e.addressLen()
 	}
 	hosts := newStrs(size)
+	s.addAll(recs, &hosts)
+	s.applyCNAMERule(func(i int) int64 { return recs[i].e.created })
+	return s
+}
+
+// oneRecordSet is a set of one record with the record and its host in the same object. Most
+// sets are a name's one record (a CNAME, an SRV target's address), read one after the other
+// by a question; apart, the set, its record and its host were three cache misses at 100k
+// names, not one.
+type oneRecordSet struct {
+	answerSet
+	one  [1]msg.Service
+	host [maxAddressLen]byte
+}
+
+func newOneRecordSet(r rec) *answerSet {
+	o := new(oneRecordSet)
+	s := &o.answerSet
+	s.services = o.one[:0]
+	hosts := strs{b: o.host[:0]}
+	recs := []rec{r}
 	s.addAll(recs, &hosts)
 	s.applyCNAMERule(func(i int) int64 { return recs[i].e.created })
 	return s
