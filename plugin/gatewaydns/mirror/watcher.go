@@ -56,6 +56,7 @@ const (
 	leaseRPCTimeout = 5 * time.Second
 
 	defaultCheckEvery = 5 * time.Minute
+	defaultMaxReplay  = 1000
 	// A frozen member under the watch is left within about ProgressEvery + StallAfter
 	// (1.5 s), and a new stream opened on it again within StallAfter more: inside the 3 s the
 	// failover tests allow. etcd answers a progress request from memory; a stall taken
@@ -85,6 +86,9 @@ type Watcher struct {
 
 	// CheckEvery is how often the index is compared with etcd; 5 minutes when 0.
 	CheckEvery time.Duration
+	// MaxReplay is the longest history after a load's newest key, in revisions, that the
+	// watch replays to find the deletes in it; 1000 when 0 (see replayFrom).
+	MaxReplay int64
 	// ProgressEvery is how long a quiet watch waits before asking etcd for progress, and
 	// StallAfter how long it then waits for any answer before it abandons the stream (and how
 	// long a new stream has to answer at all); 500 ms and 1 s when 0.
@@ -124,7 +128,7 @@ func (w *Watcher) Run(ctx context.Context) {
 	var rev int64 // last revision the Sink reflects; 0: it needs a full load
 	// from is where the next watch starts: rev, or rev+1 once rev is compacted away; after
 	// a load, the revision after its newest key, so that the session replays the deletes
-	// the load could not see.
+	// the load could not see, unless that history is too long (replayFrom).
 	var from int64
 	reason := "start"
 	delay := backoff.New(100*time.Millisecond, 5*time.Second)
@@ -138,7 +142,7 @@ func (w *Watcher) Run(ctx context.Context) {
 				delay.Sleep(ctx)
 				continue
 			}
-			rev, from = loaded, min(newest+1, loaded)
+			rev, from = loaded, w.replayFrom(newest, loaded)
 			w.generation++
 			delay.Reset()
 		}
@@ -173,4 +177,26 @@ func (w *Watcher) Run(ctx context.Context) {
 			delay.Sleep(ctx)
 		}
 	}
+}
+
+// replayFrom is where the watch after a load starts: the revision after its newest key, so
+// that the session replays the deletes the load could not see and the serial is the last
+// change's revision, as on a replica that followed them. etcd answers such a watch by reading
+// every revision since, of every key (not only the prefix's), in one go, holding the lock
+// that every write and every other watcher of the member waits for: a quiet zone in an etcd
+// written to elsewhere made that seconds, during which etcd stood still and the session,
+// silent, was taken for stalled and began again. Beyond MaxReplay revisions the serial is
+// the load's revision instead, as after a compaction: not before the last change, and the
+// same on every replica from the next change on.
+func (w *Watcher) replayFrom(newest, loaded int64) int64 {
+	limit := w.MaxReplay
+	if limit <= 0 {
+		limit = defaultMaxReplay
+	}
+	if loaded-newest <= limit {
+		return min(newest+1, loaded)
+	}
+	w.Log.Infof("Not replaying %d revisions of history after the newest key of %s (revision %d): its serial is the load's revision %d", loaded-newest-1, w.Prefix, newest, loaded)
+	w.Sink.Replayed(w.Prefix, loaded)
+	return loaded
 }
