@@ -15,6 +15,10 @@ func changeIP(base, i int) string {
 	return fmt.Sprintf("198.%d.%d.%d", base, (i/250)%256, i%250+1)
 }
 
+// slowChange is the latency above which propagation logs a change, with how long the write
+// itself took: a tail in the table is then told apart as etcd's or the answer's.
+const slowChange = 100 * time.Millisecond
+
 // propagation makes n changes one after the other; change(i) makes the i-th, whose answer is
 // ip, and says when it was sent. It measures from then to the first answer of server for
 // name that holds ip, asking every millisecond.
@@ -27,11 +31,15 @@ func propagation(n int, server, name string, timeout time.Duration, change func(
 		if err != nil {
 			return lat, failed, err
 		}
+		made := time.Since(sent) // the write itself: etcd's, or the API server's, share of the latency
 		d, err := waitAnswer(server, name, ip, sent, time.Millisecond, timeout)
 		if err != nil {
 			failed++
 			logf("P: change %d: %v", i, err)
 			continue
+		}
+		if d > slowChange {
+			logf("P: change %d answered after %v, of which the write took %v", i, d.Round(time.Microsecond), made.Round(time.Microsecond))
 		}
 		lat = append(lat, d.Seconds())
 	}
