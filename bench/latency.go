@@ -42,19 +42,14 @@ func (s *sample) add(res dnsperf.Result, timeout time.Duration) latencyStats {
 	return summarize(run)
 }
 
-// alternate runs a and b once per round: a first in even rounds, b first in odd ones, so that
-// neither always runs on a machine the other has just warmed or loaded.
-func alternate(rounds int, a, b func(round int) error) error {
+// rotate runs each of runs once per round, round r starting with runs[r%len(runs)], so that
+// none always runs on a machine another has just warmed or loaded.
+func rotate(rounds int, runs ...func(round int) error) error {
 	for r := range rounds {
-		first, second := a, b
-		if r%2 == 1 {
-			first, second = b, a
-		}
-		if err := first(r); err != nil {
-			return err
-		}
-		if err := second(r); err != nil {
-			return err
+		for i := range runs {
+			if err := runs[(r+i)%len(runs)](r); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,6 +38,11 @@ type cResults struct {
 	idle, busy         latencyStats
 	idleLost, idleSent int64
 	busyLost, busySent int64
+	// elsewhere: the same changes into a prefix the server does not watch, for a baseline
+	// with etcd and the client's CPU as busy as while changing (see churnTargets).
+	elsewhere          latencyStats
+	elseLost, elseSent int64
+	elseAchieved       float64
 	apply              applyResult
 }
 
@@ -106,9 +112,16 @@ func (h *harness) phaseC() error {
 	logf("C: %.0f qps at saturation; latency runs at %d qps for %v each", c.qps, c.rate, lp.Duration)
 
 	ch := newChurner(h.cli, d.Records, churnWorkers)
-	var idle, busy sample
-	var churnTime time.Duration
-	err = alternate(h.opt.rounds, func(r int) error {
+	outside, err := h.loadElsewhere(d.Records)
+	if err != nil {
+		return err
+	}
+	defer h.clearElsewhere()
+	chOutside := newChurner(h.cli, outside, churnWorkers)
+	var idle, busy, elsewhere sample
+	var churnTime, elseTime time.Duration
+	var elseChanges int64
+	err = rotate(h.opt.rounds, func(r int) error {
 		res, err := runDnsperf(lp, srv.DNS, input, perfLog)
 		if err != nil {
 			return srv.failure(err)
@@ -127,15 +140,29 @@ func (h *harness) phaseC() error {
 		logf("C: round %d, changing: p50 %s, p99 %s, lost %d/%d; %d changes, %.0f/s", r+1, ms(run.p50), ms(run.p99), res.Lost, res.Sent,
 			changes, ratio(float64(changes), took.Seconds()))
 		return nil
+	}, func(r int) error {
+		res, changes, took, err := h.whileChurning(srv, chOutside, lp, input, perfLog, false)
+		if err != nil {
+			return err
+		}
+		run := elsewhere.add(res, lp.Timeout)
+		elseChanges += changes
+		elseTime += took
+		logf("C: round %d, elsewhere: p50 %s, p99 %s, lost %d/%d; %d changes outside the zone, %.0f/s", r+1, ms(run.p50), ms(run.p99), res.Lost, res.Sent,
+			changes, ratio(float64(changes), took.Seconds()))
+		return nil
 	})
 	if err != nil {
 		return err
 	}
 	c.idle, c.idleLost, c.idleSent = summarize(idle.lat), idle.lost, idle.sent
 	c.busy, c.busyLost, c.busySent = summarize(busy.lat), busy.lost, busy.sent
+	c.elsewhere, c.elseLost, c.elseSent = summarize(elsewhere.lat), elsewhere.lost, elsewhere.sent
 	c.achieved = ratio(float64(c.changes), churnTime.Seconds())
+	c.elseAchieved = ratio(float64(elseChanges), elseTime.Seconds())
 	c.puts, c.deletes = ch.puts.Load(), ch.deletes.Load()
-	logf("C: p99 idle %s, while changing %s (%.2f x) at %.0f changes/s", ms(c.idle.p99), ms(c.busy.p99), ratio(c.busy.p99, c.idle.p99), c.achieved)
+	logf("C: p99 idle %s, with changes elsewhere %s, while changing %s (%.2f x elsewhere, %.2f x idle) at %.0f changes/s",
+		ms(c.idle.p99), ms(c.elsewhere.p99), ms(c.busy.p99), ratio(c.busy.p99, c.elsewhere.p99), ratio(c.busy.p99, c.idle.p99), c.achieved)
 
 	// The same churner, which knows the records it deleted: each of its changes is one event.
 	c.apply, err = h.applyRate(srv, ch, h.opt.applyChanges)
@@ -146,6 +173,34 @@ func (h *harness) phaseC() error {
 	logf("C: %d changes written in %v while the server was stopped; applied in %v (%.0f changes/s; %.0f watch events, %.0f resyncs)",
 		a.changes, a.writing.Round(time.Millisecond), a.took.Round(time.Millisecond), ratio(float64(a.changes), a.took.Seconds()), a.events, a.resyncs)
 	return nil
+}
+
+// elsewherePrefix holds a copy of phase C's records outside the zone: changing them loads
+// etcd, the harness and the client's CPU as changing the zone does, and the server not at all.
+const elsewherePrefix = "/benchelsewhere/"
+
+// loadElsewhere writes recs again under elsewherePrefix and returns the copies.
+func (h *harness) loadElsewhere(recs []kv) ([]kv, error) {
+	outside := make([]kv, len(recs))
+	for i, r := range recs {
+		_, rest, _ := strings.Cut(strings.TrimPrefix(r.Key, "/"), "/")
+		outside[i] = kv{Key: elsewherePrefix + rest, Value: r.Value}
+	}
+	ctx, cancel := h.ctx()
+	defer cancel()
+	if err := clearPrefix(ctx, h.cli, elsewherePrefix); err != nil {
+		return nil, err
+	}
+	return outside, loadRecords(ctx, h.cli, outside, 8)
+}
+
+// clearElsewhere deletes the copies, which no later phase wants in etcd.
+func (h *harness) clearElsewhere() {
+	ctx, cancel := h.ctx()
+	defer cancel()
+	if err := clearPrefix(ctx, h.cli, elsewherePrefix); err != nil {
+		logf("C: deleting %s: %v", elsewherePrefix, err)
+	}
 }
 
 // whileChurning changes records at churnRate from 200 ms before the latency run lp starts

@@ -106,14 +106,18 @@ func scaleTargets(s *sResults) []target {
 
 // churnTargets checks phase C against issue 17's goals for a zone that changes while it serves.
 func churnTargets(c *cResults) []target {
-	t := target{what: "p99 query latency while etcd changes 10k records/s (full mix, same fixed rate)", goal: "p99 while changing <= 2 x idle p99"}
+	// The idle p99 is no baseline on its own: dnsperf shares its CPU with etcd and the harness
+	// writing the changes, whose work delays its reading of answers, which counts as latency.
+	// The same changes written outside the zone load them as much and the server not at all.
+	t := target{what: "p99 query latency while etcd changes 10k records/s (full mix, same fixed rate)",
+		goal: "p99 while changing the zone <= 2 x p99 while etcd changes as many records outside it"}
 	switch {
-	case c == nil || c.idle.n == 0 || c.busy.n == 0:
+	case c == nil || c.idle.n == 0 || c.busy.n == 0 || c.elsewhere.n == 0:
 		t.status = status(false, false)
 	default:
-		v := ratio(c.busy.p99, c.idle.p99)
-		t.measured = fmt.Sprintf("%.2f x (%s vs %s; %.0f changes/s into %d records; lost %d vs %d)",
-			v, ms(c.busy.p99), ms(c.idle.p99), c.achieved, c.records, c.busyLost, c.idleLost)
+		v := ratio(c.busy.p99, c.elsewhere.p99)
+		t.measured = fmt.Sprintf("%.2f x (%s vs %s; %.0f changes/s into %d records; lost %d vs %d; idle p99 %s, %.2f x)",
+			v, ms(c.busy.p99), ms(c.elsewhere.p99), c.achieved, c.records, c.busyLost, c.elseLost, ms(c.idle.p99), ratio(c.busy.p99, c.idle.p99))
 		t.status = status(true, v <= 2)
 		sent := ratio(float64(c.busySent), float64(c.rounds)*c.perf.Duration.Seconds())
 		switch {
@@ -121,11 +125,11 @@ func churnTargets(c *cResults) []target {
 			// dnsperf holds back when -q questions are unanswered: the wait of the questions
 			// it never sent is in no percentile, and the server did not keep the rate.
 			t.status = fmt.Sprintf("missed (the server took %.0f of the %d questions/s asked while changing)", sent, c.rate)
-		case c.achieved < 0.95*float64(churnRate):
+		case min(c.achieved, c.elseAchieved) < 0.95*float64(churnRate):
 			// A slower change rate is an easier goal than the one stated.
-			t.status = fmt.Sprintf("not measured (etcd took %.0f changes/s, not %d)", c.achieved, churnRate)
-		case c.idleLost*100 > c.idleSent:
-			t.status = "not measured (queries lost while idle: the machine was overloaded)"
+			t.status = fmt.Sprintf("not measured (etcd took %.0f changes/s, not %d)", min(c.achieved, c.elseAchieved), churnRate)
+		case c.idleLost*100 > c.idleSent || c.elseLost*100 > c.elseSent:
+			t.status = "not measured (queries lost while the zone did not change: the machine was overloaded)"
 		}
 	}
 	out := []target{t}
