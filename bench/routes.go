@@ -112,12 +112,14 @@ func (k *kubeEnv) waitCached(ctx context.Context, namespace, name string, rev in
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		// A GET at a resourceVersion is served by the watch cache once it has reached it; the
-		// API server answers "Too large resource version" after waiting 3 s for it.
+		// API server answers "Too large resource version" after waiting 3 s for it. It has also
+		// answered NotFound for the object just written (one run in many, kube-apiserver
+		// v1.36.3): the object is there, so that too means not yet.
 		_, err := routes.Get(ctx, name, metav1.GetOptions{ResourceVersion: fmt.Sprint(rev)})
 		if err == nil {
 			return nil
 		}
-		if !apierrors.IsTimeout(err) && !apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
+		if !apierrors.IsTimeout(err) && !apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
 			return fmt.Errorf("kube-apiserver: reading HTTPRoute %s/%s at revision %d: %w", namespace, name, rev, err)
 		}
 		if time.Now().After(deadline) {
