@@ -161,16 +161,23 @@ func (h *harness) phaseQ() error {
 // measure is a throughput run of dnsperf against srv. With -profile and profile, a CPU profile
 // of srv over most of the run is saved too, as cpu-<server>-<label>.pprof.
 func (h *harness) measure(srv *coreDNS, input, perfLog string, profile bool, label string) (dnsperf.Result, error) {
+	return h.measureFor(srv, input, perfLog, profile, label, h.opt.duration)
+}
+
+// measureFor is measure with a run of d.
+func (h *harness) measureFor(srv *coreDNS, input, perfLog string, profile bool, label string, d time.Duration) (dnsperf.Result, error) {
 	var profiled chan error
 	if h.opt.profile && profile {
 		profiled = make(chan error, 1)
 		go func() {
 			time.Sleep(500 * time.Millisecond)
-			profiled <- h.fetchProfile(srv, fmt.Sprintf("profile?seconds=%d", max(int(h.opt.duration.Seconds())-1, 1)),
-				fmt.Sprintf("cpu-%s-%s", srv.Name, label), h.opt.duration+30*time.Second)
+			profiled <- h.fetchProfile(srv, fmt.Sprintf("profile?seconds=%d", max(int(d.Seconds())-1, 1)),
+				fmt.Sprintf("cpu-%s-%s", srv.Name, label), d+30*time.Second)
 		}()
 	}
-	res, err := runDnsperf(h.perf(), srv.DNS, input, perfLog)
+	opts := h.perf()
+	opts.Duration = d
+	res, err := runDnsperf(opts, srv.DNS, input, perfLog)
 	if err != nil {
 		return res, srv.failure(err)
 	}
