@@ -110,11 +110,11 @@ func staticChecks(t *testing.T, name string, objs []*unstructured.Unstructured, 
 		t.Errorf("%s: image %q: set it through the overlay's images:", name, img)
 	}
 	// Memory sized for 100k routes or records (deploy/README.md "Memory": a writer publishing
-	// 100k routes peaked at 351 MiB under this GOMEMLIMIT in make bench), GOMEMLIMIT below the
+	// 100k routes peaked at 368 MiB under this GOMEMLIMIT in make bench), GOMEMLIMIT below the
 	// limit so the collector acts before the OOM killer.
 	limit, _, _ := unstructured.NestedString(c, "resources", "limits", "memory")
-	if limit != "384Mi" || env["GOMEMLIMIT"] != "320MiB" {
-		t.Errorf("%s: memory limit %q, GOMEMLIMIT %q; want 384Mi and 320MiB", name, limit, env["GOMEMLIMIT"])
+	if limit != "448Mi" || env["GOMEMLIMIT"] != "320MiB" {
+		t.Errorf("%s: memory limit %q, GOMEMLIMIT %q; want 448Mi and 320MiB", name, limit, env["GOMEMLIMIT"])
 	}
 	if !publishes {
 		svc := findObj(t, objs, "Service", "gatewaydns")
