@@ -138,15 +138,20 @@ func (t *tree) answerSet(id nodeID, elems []string, limit int) *answerSet {
 
 // newAnswerSet is the set of records, sorted by key, with the CNAME rule applied.
 func newAnswerSet(recs []rec) *answerSet {
+	var s *answerSet
+	var hosts strs
 	if len(recs) == 1 {
-		return newOneRecordSet(recs[0])
+		o := new(oneRecordSet)
+		s, hosts = &o.answerSet, strs{b: o.host[:0]}
+		s.services = o.one[:0]
+	} else {
+		s = &answerSet{services: make([]msg.Service, 0, len(recs))}
+		size := 0
+		for _, r := range recs {
+			size += r.e.addressLen()
+		}
+		hosts = newStrs(size)
 	}
-	s := &answerSet{services: make([]msg.Service, 0, len(recs))}
-	size := 0
-	for _, r := range recs {
-		size += r.e.addressLen()
-	}
-	hosts := newStrs(size)
 	s.addAll(recs, &hosts)
 	s.applyCNAMERule(func(i int) int64 { return recs[i].e.created })
 	return s
@@ -160,17 +165,6 @@ type oneRecordSet struct {
 	answerSet
 	one  [1]msg.Service
 	host [maxAddressLen]byte
-}
-
-func newOneRecordSet(r rec) *answerSet {
-	o := new(oneRecordSet)
-	s := &o.answerSet
-	s.services = o.one[:0]
-	hosts := strs{b: o.host[:0]}
-	recs := []rec{r}
-	s.addAll(recs, &hosts)
-	s.applyCNAMERule(func(i int) int64 { return recs[i].e.created })
-	return s
 }
 
 // exactSet is what an exact read of the key of id, at the path elems, finds; the caller checks
