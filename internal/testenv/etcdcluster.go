@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -374,23 +373,7 @@ func (m *EtcdMember) Status(ctx context.Context) (*clientv3.StatusResponse, erro
 // etcd_debugging_mvcc_watch_stream_total gauge from its /metrics), which tells which member
 // a process under test watches on. It fails when the member does not answer within timeout.
 func (m *EtcdMember) WatchStreams(timeout time.Duration) (int, error) {
-	hc := &http.Client{Timeout: timeout}
-	resp, err := hc.Get(m.ClientURL + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	for _, l := range strings.Split(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(l, "etcd_debugging_mvcc_watch_stream_total "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return int(f), err
-		}
-	}
-	return 0, errors.New("no etcd_debugging_mvcc_watch_stream_total in /metrics")
+	return watchStreams(m.ClientURL, timeout)
 }
 
 // Endpoints returns every member's client URL, for clientv3.Config.Endpoints or a Corefile's

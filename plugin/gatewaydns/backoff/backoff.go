@@ -29,11 +29,18 @@ func (b *Backoff) Next() time.Duration {
 func (b *Backoff) Reset() { b.d = b.min }
 
 // Sleep waits the next delay, or until ctx is done; it reports whether the full delay passed.
-func (b *Backoff) Sleep(ctx context.Context) bool {
+func (b *Backoff) Sleep(ctx context.Context) bool { return b.Wait(ctx, nil) }
+
+// Wait is Sleep cut short when early is closed: the failure's cause is known to be gone (the
+// connection came back), so the next attempt need not wait out the delay. The delay still
+// doubles: a cause that comes back and fails again at once is asked less often each time.
+func (b *Backoff) Wait(ctx context.Context, early <-chan struct{}) bool {
 	t := time.NewTimer(b.Next())
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		return false
+	case <-early:
 		return false
 	case <-t.C:
 		return true

@@ -31,3 +31,15 @@ func TestSleepEndsWithTheContext(t *testing.T) {
 		t.Fatal("Sleep of 1ms did not report a full delay")
 	}
 }
+
+func TestWaitEndsEarlyWhenTheCauseIsGoneButStillDoubles(t *testing.T) {
+	b := New(time.Hour, 4*time.Hour)
+	early := make(chan struct{})
+	close(early)
+	if b.Wait(context.Background(), early) {
+		t.Fatal("Wait reported a full delay although early was closed")
+	}
+	if got := b.Next(); got != 2*time.Hour {
+		t.Fatalf("after an early end the next delay is %s, want it doubled to 2h", got)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
 
 const prefix = "/skydns/test/"
@@ -70,6 +71,8 @@ type env struct {
 	proxy  *tcpproxy.Proxy
 	direct *clientv3.Client
 	viaCut *clientv3.Client
+	// streams are viaCut's watch streams as the client counts them (store.Config.WatchStreams).
+	streams gauge
 }
 
 func newEnv(t *testing.T) *env {
@@ -80,15 +83,23 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	cfg := e.ClientConfig(t)
-	cfg.Endpoints = []string{"http://" + p.Addr}
-	c, err := clientv3.New(cfg)
+	en := &env{etcd: e, proxy: p, direct: e.Client(t)}
+	// The product's client, as the serve role makes it (reconnects, counted streams).
+	c, err := store.NewClient(store.Config{Endpoints: []string{"http://" + p.Addr}, WatchStreams: &en.streams})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return &env{etcd: e, proxy: p, direct: e.Client(t), viaCut: c}
+	en.viaCut = c
+	return en
 }
+
+// gauge is a store.Gauge a test reads.
+type gauge struct{ n atomic.Int64 }
+
+func (g *gauge) Inc()       { g.n.Add(1) }
+func (g *gauge) Dec()       { g.n.Add(-1) }
+func (g *gauge) get() int64 { return g.n.Load() }
 
 // start runs a watcher of prefix into ix until the test ends; it waits for the first load.
 func (e *env) start(t *testing.T, sink Sink, ix *index.Index, tune func(*Watcher)) (*observer, *Watcher) {

@@ -4,25 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc/metadata"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
-
-// sessions numbers watch sessions across watchers. clientv3 puts every watch whose context
-// carries the same gRPC metadata on one shared stream (streamKeyFromCtx), so a session marks
-// its context with its own number: it gets a stream of its own, which the balancer may open
-// on another member, and which is closed when the session's context is cancelled (clientv3
-// ends a stream when its last watch goes).
-var sessions atomic.Uint64
-
-const sessionKey = "gatewaydns-watch-session"
 
 // session watches from revision from (rev, rev+1 when rev itself is compacted away, or
 // earlier after a load: see Run) and applies every change after rev until the watch fails, stalls, is found inconsistent, or ctx
@@ -34,8 +23,12 @@ const sessionKey = "gatewaydns-watch-session"
 // its current revision, so a watch from rev+1 in a quiet zone would never hear one, and would
 // be taken for stalled every few seconds. The events of rev itself are dropped.
 func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, error) {
-	md := metadata.AppendToOutgoingContext(ctx, sessionKey, strconv.FormatUint(sessions.Add(1), 10))
-	sctx, cancel := context.WithCancel(clientv3.WithRequireLeader(md))
+	// The session's streams are its own (the balancer may open them on another member than
+	// the last session's) and end with it, whether they ever opened or not: an outage retried
+	// many times leaves no stream behind.
+	watches := store.NewWatches(w.Client)
+	defer watches.Close()
+	sctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
 	p := newProgress(w.progressEvery(), w.stallAfter(), time.Now())
 	// A new stream must show it lives like a quiet one: its created response is due within
@@ -45,7 +38,7 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 	// Watch itself waits until the client's stream goroutine takes the request, which it does
 	// only once it has opened the stream: on a frozen member that is never. Bound it.
 	giveUp := time.AfterFunc(p.stall, cancel)
-	wch := w.Client.Watch(sctx, w.Prefix, clientv3.WithPrefix(), clientv3.WithRev(from),
+	wch := watches.Watch(sctx, w.Prefix, clientv3.WithPrefix(), clientv3.WithRev(from),
 		clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
 	if !giveUp.Stop() && ctx.Err() == nil {
 		return rev, false, errStalled
@@ -63,10 +56,10 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 			case stalled:
 				return rev, heard, errStalled
 			case ask:
-				// On the session's own stream (the context names it); bounded, since a
-				// stream stuck in flow control may not take the request.
+				// On the session's own stream; bounded, since a stream stuck in flow
+				// control may not take the request.
 				rctx, rcancel := context.WithTimeout(sctx, p.stall)
-				if err := w.Client.RequestProgress(rctx); err != nil && ctx.Err() == nil {
+				if err := watches.RequestProgress(rctx); err != nil && ctx.Err() == nil {
 					w.Log.Debugf("Asking etcd for progress on %s: %v", w.Prefix, err)
 				}
 				rcancel()

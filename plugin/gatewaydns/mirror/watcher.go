@@ -17,6 +17,7 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/backoff"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
 
 // Sink is what the watcher keeps current: the index.
@@ -139,7 +140,7 @@ func (w *Watcher) Run(ctx context.Context) {
 				if ctx.Err() == nil {
 					w.failed("get", err)
 				}
-				delay.Sleep(ctx)
+				store.Pause(ctx, w.Client, delay)
 				continue
 			}
 			rev, from = loaded, w.replayFrom(newest, loaded)
@@ -174,7 +175,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		default:
 			w.failed("watch", err)
 			w.Log.Debugf("Watching %s stopped at revision %d, resuming: %v", w.Prefix, rev, err)
-			delay.Sleep(ctx)
+			store.Pause(ctx, w.Client, delay)
 		}
 	}
 }

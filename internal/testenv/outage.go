@@ -1,0 +1,120 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
+)
+
+// WatchStreams returns the number of watch streams etcd serves (its
+// etcd_debugging_mvcc_watch_stream_total gauge): what an outage must leave as it found.
+func (e *Etcd) WatchStreams(timeout time.Duration) (int, error) {
+	return watchStreams(e.ClientURL, timeout)
+}
+
+func watchStreams(clientURL string, timeout time.Duration) (int, error) {
+	hc := &http.Client{Timeout: timeout}
+	resp, err := hc.Get(clientURL + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(l, "etcd_debugging_mvcc_watch_stream_total "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			return int(f), err
+		}
+	}
+	return 0, errors.New("no etcd_debugging_mvcc_watch_stream_total in /metrics")
+}
+
+// An Outage is one way etcd stops answering a client that reaches it through a proxy: Begin
+// starts it, End ends it and returns once etcd answers again.
+type Outage struct {
+	Name       string
+	Begin, End func()
+}
+
+// Outages are the two ways etcd goes away: refused (the process killed, then restarted on
+// its data: connections reset, dials refused) and black-holed (a proxy that stops passing
+// anything on: connections stay open and nothing comes back, as from a frozen host).
+func Outages(e *Etcd, p *tcpproxy.Proxy) []Outage {
+	return []Outage{
+		{Name: "refused", Begin: e.Kill, End: e.Restart},
+		{Name: "black-holed", Begin: p.BlackHole, End: p.Restore},
+	}
+}
+
+// OutageLengths are the outage lengths a test rides out: 10 s and 60 s, and 300 s as well
+// with GATEWAYDNS_SOAK=1 (make soak).
+func OutageLengths() []time.Duration {
+	lengths := []time.Duration{10 * time.Second, 60 * time.Second}
+	if os.Getenv("GATEWAYDNS_SOAK") == "1" {
+		lengths = append(lengths, 300*time.Second)
+	}
+	return lengths
+}
+
+// Leftovers are what a test compares before and after something that must leave nothing
+// behind: etcd's watch streams and the process's goroutines.
+type Leftovers struct {
+	Streams, Leases, Goroutines int
+}
+
+// TakeLeftovers reads them now: etcd's watch streams and leases, and the goroutines.
+func TakeLeftovers(t testing.TB, e *Etcd) Leftovers {
+	t.Helper()
+	n, err := e.WatchStreams(5 * time.Second)
+	if err != nil {
+		t.Fatalf("reading etcd's watch streams: %v", err)
+	}
+	goroutines := runtime.NumGoroutine()
+	cli, err := clientv3.New(e.ClientConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	leases, err := cli.Leases(ctx)
+	if err != nil {
+		t.Fatalf("listing etcd's leases: %v", err)
+	}
+	return Leftovers{Streams: n, Leases: len(leases.Leases), Goroutines: goroutines}
+}
+
+// WaitNoLeftovers waits up to within for etcd's watch streams and leases to equal before's
+// (a lease of a session lost in the outage may live out its TTL) and for the
+// goroutines to be within slack of before's, and fails the test with both counts otherwise.
+// Streams end asynchronously on etcd's side and goroutines as their connections close, so the
+// counts are waited for, not read once.
+func WaitNoLeftovers(t testing.TB, e *Etcd, before Leftovers, slack int, within time.Duration) Leftovers {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		now := TakeLeftovers(t, e)
+		if now.Streams == before.Streams && now.Leases == before.Leases && now.Goroutines <= before.Goroutines+slack {
+			return now
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: etcd serves %d watch streams (%d before) and holds %d leases (%d before), the process runs %d goroutines (%d before, %d allowed)",
+				within, now.Streams, before.Streams, now.Leases, before.Leases, now.Goroutines, before.Goroutines, before.Goroutines+slack)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
