@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
 
 // DefaultLeaderPrefix is where writers elect their leaders: one election per owner id, at
@@ -43,7 +47,16 @@ type Election struct {
 	// reached, when set, is told each answer or failure of etcd during a campaign: a standby
 	// says whether etcd answers while it waits.
 	reached func(error)
+
+	// abandoned are leases of this election's sessions given up while etcd did not answer:
+	// their keys stay in the election, in front of every later candidate, until revoked or
+	// expired. The next campaign revokes them first.
+	mu        sync.Mutex
+	abandoned []clientv3.LeaseID
 }
+
+// maxAbandoned bounds the abandoned leases remembered: beyond a few, the oldest have expired.
+const maxAbandoned = 8
 
 // NewElection prepares the election of owner's writers under leaderPrefix (DefaultLeaderPrefix
 // when empty). identity is stored at the leader's key for people to read ("host/pid"); ttl is
@@ -74,6 +87,9 @@ func (e *Election) Prefix() string { return e.prefix }
 // as ctx ends. (concurrency.Election.Campaign is not used: on cancel it resigns with the
 // client's context, which hangs while etcd does not answer.)
 func (e *Election) Campaign(ctx context.Context) (*Term, error) {
+	if err := e.revokeAbandoned(ctx); err != nil {
+		return nil, fmt.Errorf("election %s: %w", e.prefix, err)
+	}
 	gctx, cancel := context.WithTimeout(ctx, e.attempt)
 	grant, err := e.client.Grant(gctx, int64(e.ttl))
 	cancel()
@@ -81,12 +97,14 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 	if err != nil {
 		return nil, fmt.Errorf("election %s: session: %w", e.prefix, err)
 	}
+	liveSessions.Store(grant.ID, struct{}{})
 	s, err := concurrency.NewSession(e.client, concurrency.WithLease(grant.ID), concurrency.WithTTL(e.ttl),
 		concurrency.WithContext(ctx))
 	if err != nil {
+		liveSessions.Delete(grant.ID)
 		return nil, fmt.Errorf("election %s: session: %w", e.prefix, err)
 	}
-	t := &Term{Key: fmt.Sprintf("%s/%x", e.prefix, s.Lease()), session: s, client: e.client}
+	t := &Term{Key: fmt.Sprintf("%s/%x", e.prefix, s.Lease()), session: s, client: e.client, el: e}
 	if err := e.campaign(ctx, t); err != nil {
 		t.release()
 		return nil, fmt.Errorf("election %s: campaign: %w", e.prefix, err)
@@ -126,10 +144,73 @@ func (e *Election) campaign(ctx context.Context, t *Term) error {
 		if len(older.Kvs) == 0 {
 			return nil
 		}
+		if ghost := older.Kvs[0]; e.isGhost(ghost.Value, ghost.Lease) {
+			if err := e.exorcise(ctx, string(ghost.Key), clientv3.LeaseID(ghost.Lease)); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := waitDelete(ctx, e.client, string(older.Kvs[0].Key), older.Header.Revision, t.session.Ctx()); err != nil {
 			return err
 		}
 	}
+}
+
+// liveSessions are the leases of this process's election sessions, from their grant until
+// they are given up: what a key of this replica's identity on another lease is not.
+var liveSessions sync.Map // clientv3.LeaseID -> struct{}
+
+// isGhost reports whether a key that holds value on lease is a previous incarnation of this
+// replica: its identity (the pod's name, stable across a container restart) on a lease that
+// no session of this process holds. That is a process that crashed and was restarted, or a
+// session this process lost in an outage and could not revoke: it writes nothing, and waiting
+// for its TTL would leave the owner without a writer that long. A live replica of another pod
+// has another identity; identities must differ between live replicas (pod names do).
+func (e *Election) isGhost(value []byte, lease int64) bool {
+	if string(value) != e.identity {
+		return false
+	}
+	_, live := liveSessions.Load(clientv3.LeaseID(lease))
+	return !live
+}
+
+// abandon remembers a lease whose revoke failed.
+func (e *Election) abandon(lease clientv3.LeaseID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.abandoned = append(e.abandoned, lease)
+	if n := len(e.abandoned); n > maxAbandoned {
+		e.abandoned = e.abandoned[n-maxAbandoned:]
+	}
+}
+
+// revokeAbandoned revokes the leases abandoned so far, each bounded by the attempt timeout.
+func (e *Election) revokeAbandoned(ctx context.Context) error {
+	e.mu.Lock()
+	todo := e.abandoned
+	e.abandoned = nil
+	e.mu.Unlock()
+	for i, lease := range todo {
+		if err := e.exorcise(ctx, "", lease); err != nil {
+			for _, l := range todo[i:] {
+				e.abandon(l)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// exorcise revokes a ghost's lease, which deletes its key (a key already gone is fine).
+func (e *Election) exorcise(ctx context.Context, key string, lease clientv3.LeaseID) error {
+	rctx, cancel := context.WithTimeout(ctx, e.attempt)
+	defer cancel()
+	_, err := e.client.Revoke(rctx, lease)
+	e.tell(ctx, err)
+	if err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return fmt.Errorf("revoking this replica's previous session %x %s: %w", lease, key, err)
+	}
+	return nil
 }
 
 func (e *Election) tell(ctx context.Context, err error) {
@@ -152,7 +233,10 @@ func waitDelete(ctx context.Context, client *clientv3.Client, key string, rev in
 	// it does only once the stream is open: when etcd stops answering just before, that is
 	// never. The session's end must end that wait too, not only the one for events.
 	defer context.AfterFunc(session, cancel)()
-	wc := client.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
+	// The wait's own stream, ended with it: a campaign retried through an outage leaves none.
+	watches := store.NewWatches(client)
+	defer watches.Close()
+	wc := watches.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
 	for {
 		select {
 		case <-session.Done():
@@ -191,6 +275,7 @@ type Term struct {
 
 	session *concurrency.Session
 	client  *clientv3.Client
+	el      *Election
 }
 
 // Fence is the condition every write of this term carries: the election key this term created
@@ -229,7 +314,10 @@ func (t *Term) release() {
 
 func (t *Term) revoke(ctx context.Context) {
 	// Orphan stops the keep-alive; Close would revoke with the campaign's context, which has
-	// usually ended by now.
+	// usually ended by now. From here on the lease is a ghost if it outlives the revoke.
 	t.session.Orphan()
-	_, _ = t.client.Revoke(ctx, t.session.Lease())
+	liveSessions.Delete(t.session.Lease())
+	if _, err := t.client.Revoke(ctx, t.session.Lease()); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		t.el.abandon(t.session.Lease())
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
 
 // trackLost watches the names just lost to an older claim, from the revision they were read
@@ -21,11 +22,11 @@ func (w *Writer) trackLost(ctx context.Context, reconciled []string, conflicts [
 	for _, n := range reconciled {
 		lw, watched := w.lost[n]
 		switch {
-		case lost[n] && !watched:
+		case lost[n] && !watched && w.watches != nil:
 			wctx, cancel := context.WithCancel(ctx)
 			lw = &lostWatch{cancel: cancel}
 			w.lost[n] = lw
-			go w.watchLost(wctx, lw, n, rev+1)
+			go w.watchLost(wctx, w.watches, lw, n, rev+1)
 		case !lost[n] && watched:
 			lw.cancel()
 			delete(w.lost, n)
@@ -34,9 +35,9 @@ func (w *Writer) trackLost(ctx context.Context, reconciled []string, conflicts [
 }
 
 // watchLost enqueues name when a key of it is deleted after rev.
-func (w *Writer) watchLost(ctx context.Context, lw *lostWatch, name string, rev int64) {
+func (w *Writer) watchLost(ctx context.Context, watches *store.Watches, lw *lostWatch, name string, rev int64) {
 	base := record.NamePath(w.cfg.Prefix, name) + "/"
-	for resp := range w.client.Watch(ctx, base, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut()) {
+	for resp := range watches.Watch(ctx, base, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut()) {
 		if ctx.Err() != nil {
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/backoff"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
 
 // Run campaigns for the owner's leadership and, while it leads, reconciles: a full resync at
@@ -28,7 +29,7 @@ func (w *Writer) Run(ctx context.Context) error {
 			}
 			w.reached(err)
 			w.obs.Failed(w.el.Prefix(), err)
-			delay.Sleep(ctx)
+			store.Pause(ctx, w.client, delay)
 			continue
 		}
 		w.reached(nil)
@@ -37,7 +38,7 @@ func (w *Writer) Run(ctx context.Context) error {
 		_ = term.Resign(ctx) // bounded by resignTimeout, whether ctx ended or not
 		if err != nil && ctx.Err() == nil {
 			w.obs.Failed(w.el.Prefix(), err)
-			delay.Sleep(ctx)
+			store.Pause(ctx, w.client, delay)
 		}
 	}
 	return nil
@@ -57,7 +58,10 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 			return err
 		}
 	}
-	deposed := w.setTerm(term, lease)
+	// The term's watches (its key, the lost names) end with it, opened or not.
+	watches := store.NewWatches(w.client)
+	defer watches.Close()
+	deposed := w.setTerm(term, lease, watches)
 	w.obs.Leading(true)
 	defer func() {
 		w.depose(term)
@@ -67,7 +71,7 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 		// so that leading again does not report it twice.
 		w.tellNoProblems()
 	}()
-	go w.watchKey(ctx, term)
+	go w.watchKey(ctx, watches, term)
 
 	// The full resync at the start covers everything enqueued so far.
 	w.mu.Lock()
@@ -83,6 +87,10 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 	resync := time.NewTimer(0)
 	defer resync.Stop()
 	var retry <-chan time.Time
+	// up is closed when etcd's connection comes back while a resync or a retry waits out its
+	// delay: the pending work is done then, not after the delay (store.Pause's rule).
+	var up <-chan struct{}
+	resyncFailed := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -106,8 +114,13 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 			}
 			if err != nil && ctx.Err() == nil {
 				resync.Reset(delay.Next())
+				resyncFailed = true
+				if up == nil {
+					up = store.Reconnected(ctx, w.client)
+				}
 				continue
 			}
+			resyncFailed = false
 			resyncedSynced = resyncedSynced || synced
 			delay.Reset()
 			next := w.cfg.ResyncInterval
@@ -115,6 +128,15 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 				next = min(next, adoptionRecheck)
 			}
 			resync.Reset(next)
+		case <-up:
+			up = nil
+			if resyncFailed {
+				resync.Reset(0)
+			}
+			if retry != nil {
+				retry = nil
+				w.Enqueue()
+			}
 		case <-retry:
 			retry = nil
 			w.Enqueue()
@@ -131,6 +153,9 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 				// etcd unreachable or the like: try these names again later.
 				w.requeue(names, since)
 				retry = time.After(delay.Next())
+				if up == nil {
+					up = store.Reconnected(ctx, w.client)
+				}
 				continue
 			}
 			delay.Reset()
@@ -147,8 +172,8 @@ const adoptionRecheck = 10 * time.Second
 
 // watchKey deposes term as soon as its election key is deleted (resigned by hand, its
 // session's lease revoked or expired), without waiting for the session's next keep-alive.
-func (w *Writer) watchKey(ctx context.Context, term *Term) {
-	for ev := range w.client.Watch(ctx, term.Key, clientv3.WithRev(term.Rev)) {
+func (w *Writer) watchKey(ctx context.Context, watches *store.Watches, term *Term) {
+	for ev := range watches.Watch(ctx, term.Key, clientv3.WithRev(term.Rev)) {
 		for _, e := range ev.Events {
 			if e.Type == clientv3.EventTypeDelete {
 				w.depose(term)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/txtregistry"
 )
 
@@ -217,6 +218,7 @@ type Writer struct {
 	mu      sync.Mutex
 	term    *Term
 	lease   clientv3.LeaseID
+	watches *store.Watches       // the current term's: its lost names are watched on them
 	deposed chan struct{}        // closed when the current term is known to be over
 	pending map[string]time.Time // name -> when it was first enqueued
 	wake    chan struct{}
@@ -326,10 +328,10 @@ func (w *Writer) current() (*Term, clientv3.LeaseID) {
 	return w.term, w.lease
 }
 
-func (w *Writer) setTerm(t *Term, lease clientv3.LeaseID) <-chan struct{} {
+func (w *Writer) setTerm(t *Term, lease clientv3.LeaseID, watches *store.Watches) <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.term, w.lease = t, lease
+	w.term, w.lease, w.watches = t, lease, watches
 	w.deposed = make(chan struct{})
 	return w.deposed
 }
