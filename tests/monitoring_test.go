@@ -158,6 +158,8 @@ func TestMonitoringMetricsExported(t *testing.T) {
 	t.Logf("%d metrics used by the rules and the dashboard, %d missing", len(used), len(missing))
 
 	ask(t, "udp", p.DNS, "web.eu1.openmcp.cluster.", dns.TypeA)
+	// CoreDNS counts a request after it has written the answer: the count may follow it.
+	p.waitMetric(t, 5*time.Second, `coredns_dns_requests_total{zone="openmcp.cluster."}`, func(v float64) bool { return v >= 1 })
 	body, _ = httpGet("http://" + p.Metrics + "/metrics")
 	server := requestsServer(t, body, "openmcp.cluster.")
 	labelled := 0

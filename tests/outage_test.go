@@ -29,8 +29,10 @@ func problemLines(log string, skip int) []string {
 
 // TestEtcdOutageIsVisibleAndLoggedOnce: within 30 s of etcd becoming unreachable, refused
 // and then black-holed, the serve role's and the writer's gauges say so, and the log says so
-// once per role, not once per retry; both clear when etcd answers again. Answers go on from
-// memory throughout, and /ready stays 200: an unreachable etcd never holds back cluster DNS.
+// once per role, not once per retry; both clear within 2 s of etcd answering again, and the
+// process then holds as many watch streams as before, by its own count and by etcd's. Answers
+// go on from memory throughout, and /ready stays 200: an unreachable etcd never holds back
+// cluster DNS.
 func TestEtcdOutageIsVisibleAndLoggedOnce(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	kube := testenv.StartKubeAPIServer(t)
@@ -46,6 +48,19 @@ func TestEtcdOutageIsVisibleAndLoggedOnce(t *testing.T) {
 	writerReachable := `coredns_gatewaydns_writer_etcd_reachable{owner="outage"}`
 	p.waitMetric(t, 10*time.Second, reachableOf, isOne)
 	p.waitMetric(t, 10*time.Second, writerReachable, isOne)
+	// One stream for the zone's prefix, one for the leader's key.
+	serveStreams := `coredns_gatewaydns_etcd_watch_streams{zones="openmcp.cluster."}`
+	writerStreams := `coredns_gatewaydns_writer_etcd_watch_streams{owner="outage"}`
+	p.waitMetric(t, 10*time.Second, serveStreams, isOne)
+	p.waitMetric(t, 10*time.Second, writerStreams, isOne)
+	etcdStreams := func() int {
+		n, err := etcd.WatchStreams(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	streamsBefore := etcdStreams()
 
 	for _, fault := range []struct {
 		name  string
@@ -75,10 +90,25 @@ func TestEtcdOutageIsVisibleAndLoggedOnce(t *testing.T) {
 		etcdP.Restore()
 		back := time.Now()
 		p.waitMetric(t, 30*time.Second, reachableOf, isOne)
+		serveBack := time.Since(back)
 		p.waitMetric(t, 30*time.Second, writerReachable, isOne)
-		t.Logf("etcd %s: serve role reported it after %s, writer after %s; back after %s; %d warnings or errors logged meanwhile:\n%s",
+		writerBack := time.Since(back)
+		if serveBack > 2*time.Second || writerBack > 2*time.Second {
+			t.Errorf("etcd %s: reachable again after %s (serve role) and %s (writer), want within 2s of etcd answering",
+				fault.name, serveBack.Round(time.Millisecond), writerBack.Round(time.Millisecond))
+		}
+		p.waitMetric(t, 10*time.Second, serveStreams, isOne)
+		p.waitMetric(t, 10*time.Second, writerStreams, isOne)
+		deadline := time.Now().Add(10 * time.Second)
+		for n := etcdStreams(); n != streamsBefore; n = etcdStreams() {
+			if time.Now().After(deadline) {
+				t.Fatalf("etcd %s: etcd serves %d watch streams after the outage, %d before", fault.name, n, streamsBefore)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("etcd %s: serve role reported it after %s, writer after %s; back after %s and %s; %d warnings or errors logged meanwhile:\n%s",
 			fault.name, serveSeen.Round(time.Millisecond), writerSeen.Round(time.Millisecond),
-			time.Since(back).Round(time.Millisecond), len(during), strings.Join(during, "\n"))
+			serveBack.Round(time.Millisecond), writerBack.Round(time.Millisecond), len(during), strings.Join(during, "\n"))
 		// One line for the serve role and one for the writer, at most one more per role for
 		// a request that was in flight when the link went.
 		if len(during) > 4 {

@@ -45,7 +45,9 @@ const stopWait = 2 * time.Second
 
 // start connects and starts one watcher per zone prefix. It does not wait for etcd.
 func (f *feed) start() error {
-	client, err := store.NewClient(f.etcd)
+	etcd := f.etcd
+	etcd.WatchStreams = etcdWatchStreams.WithLabelValues(f.server, f.zones)
+	client, err := store.NewClient(etcd)
 	if err != nil {
 		return err
 	}

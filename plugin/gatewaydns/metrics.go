@@ -94,6 +94,14 @@ func (m watchMetrics) Reachable(ok bool) {
 	etcdReachable.WithLabelValues(m.server, m.zones).Set(v)
 }
 
+// etcdWatchStreams are the serve role's etcd watch streams, as gRPC counts them (a stream
+// waiting for a connection included): one per zone prefix. A count that grows with each outage
+// is a leak; every watch session's streams end with it (store.Watches).
+var etcdWatchStreams = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	Namespace: plugin.Namespace, Subsystem: pluginName, Name: "etcd_watch_streams",
+	Help: "etcd watch streams the serve role holds open or is opening: one per zone prefix in normal work.",
+}, []string{"server", "zones"})
+
 // metricsAtZero creates the serve role's series of a server block's zones, so that a rate or an
 // increase over them sees the first event, and an alert on them can tell "none yet" from "not
 // exported". A series that already exists (a reload sharing the feed) keeps its value.
@@ -113,6 +121,7 @@ func metricsAtZero(server, zones string) {
 	indexRecords.WithLabelValues(server, zones)
 	lastUpdate.WithLabelValues(server, zones)
 	etcdReachable.WithLabelValues(server, zones)
+	etcdWatchStreams.WithLabelValues(server, zones)
 	transferMetricsAtZero(server, zones)
 }
 
@@ -150,7 +159,7 @@ type seriesOf interface {
 func forgetServeSeries(server, zones string) {
 	labels := prometheus.Labels{"server": server, "zones": zones}
 	for _, vec := range []seriesOf{indexRecords, watchEvents, resyncs, resyncDuration, lastUpdate, etcdErrors,
-		cnameClashes, invalidRecords, etcdReachable, transfers, notifies} {
+		cnameClashes, invalidRecords, etcdReachable, etcdWatchStreams, transfers, notifies} {
 		vec.DeletePartialMatch(labels)
 	}
 }

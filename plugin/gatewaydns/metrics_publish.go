@@ -196,6 +196,15 @@ func (m *publishMetrics) EtcdReachable(ok bool) {
 // for each kind read) has its series, so that increase() sees the first event. The kinds are
 // those the owner's sources read (kubesource.Options: source_kind_served is 0 until the first
 // discovery).
+// writerWatchStreams are a publisher's etcd watch streams, as gRPC counts them: one on a
+// leader (its key and the names lost to older claims share it) or a standby (the leader's
+// key). A count that grows with each outage is a leak; a campaign's and a term's streams end
+// with them.
+var writerWatchStreams = promauto.NewGaugeVec(prometheus.GaugeOpts{
+	Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_etcd_watch_streams",
+	Help: "etcd watch streams this publishing replica holds open or is opening.",
+}, []string{"server", "owner"})
+
 func publishMetricsAtZero(server, owner string, dryRun bool, kinds kubesource.Options) {
 	m := &publishMetrics{server: server, owner: owner, dryRun: dryRun}
 	m.atZero(kinds.DiscoveredKinds(), kinds.SourceKinds())
@@ -206,6 +215,7 @@ func (m *publishMetrics) atZero(kinds, sources []string) {
 		writerLeader.WithLabelValues(m.server, m.owner)
 	}
 	writerEtcdReachable.WithLabelValues(m.server, m.owner)
+	writerWatchStreams.WithLabelValues(m.server, m.owner)
 	writerDesired.WithLabelValues(m.server, m.owner)
 	for _, op := range []string{"put", "delete"} {
 		writerWrites.WithLabelValues(m.server, m.owner, op)
@@ -238,7 +248,7 @@ func forgetPublishSeries(server, owner string) {
 	labels := prometheus.Labels{"server": server, "owner": owner}
 	for _, vec := range []seriesOf{writerLeader, writerDesired, writerWrites, writerConflicts, writerLostNames,
 		writerFailingNames, writerSkipped, writerFailures, writerDryRun, writerLastSync, writerPropagation,
-		writerAdopted, sourceKindServed, sourceRejections, writerEtcdReachable} {
+		writerAdopted, sourceKindServed, sourceRejections, writerEtcdReachable, writerWatchStreams} {
 		vec.DeletePartialMatch(labels)
 	}
 }

@@ -180,7 +180,9 @@ var publishers = newRegistry[*publisher]()
 
 // startPublisher connects to etcd and Kubernetes and starts publishing. It waits for neither.
 func startPublisher(cfg *config) (*publisher, error) {
-	client, err := store.NewClient(cfg.etcd)
+	etcd := cfg.etcd
+	etcd.WatchStreams = writerWatchStreams.WithLabelValues(cfg.server, cfg.publish.owner)
+	client, err := store.NewClient(etcd)
 	if err != nil {
 		return nil, err
 	}
