@@ -389,7 +389,7 @@ func (c *EtcdCluster) Endpoints() []string {
 // Client returns a client on every member's endpoint, closed by t.Cleanup.
 func (c *EtcdCluster) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
-	return newEtcdClient(t, clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	return newEtcdClient(t, c.ClientConfig(t))
 }
 
 // Member returns the member whose ID is id (a response header's MemberId), or nil.

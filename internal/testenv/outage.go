@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
 )
@@ -76,8 +78,32 @@ type Leftovers struct {
 	Streams, Leases, Goroutines int
 }
 
+// Store is an etcd or an etcd cluster, as far as leftovers go.
+type Store interface {
+	WatchStreams(timeout time.Duration) (int, error)
+	ClientConfig(t testing.TB) clientv3.Config
+}
+
+// WatchStreams is the sum of every member's watch streams.
+func (c *EtcdCluster) WatchStreams(timeout time.Duration) (int, error) {
+	total := 0
+	for _, m := range c.Members {
+		n, err := m.WatchStreams(timeout)
+		if err != nil {
+			return 0, fmt.Errorf("member %s: %w", m.Name, err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// ClientConfig is a plain client's configuration with every member's endpoint.
+func (c *EtcdCluster) ClientConfig(testing.TB) clientv3.Config {
+	return clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()}
+}
+
 // TakeLeftovers reads them now: etcd's watch streams and leases, and the goroutines.
-func TakeLeftovers(t testing.TB, e *Etcd) Leftovers {
+func TakeLeftovers(t testing.TB, e Store) Leftovers {
 	t.Helper()
 	n, err := e.WatchStreams(5 * time.Second)
 	if err != nil {
@@ -103,7 +129,7 @@ func TakeLeftovers(t testing.TB, e *Etcd) Leftovers {
 // goroutines to be within slack of before's, and fails the test with both counts otherwise.
 // Streams end asynchronously on etcd's side and goroutines as their connections close, so the
 // counts are waited for, not read once.
-func WaitNoLeftovers(t testing.TB, e *Etcd, before Leftovers, slack int, within time.Duration) Leftovers {
+func WaitNoLeftovers(t testing.TB, e Store, before Leftovers, slack int, within time.Duration) Leftovers {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {

@@ -108,3 +108,71 @@ func wtRevision(t *testing.T, cli *clientv3.Client) int64 {
 	}
 	return resp.Header.Revision
 }
+
+// TestAMemberFrozenForAMinuteLeavesNothingBehind: with a 3-member etcd, the member under a
+// leader and a standby frozen (SIGSTOP) for 60 s and then thawed: a change made during the
+// freeze is written by way of the other members, once, and afterwards the members serve as
+// many watch streams in all and hold as many leases as before, and the process runs as many
+// goroutines give or take a few.
+func TestAMemberFrozenForAMinuteLeavesNothingBehind(t *testing.T) {
+	c := testenv.StartEtcdCluster(t, 3)
+	var streams wtGauge
+	cli, err := store.NewClient(store.Config{Endpoints: c.Endpoints(), WatchStreams: &streams})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	direct := c.Client(t)
+	a, b := wtName("a"), wtName("b")
+	d := wtWant(wtEP(a, "10.0.0.1"))
+	cfg := writer.Config{Owner: "c1", Desired: d, Lease: 20 * time.Second, ElectionTTL: 5 * time.Second, Identity: "leader"}
+	leader, _ := wtStart(t, cli, cfg)
+	wtEventually(t, 10*time.Second, "published", wtHostsAre(t, direct, a, "c1=10.0.0.1"))
+	cfg.Identity = "standby"
+	standby, _ := wtStart(t, cli, cfg)
+	wtEventually(t, 10*time.Second, "two watch streams", func() bool { return streams.n.Load() == 2 })
+	var on *testenv.EtcdMember
+	most := 0
+	for _, m := range c.Members {
+		if n, err := m.WatchStreams(5 * time.Second); err == nil && n > most {
+			on, most = m, n
+		}
+	}
+	if on == nil {
+		t.Fatal("no member serves the writers' watches")
+	}
+	// The test reads through the members that stay up: its own client has no stall detection.
+	var up []string
+	for _, m := range c.Others(on) {
+		up = append(up, m.ClientURL)
+	}
+	healthy, err := clientv3.New(clientv3.Config{Endpoints: up, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { healthy.Close() })
+	before := testenv.TakeLeftovers(t, c)
+	rev := wtRevision(t, healthy)
+
+	on.Freeze()
+	frozen := time.Now()
+	d.set(wtEP(b, "10.0.0.2"))
+	leader.Enqueue(b)
+	standby.Enqueue(b)
+	wtEventually(t, 10*time.Second, "the change made during the freeze written", wtHostsAre(t, healthy, b, "c1=10.0.0.2"))
+	t.Logf("the change made during the freeze of %s was written after %s", on.Name, time.Since(frozen).Round(time.Millisecond))
+	time.Sleep(60*time.Second - time.Since(frozen)) // the freeze itself: its length is what is under test
+	on.Thaw()
+
+	for k, kv := range wtKeys(t, healthy) {
+		if strings.HasPrefix(k, record.NamePath("skydns", b)+"/") && (kv.Version != 1 || kv.CreateRevision <= rev) {
+			t.Errorf("%s: created at revision %d and changed %d times, want put once after revision %d", k, kv.CreateRevision, kv.Version, rev)
+		}
+	}
+	after := testenv.WaitNoLeftovers(t, c, before, 10, 20*time.Second)
+	if n := streams.n.Load(); n != 2 {
+		t.Errorf("the client counts %d watch streams after the thaw, want 2", n)
+	}
+	t.Logf("member %s frozen 60 s: watch streams %d -> %d, leases %d -> %d, goroutines %d -> %d",
+		on.Name, before.Streams, after.Streams, before.Leases, after.Leases, before.Goroutines, after.Goroutines)
+}
