@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -318,7 +319,9 @@ func pollReady(addr string) *readyPoller {
 				// fails to connect. Not an answer of gatewaydns's readiness; counted apart.
 				r.unreachable++
 			case resp.StatusCode != 200:
-				r.bad = append(r.bad, fmt.Sprintf("%s: HTTP %d", time.Now().Format("15:04:05.000"), resp.StatusCode))
+				// The ready plugin's body names the plugins that are not ready.
+				body, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+				r.bad = append(r.bad, fmt.Sprintf("%s: HTTP %d %q", time.Now().Format("15:04:05.000"), resp.StatusCode, body))
 			}
 			if err == nil {
 				resp.Body.Close()

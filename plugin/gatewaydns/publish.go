@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
@@ -45,6 +46,11 @@ type publisher struct {
 	client *clientv3.Client
 	cancel context.CancelFunc
 	done   chan struct{}
+	// readyUntil (Unix nanoseconds): the publisher was started by a reload while another of
+	// its owner was ready; it counts as ready until its own sources have synced, or this time
+	// has passed. It belongs to the publisher, not to the stanza that started it: a stanza of
+	// the next reload that shares it inherits it, however soon that reload comes.
+	readyUntil atomic.Int64
 }
 
 // kindOptions are the options that choose the kinds the publish role reads.
@@ -117,7 +123,9 @@ func (p *publisher) run(ctx context.Context) error {
 	return nil
 }
 
-func (p *publisher) ready() bool { return p.kube.Synced() }
+func (p *publisher) ready() bool {
+	return p.kube.Synced() || time.Now().UnixNano() < p.readyUntil.Load()
+}
 
 // desired adapts the kubesource's merged endpoints to what the writer asks.
 type desired struct{ kube *kubesource.Watcher }
@@ -222,9 +230,6 @@ type publishRole struct {
 	mu  sync.Mutex
 	key string
 	p   *publisher
-	// readyUntil: a reload changed the stanza while another publisher of the owner was ready;
-	// this one counts as ready until its own sources have synced, or this time has passed.
-	readyUntil time.Time
 }
 
 // readyBridge bounds how long a new publisher counts as ready on its predecessor's behalf: a
@@ -235,15 +240,18 @@ func (r *publishRole) start(cfg *config) error {
 	owner := cfg.publish.owner
 	predecessorReady := publishers.any(func(o *publisher) bool { return o.cfg.publish.owner == owner && o.ready() })
 	key := cfg.publishKey()
-	p, err := publishers.acquire(key, func() (*publisher, error) { return startPublisher(cfg) })
+	p, err := publishers.acquire(key, func() (*publisher, error) {
+		p, err := startPublisher(cfg)
+		if err == nil && predecessorReady {
+			p.readyUntil.Store(time.Now().Add(readyBridge).UnixNano())
+		}
+		return p, err
+	})
 	if err != nil {
 		return err
 	}
 	r.mu.Lock()
 	r.key, r.p = key, p
-	if predecessorReady {
-		r.readyUntil = time.Now().Add(readyBridge)
-	}
 	r.mu.Unlock()
 	return nil
 }
@@ -269,10 +277,10 @@ func (r *publishRole) started() bool {
 }
 
 // ready: the sources have synced, or, while they sync after a reload that changed the
-// stanza, those of its predecessor had: the cluster's names were being published, and a
-// reload must not make a replica unready.
+// stanza, those of its predecessor had (publisher.readyUntil): the cluster's names were being
+// published, and a reload must not make a replica unready.
 func (r *publishRole) ready() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.p != nil && (r.p.ready() || time.Now().Before(r.readyUntil))
+	return r.p != nil && r.p.ready()
 }

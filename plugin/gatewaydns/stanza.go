@@ -105,16 +105,19 @@ func (s *stanza) start(reloading bool) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", pluginName, err)
 		}
-		// A feed just started (not shared) has loaded nothing yet: answer from a bridge, if
-		// one runs, before the feed counts as started, so readiness never sees the empty index.
-		bridged := f == s.own && s.bridgeUntilLoaded(f)
+		// A feed that has loaded nothing yet, just started or shared with the previous
+		// instance that started it while etcd was away (itself answering from a bridge):
+		// answer from a loaded feed of the same zones, if one runs, before the feed counts as
+		// started, so readiness never sees the empty index. Any sequence of reloads during
+		// an outage keeps answering from the last records loaded.
+		bridged := !f.index.Loaded() && s.bridgeUntilLoaded(f)
 		if !bridged {
 			s.serving.Store(newBackend(f.index))
 		}
 		s.mu.Lock()
 		s.feed = f
 		s.mu.Unlock()
-		if f == s.own && !bridged && reloading {
+		if !bridged && reloading {
 			waitClosed(f.loaded, reloadLoadWait)
 		}
 		metricsAtZero(f.server, f.zones)
