@@ -53,6 +53,19 @@ type publisher struct {
 	readyUntil atomic.Int64
 }
 
+// replicaIdentity is what this replica's election key holds: the pod's name from POD_NAME
+// (the downward API), else "<hostname>/<pid>", which in a container is "<pod name>/1". Either
+// stays the same across a restart of the container and differs between pods, so a restarted
+// process takes over from the key its crashed predecessor left (writer.Election's ghost rule)
+// instead of waiting out its TTL; two processes on one host (tests, a laptop) differ by pid.
+func replicaIdentity() string {
+	if pod := os.Getenv("POD_NAME"); pod != "" {
+		return pod
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}
+
 // kindOptions are the options that choose the kinds the publish role reads.
 func kindOptions(pc *publishConfig) kubesource.Options { return kubesource.Options{Kinds: pc.kinds} }
 
@@ -73,7 +86,7 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 		return nil, fmt.Errorf("kubernetes sources: %w", err)
 	}
 	publishMetricsAtZero(cfg.server, pc.owner, pc.dryRun, kindOptions(pc))
-	identity, _ := os.Hostname()
+	identity := replicaIdentity()
 	zones := pc.domainFilter
 	if len(zones) == 0 {
 		zones = cfg.zones
