@@ -297,11 +297,17 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 }
 
 // Enqueue asks for names to be reconciled soon. It never blocks; names enqueued several times
-// before the leader gets to them are reconciled once. A replica that does not lead keeps them
-// and, once it leads, starts with a full resync that covers them.
+// before the leader gets to them are reconciled once. A replica that does not lead keeps
+// nothing: its term, when it comes, starts with a full resync that covers every name, so a
+// standby's memory does not grow with the changes it sees (a million names on a standby held
+// a million entries until it led).
 func (w *Writer) Enqueue(names ...string) {
 	now := time.Now()
 	w.mu.Lock()
+	if w.term == nil {
+		w.mu.Unlock()
+		return
+	}
 	for _, n := range names {
 		n = record.NormalizeName(n)
 		if _, ok := w.pending[n]; !ok && n != "" {
