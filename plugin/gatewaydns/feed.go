@@ -27,6 +27,7 @@ type feed struct {
 	clashes  atomic.Int64 // names of the index that mix a CNAME with other data, now
 	prefixes []string
 	etcd     store.Config
+	grace    time.Duration // mirror.Watcher.Grace
 	metrics  watchMetrics
 
 	loaded     chan struct{} // closed once the index holds a full load of every prefix
@@ -55,7 +56,7 @@ func (f *feed) start() error {
 	f.client, f.cancel, f.done = client, cancel, make(chan struct{})
 	var watchers sync.WaitGroup
 	for _, prefix := range f.prefixes {
-		w := &mirror.Watcher{Client: client, Prefix: prefix, Sink: f.index, Observer: feedObserver{f.metrics, f}, Log: log}
+		w := &mirror.Watcher{Client: client, Prefix: prefix, Sink: f.index, Observer: feedObserver{f.metrics, f}, Log: log, Grace: f.grace}
 		watchers.Go(func() { w.Run(ctx) })
 	}
 	go func() {

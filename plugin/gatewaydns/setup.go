@@ -23,6 +23,7 @@ import (
 	"github.com/coredns/coredns/plugin/transfer"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
@@ -50,6 +51,7 @@ type config struct {
 	minLeaseTTL    uint32
 	maxLeaseTTL    uint32
 	negativeTTL    uint32
+	leaseGrace     time.Duration // how long a key deleted by its lease's expiry is still answered
 	noApexFallback bool
 	explain        bool
 	exactNames     bool     // answer a name from its own key and record-id children only
@@ -102,6 +104,7 @@ func parse(c *caddy.Controller) (*config, error) {
 		minLeaseTTL: index.DefaultMinLeaseTTL,
 		maxLeaseTTL: index.DefaultMaxLeaseTTL,
 		negativeTTL: index.DefaultNegativeTTL,
+		leaseGrace:  mirror.DefaultGrace,
 	}
 	if !c.Next() {
 		return nil, c.ArgErr()
@@ -230,6 +233,15 @@ func parseOption(c *caddy.Controller, opt string, args []string, cfg *config, ro
 		} else {
 			cfg.maxLeaseTTL = ttl
 		}
+	case "lease-grace":
+		if len(args) != 1 {
+			return c.Errf("lease-grace needs exactly one duration")
+		}
+		d, err := time.ParseDuration(args[0])
+		if err != nil || d < 0 {
+			return c.Errf("invalid lease-grace %q: a duration such as 5s, or 0 to delete at once", args[0])
+		}
+		cfg.leaseGrace = d
 	case "negative-ttl":
 		if len(args) != 1 {
 			return c.Errf("negative-ttl needs exactly one duration")
@@ -318,8 +330,8 @@ func zonePrefixes(prefix string, zones []string) []string {
 // a cheap fix.
 func (c *config) feedKey() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%q %q %q %q %q %q %d %d %d %t\n", c.server, c.zones, c.prefix, c.etcd.Endpoints, c.etcd.Username,
-		c.etcd.Password, c.minLeaseTTL, c.maxLeaseTTL, c.negativeTTL, c.exactNames)
+	fmt.Fprintf(h, "%q %q %q %q %q %q %d %d %d %t %d\n", c.server, c.zones, c.prefix, c.etcd.Endpoints, c.etcd.Username,
+		c.etcd.Password, c.minLeaseTTL, c.maxLeaseTTL, c.negativeTTL, c.exactNames, c.leaseGrace)
 	h.Write(c.etcdTLSFiles)
 	return hex.EncodeToString(h.Sum(nil))
 }

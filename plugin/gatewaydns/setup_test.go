@@ -62,6 +62,18 @@ func TestParse(t *testing.T) {
 			},
 		},
 		{
+			name:  "lease-grace defaults to 5s and takes a duration or 0",
+			input: "gatewaydns {\n lease-grace 0\n}",
+			check: func(t *testing.T, c *config) {
+				if c.leaseGrace != 0 {
+					t.Errorf("lease-grace 0 gave %s", c.leaseGrace)
+				}
+				if d := mustParse(t, "gatewaydns").leaseGrace; d != 5*time.Second {
+					t.Errorf("default lease-grace %s, want 5s", d)
+				}
+			},
+		},
+		{
 			name:  "exact-names turns exact names on",
 			input: "gatewaydns {\n exact-names\n}",
 			check: func(t *testing.T, c *config) {
@@ -196,6 +208,8 @@ func TestParse(t *testing.T) {
 		{name: "bad lease ttl", input: "gatewaydns {\n min-lease-ttl soon\n}", wantErr: `invalid min-lease-ttl "soon"`},
 		{name: "negative-ttl above what a resolver caches", input: "gatewaydns {\n negative-ttl 10m\n}", wantErr: `Testfile:2 - Error during parsing: invalid negative-ttl "10m": at most 300s`},
 		{name: "negative-ttl that is no duration", input: "gatewaydns {\n negative-ttl soon\n}", wantErr: `invalid negative-ttl "soon"`},
+		{name: "lease-grace that is no duration", input: "gatewaydns {\n lease-grace forever\n}", wantErr: `Testfile:2 - Error during parsing: invalid lease-grace "forever"`},
+		{name: "lease-grace below zero", input: "gatewaydns {\n lease-grace -1s\n}", wantErr: `invalid lease-grace "-1s"`},
 		{name: "negative lease ttl", input: "gatewaydns {\n max-lease-ttl -5s\n}", wantErr: "out of range"},
 		{name: "exact-names takes no argument", input: "gatewaydns {\n exact-names yes\n}", wantErr: "exact-names takes no arguments"},
 		{name: "explain takes no argument", input: "gatewaydns {\n explain all\n}", wantErr: "explain takes no arguments"},
@@ -257,4 +271,16 @@ func TestZonePrefixes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustParse parses a stanza in a server block for example.org.
+func mustParse(t *testing.T, input string) *config {
+	t.Helper()
+	c := caddy.NewTestController("dns", input)
+	c.ServerBlockKeys = []string{"example.org."}
+	cfg, err := parse(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -73,6 +73,7 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 		},
 	})
 	own = newFeed(cfg.feedKey(), cfg.server, zones, st.index, st.prefixes, cfg.etcd)
+	own.grace = cfg.leaseGrace
 	st.own = own
 	st.serving.Store(newBackend(st.index))
 	return g, st

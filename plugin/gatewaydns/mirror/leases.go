@@ -63,7 +63,9 @@ func (w *Watcher) refreshLease(ctx context.Context, id int64, known map[int64]st
 		}
 	case resp.TTL <= 0: // expired or revoked: its keys are being deleted
 		delete(known, id)
-		w.Sink.ForgetLease(id)
+		if !w.leaseHeld(id) { // a held key's lease is forgotten when its hold ends
+			w.Sink.ForgetLease(id)
+		}
 	default:
 		w.Sink.SetLeaseExpiry(id, asked.Add(time.Duration(resp.TTL)*time.Second))
 	}

@@ -52,6 +52,7 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 		case <-ctx.Done():
 			return rev, heard, ctx.Err()
 		case now := <-tick.C:
+			w.releaseHeld(rev, now)
 			switch p.due(now) {
 			case stalled:
 				return rev, heard, errStalled
@@ -65,6 +66,10 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 				rcancel()
 			}
 		case reply := <-w.snapshots:
+			if len(w.held) > 0 {
+				reply <- snapshot{} // the Sink holds keys etcd deleted: compare next round
+				continue
+			}
 			reply <- w.snapshot(rev) // buffered: never blocks the session
 		case gen := <-w.inconsistent:
 			if gen == w.generation {
@@ -116,6 +121,7 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 // apply hands one response's events to the Sink and returns the last one's revision (a
 // delete's Kv.ModRevision is the delete's revision).
 func (w *Watcher) apply(events []*clientv3.Event) int64 {
+	last := events[len(events)-1].Kv.ModRevision
 	changes := make([]record.Change, len(events))
 	var puts, deletes int
 	var leases []int64
@@ -134,10 +140,16 @@ func (w *Watcher) apply(events []*clientv3.Event) int64 {
 			}
 		}
 	}
-	w.Sink.Apply(changes)
+	if w.Grace > 0 {
+		changes = w.holdExpired(changes, time.Now())
+		deletes -= len(events) - len(changes)
+	}
+	if len(changes) > 0 {
+		w.Sink.Apply(changes)
+	}
 	w.Observer.Applied(puts, deletes)
 	w.noteLeases(leases)
-	return events[len(events)-1].Kv.ModRevision
+	return last
 }
 
 // compactedError is a watch refused because its start revision was compacted away; at is the

@@ -90,6 +90,9 @@ type Watcher struct {
 	// MaxReplay is the longest history after a load's newest key, in revisions, that the
 	// watch replays to find the deletes in it; 1000 when 0 (see replayFrom).
 	MaxReplay int64
+	// Grace is how long a key deleted by its lease's expiry is still answered, for its owner to
+	// publish it again (grace.go); 0 applies such deletes at once.
+	Grace time.Duration
 	// ProgressEvery is how long a quiet watch waits before asking etcd for progress, and
 	// StallAfter how long it then waits for any answer before it abandons the stream (and how
 	// long a new stream has to answer at all); 500 ms and 1 s when 0.
@@ -97,9 +100,15 @@ type Watcher struct {
 
 	// Leases seen in new keys, waiting to be read by trackLeases; wake tells it there are some.
 	// The watch loop never blocks on lease reads.
-	mu        sync.Mutex
-	newLeases []int64
-	wake      chan struct{}
+	mu         sync.Mutex
+	newLeases  []int64
+	wake       chan struct{}
+	heldLeases map[int64]bool // leases whose keys are held (grace.go)
+
+	// Keys deleted by their lease's expiry, still answered, and how many per lease (grace.go):
+	// Run's goroutine's.
+	held         map[string]held
+	heldPerLease map[int64]int
 
 	snapshots    chan chan snapshot // the check asks the running session for one
 	inconsistent chan int64         // the load generation a check found wrong
@@ -135,6 +144,7 @@ func (w *Watcher) Run(ctx context.Context) {
 	delay := backoff.New(100*time.Millisecond, 5*time.Second)
 	for ctx.Err() == nil {
 		if rev == 0 {
+			w.dropHeld()
 			loaded, newest, err := w.load(ctx, reason)
 			if err != nil {
 				if ctx.Err() == nil {
