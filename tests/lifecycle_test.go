@@ -361,21 +361,43 @@ func holdPort(t *testing.T) int {
 	return port
 }
 
+// outageLandscape starts an etcd that holds hand.by.openmcp.cluster (198.51.100.7), a proxy to
+// it that a test cuts or black-holes, and a kube-apiserver; it returns a direct client of the
+// etcd, the API server, the proxy and the etcd URL through the proxy.
+func outageLandscape(t *testing.T) (*clientv3.Client, *testenv.Kube, *tcpproxy.Proxy, string) {
+	t.Helper()
+	etcd := testenv.StartEtcd(t)
+	kube := testenv.StartKubeAPIServer(t)
+	cli := etcd.Client(t)
+	if _, err := cli.Put(context.Background(), "/skydns/cluster/openmcp/by/hand/1", `{"host":"198.51.100.7"}`); err != nil {
+		t.Fatal(err)
+	}
+	etcdP := proxied(t, strings.TrimPrefix(etcd.ClientURL, "http://"))
+	return cli, kube, etcdP, "http://" + etcdP.Addr
+}
+
+// goroutinesAt reads the process's goroutine count from the pprof plugin's listener at addr.
+func goroutinesAt(t *testing.T, addr string) func() int {
+	return func() int {
+		t.Helper()
+		body, code := httpGet("http://" + addr + "/debug/pprof/goroutine?debug=1")
+		first, _, _ := strings.Cut(body, "\n")
+		var n int
+		if _, err := fmt.Sscanf(first, "goroutine profile: total %d", &n); code != 200 || err != nil {
+			t.Fatalf("goroutine profile: HTTP %d %q", code, first)
+		}
+		return n
+	}
+}
+
 // TestReloadDuringEtcdOutageKeepsAnswering: with etcd black-holed, a reload that leaves the
 // stanza as it was, one that changes it, and one that fails all complete (or fail) within
 // 5 s, while every question is answered from the last good records (a poll loop and dnsperf:
 // no SERVFAIL) and /ready stays 200.
 // When etcd answers again, the stanza catches up: a change made meanwhile is answered.
 func TestReloadDuringEtcdOutageKeepsAnswering(t *testing.T) {
-	etcd := testenv.StartEtcd(t)
-	kube := testenv.StartKubeAPIServer(t)
-	cli := etcd.Client(t)
+	cli, kube, etcdP, url := outageLandscape(t)
 	ctx := context.Background()
-	if _, err := cli.Put(ctx, "/skydns/cluster/openmcp/by/hand/1", `{"host":"198.51.100.7"}`); err != nil {
-		t.Fatal(err)
-	}
-	etcdP := proxied(t, strings.TrimPrefix(etcd.ClientURL, "http://"))
-	url := "http://" + etcdP.Addr
 	p := startCorefile(t, "reload.Corefile", bothRoles(url, "reloader", kube.KubeconfigFile))
 	p.waitReady(t, 30*time.Second)
 	waitFor(t, 10*time.Second, p.DNS, "hand.by.openmcp.cluster.", dns.TypeA, answersWith("198.51.100.7"))
@@ -442,15 +464,7 @@ func TestFailedReloadLeavesNothingBehind(t *testing.T) {
 	}
 	p.waitReady(t, 30*time.Second)
 
-	goroutines := func() int {
-		body, code := httpGet("http://" + pprof + "/debug/pprof/goroutine?debug=1")
-		first, _, _ := strings.Cut(body, "\n")
-		var n int
-		if _, err := fmt.Sscanf(first, "goroutine profile: total %d", &n); code != 200 || err != nil {
-			t.Fatalf("goroutine profile: HTTP %d %q", code, first)
-		}
-		return n
-	}
+	goroutines := goroutinesAt(t, pprof)
 	watchers := func() int { return int(etcdMetric(t, etcd, "etcd_debugging_mvcc_watcher_total")) }
 	leases := func() int {
 		resp, err := cli.Leases(context.Background())

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-
-	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
 // TestReloadSequencesDuringAnOutageKeepAnswering: with etcd refusing, reloads one after
@@ -21,15 +19,8 @@ import (
 // stanza answered SERVFAIL until etcd came back: it shared the first's feed, which had never
 // loaded, and looked for no bridge.
 func TestReloadSequencesDuringAnOutageKeepAnswering(t *testing.T) {
-	etcd := testenv.StartEtcd(t)
-	kube := testenv.StartKubeAPIServer(t)
-	cli := etcd.Client(t)
+	cli, kube, etcdP, url := outageLandscape(t)
 	ctx := context.Background()
-	if _, err := cli.Put(ctx, "/skydns/cluster/openmcp/by/hand/1", `{"host":"198.51.100.7"}`); err != nil {
-		t.Fatal(err)
-	}
-	etcdP := proxied(t, strings.TrimPrefix(etcd.ClientURL, "http://"))
-	url := "http://" + etcdP.Addr
 	pprof := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	corefile := func(extra ...string) string {
 		src := bothRoles(url, "sequences", kube.KubeconfigFile, extra...)
@@ -72,15 +63,7 @@ func TestReloadSequencesDuringAnOutageKeepAnswering(t *testing.T) {
 	ready.finish(t)
 	load.finish(t, "hand.by during the outage and its reload sequences")
 
-	goroutines := func() int {
-		body, code := httpGet("http://" + pprof + "/debug/pprof/goroutine?debug=1")
-		first, _, _ := strings.Cut(body, "\n")
-		var n int
-		if _, err := fmt.Sscanf(first, "goroutine profile: total %d", &n); code != 200 || err != nil {
-			t.Fatalf("goroutine profile: HTTP %d %q", code, first)
-		}
-		return n
-	}
+	goroutines := goroutinesAt(t, pprof)
 	base := goroutines()
 	answers = pollDNS(p.DNS, "hand.by.openmcp.cluster.", "198.51.100.7")
 	for i := range 20 {

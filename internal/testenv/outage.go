@@ -62,14 +62,25 @@ func Outages(e *Etcd, p *tcpproxy.Proxy) []Outage {
 	}
 }
 
-// OutageLengths are the outage lengths a test rides out: 10 s and 60 s, and 300 s as well
-// with GATEWAYDNS_SOAK=1 (make soak).
-func OutageLengths() []time.Duration {
-	lengths := []time.Duration{10 * time.Second, 60 * time.Second}
+// An OutageRun is one outage a test rides out: which of Outages (by index) and how long.
+type OutageRun struct {
+	Kind   int
+	Length time.Duration
+}
+
+func (r OutageRun) String() string {
+	return fmt.Sprintf("%s %s", []string{"refused", "black-holed"}[r.Kind], r.Length)
+}
+
+// OutageRuns are the outages a test rides out: refused and black-holed for 10 s, refused for
+// 60 s (the case that left a stream per retry); with GATEWAYDNS_SOAK=1 (make soak) black-holed
+// for 60 s too, and both for 300 s. make test stays within its time that way.
+func OutageRuns() []OutageRun {
+	runs := []OutageRun{{0, 10 * time.Second}, {1, 10 * time.Second}, {0, 60 * time.Second}}
 	if os.Getenv("GATEWAYDNS_SOAK") == "1" {
-		lengths = append(lengths, 300*time.Second)
+		runs = append(runs, OutageRun{1, 60 * time.Second}, OutageRun{0, 300 * time.Second}, OutageRun{1, 300 * time.Second})
 	}
-	return lengths
+	return runs
 }
 
 // Leftovers are what a test compares before and after something that must leave nothing

@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -16,53 +15,51 @@ import (
 // then served for the life of the process (16 after 60 s), and the first change after an
 // outage came after the back-off's sleep and gRPC's reconnect delay (up to 54 s).
 func TestAnOutageLeavesNothingBehindAndEndsWithinASecond(t *testing.T) {
-	for _, length := range testenv.OutageLengths() {
-		for i, name := range []string{"refused", "black-holed"} {
-			t.Run(fmt.Sprintf("%s %s", name, length), func(t *testing.T) {
-				e := newEnv(t)
-				outage := testenv.Outages(e.etcd, e.proxy)[i]
-				ix := newIndex()
-				o, _ := e.start(t, ix, ix, nil)
-				e.put(t, 0, 10)
-				e.waitEqual(t, ix, 10*time.Second)
-				before := testenv.TakeLeftovers(t, e.etcd)
-				if got := e.streams.get(); got != 1 || before.Streams != 1 {
-					t.Fatalf("before the outage: the client counts %d watch streams, etcd %d; want 1", got, before.Streams)
-				}
-				putsBefore := o.puts.Load()
+	for _, run := range testenv.OutageRuns() {
+		t.Run(run.String(), func(t *testing.T) {
+			e := newEnv(t)
+			outage := testenv.Outages(e.etcd, e.proxy)[run.Kind]
+			ix := newIndex()
+			o, _ := e.start(t, ix, ix, nil)
+			e.put(t, 0, 10)
+			e.waitEqual(t, ix, 10*time.Second)
+			before := testenv.TakeLeftovers(t, e.etcd)
+			if got := e.streams.get(); got != 1 || before.Streams != 1 {
+				t.Fatalf("before the outage: the client counts %d watch streams, etcd %d; want 1", got, before.Streams)
+			}
+			putsBefore := o.puts.Load()
 
-				outage.Begin()
-				time.Sleep(length) // the outage itself: its length is what is under test
-				outage.End()
-				// The test's own client has sat out the outage in gRPC's default reconnect
-				// back-off: a new one writes at once, so that the time measured is the
-				// watcher's.
-				e.direct = e.etcd.Client(t)
-				back := time.Now()
+			outage.Begin()
+			time.Sleep(run.Length) // the outage itself: its length is what is under test
+			outage.End()
+			// The test's own client has sat out the outage in gRPC's default reconnect
+			// back-off: a new one writes at once, so that the time measured is the
+			// watcher's.
+			e.direct = e.etcd.Client(t)
+			back := time.Now()
 
-				e.put(t, 10, 1)
-				waitFor(t, 5*time.Second, "the first record after the outage", func() bool {
-					_, ok := ix.Digest(prefix)
-					return ok && ix.Len() == 11
-				})
-				if took := time.Since(back); took > time.Second {
-					t.Errorf("the first record after the outage was answered %s after etcd answered again, want within 1s", took.Round(time.Millisecond))
-				} else {
-					t.Logf("the first record after the outage was answered %s after etcd answered again", took.Round(time.Millisecond))
-				}
-				e.put(t, 11, 50)
-				e.waitEqual(t, ix, 10*time.Second)
-				if got := o.puts.Load() - putsBefore; got != 51 {
-					t.Errorf("the 51 puts after the outage were applied %d times, want each once", got)
-				}
-				onlyStart(t, o)
-
-				after := testenv.WaitNoLeftovers(t, e.etcd, before, 10, 15*time.Second)
-				if got := e.streams.get(); got != 1 {
-					t.Errorf("after the outage the client counts %d watch streams, want 1", got)
-				}
-				t.Logf("etcd watch streams %d -> %d, goroutines %d -> %d", before.Streams, after.Streams, before.Goroutines, after.Goroutines)
+			e.put(t, 10, 1)
+			waitFor(t, 5*time.Second, "the first record after the outage", func() bool {
+				_, ok := ix.Digest(prefix)
+				return ok && ix.Len() == 11
 			})
-		}
+			if took := time.Since(back); took > time.Second {
+				t.Errorf("the first record after the outage was answered %s after etcd answered again, want within 1s", took.Round(time.Millisecond))
+			} else {
+				t.Logf("the first record after the outage was answered %s after etcd answered again", took.Round(time.Millisecond))
+			}
+			e.put(t, 11, 50)
+			e.waitEqual(t, ix, 10*time.Second)
+			if got := o.puts.Load() - putsBefore; got != 51 {
+				t.Errorf("the 51 puts after the outage were applied %d times, want each once", got)
+			}
+			onlyStart(t, o)
+
+			after := testenv.WaitNoLeftovers(t, e.etcd, before, 10, 15*time.Second)
+			if got := e.streams.get(); got != 1 {
+				t.Errorf("after the outage the client counts %d watch streams, want 1", got)
+			}
+			t.Logf("etcd watch streams %d -> %d, goroutines %d -> %d", before.Streams, after.Streams, before.Goroutines, after.Goroutines)
+		})
 	}
 }

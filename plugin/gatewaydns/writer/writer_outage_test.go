@@ -1,7 +1,6 @@
 package writer_test
 
 import (
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,71 +30,69 @@ func (g *wtGauge) Dec() { g.n.Add(-1) }
 // through an outage could leave a watch stream per retry, and the pending change waited for
 // the writer's back-off (up to 30 s) and gRPC's reconnect delay (up to 120 s).
 func TestAnOutageLeavesNothingBehindAndThePendingChangeLandsWithinTwoSeconds(t *testing.T) {
-	for _, length := range testenv.OutageLengths() {
-		for i, name := range []string{"refused", "black-holed"} {
-			t.Run(fmt.Sprintf("%s %s", name, length), func(t *testing.T) {
-				e := testenv.StartEtcd(t)
-				p, err := tcpproxy.Start(e.ClientURL[len("http://"):])
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { p.Close() })
-				var streams wtGauge
-				cli, err := store.NewClient(store.Config{Endpoints: []string{"http://" + p.Addr}, WatchStreams: &streams})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { cli.Close() })
-				outage := testenv.Outages(e, p)[i]
+	for _, run := range testenv.OutageRuns() {
+		t.Run(run.String(), func(t *testing.T) {
+			e := testenv.StartEtcd(t)
+			p, err := tcpproxy.Start(e.ClientURL[len("http://"):])
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Close() })
+			var streams wtGauge
+			cli, err := store.NewClient(store.Config{Endpoints: []string{"http://" + p.Addr}, WatchStreams: &streams})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cli.Close() })
+			outage := testenv.Outages(e, p)[run.Kind]
 
-				a, b := wtName("a"), wtName("b")
-				d := wtWant(wtEP(a, "10.0.0.1"))
-				cfg := writer.Config{Owner: "c1", Desired: d, Lease: 20 * time.Second, ElectionTTL: 5 * time.Second, Identity: "leader"}
-				leader, _ := wtStart(t, cli, cfg)
-				direct := e.Client(t)
-				wtEventually(t, 10*time.Second, "published", wtHostsAre(t, direct, a, "c1=10.0.0.1"))
-				cfg.Identity = "standby"
-				standby, _ := wtStart(t, cli, cfg)
-				// The leader watches its key, the standby the leader's key: a stream each.
-				wtEventually(t, 10*time.Second, "two watch streams", func() bool { return streams.n.Load() == 2 })
-				before := testenv.TakeLeftovers(t, e)
-				rev := wtRevision(t, direct)
+			a, b := wtName("a"), wtName("b")
+			d := wtWant(wtEP(a, "10.0.0.1"))
+			cfg := writer.Config{Owner: "c1", Desired: d, Lease: 20 * time.Second, ElectionTTL: 5 * time.Second, Identity: "leader"}
+			leader, _ := wtStart(t, cli, cfg)
+			direct := e.Client(t)
+			wtEventually(t, 10*time.Second, "published", wtHostsAre(t, direct, a, "c1=10.0.0.1"))
+			cfg.Identity = "standby"
+			standby, _ := wtStart(t, cli, cfg)
+			// The leader watches its key, the standby the leader's key: a stream each.
+			wtEventually(t, 10*time.Second, "two watch streams", func() bool { return streams.n.Load() == 2 })
+			before := testenv.TakeLeftovers(t, e)
+			rev := wtRevision(t, direct)
 
-				outage.Begin()
-				d.set(wtEP(b, "10.0.0.2"))
-				leader.Enqueue(b)
-				standby.Enqueue(b)
-				time.Sleep(length) // the outage itself: its length is what is under test
-				outage.End()
-				// A client that has not sat out the outage in gRPC's back-off, closed before the
-				// counts: its goroutines are the test's.
-				fresh, err := clientv3.New(e.ClientConfig(t))
-				if err != nil {
-					t.Fatal(err)
-				}
-				back := time.Now()
-				wtEventually(t, 10*time.Second, "the change made during the outage written", wtHostsAre(t, fresh, b, "c1=10.0.0.2"))
-				if took := time.Since(back); took > 2*time.Second {
-					t.Errorf("the change made during the outage was written %s after etcd answered again, want within 2s", took.Round(time.Millisecond))
-				} else {
-					t.Logf("the change made during the outage was written %s after etcd answered again", took.Round(time.Millisecond))
-				}
+			outage.Begin()
+			d.set(wtEP(b, "10.0.0.2"))
+			leader.Enqueue(b)
+			standby.Enqueue(b)
+			time.Sleep(run.Length) // the outage itself: its length is what is under test
+			outage.End()
+			// A client that has not sat out the outage in gRPC's back-off, closed before the
+			// counts: its goroutines are the test's.
+			fresh, err := clientv3.New(e.ClientConfig(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			back := time.Now()
+			wtEventually(t, 10*time.Second, "the change made during the outage written", wtHostsAre(t, fresh, b, "c1=10.0.0.2"))
+			if took := time.Since(back); took > 2*time.Second {
+				t.Errorf("the change made during the outage was written %s after etcd answered again, want within 2s", took.Round(time.Millisecond))
+			} else {
+				t.Logf("the change made during the outage was written %s after etcd answered again", took.Round(time.Millisecond))
+			}
 
-				for k, kv := range wtKeys(t, fresh) {
-					if strings.HasPrefix(k, record.NamePath("skydns", b)+"/") && (kv.Version != 1 || kv.CreateRevision <= rev) {
-						t.Errorf("%s: created at revision %d and changed %d times, want put once after revision %d", k, kv.CreateRevision, kv.Version, rev)
-					}
+			for k, kv := range wtKeys(t, fresh) {
+				if strings.HasPrefix(k, record.NamePath("skydns", b)+"/") && (kv.Version != 1 || kv.CreateRevision <= rev) {
+					t.Errorf("%s: created at revision %d and changed %d times, want put once after revision %d", k, kv.CreateRevision, kv.Version, rev)
 				}
-				fresh.Close()
+			}
+			fresh.Close()
 
-				after := testenv.WaitNoLeftovers(t, e, before, 10, 15*time.Second)
-				t.Logf("etcd watch streams %d -> %d, leases %d -> %d, goroutines %d -> %d",
-					before.Streams, after.Streams, before.Leases, after.Leases, before.Goroutines, after.Goroutines)
-				if n := streams.n.Load(); n != 2 {
-					t.Errorf("the client counts %d watch streams after the outage, want 2", n)
-				}
-			})
-		}
+			after := testenv.WaitNoLeftovers(t, e, before, 10, 15*time.Second)
+			t.Logf("etcd watch streams %d -> %d, leases %d -> %d, goroutines %d -> %d",
+				before.Streams, after.Streams, before.Leases, after.Leases, before.Goroutines, after.Goroutines)
+			if n := streams.n.Load(); n != 2 {
+				t.Errorf("the client counts %d watch streams after the outage, want 2", n)
+			}
+		})
 	}
 }
 
