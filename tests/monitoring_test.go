@@ -235,6 +235,10 @@ openmcp.cluster:%[2]d {
 
 	// What CoreDNS labels the two blocks' queries with: the address of each block's server.
 	serverA, serverB := fmt.Sprintf("dns://:%d", portA), fmt.Sprintf("dns://127.0.0.1:%d", portB)
+	// CoreDNS counts a request after it has written the answer: the count may follow it.
+	for _, server := range []string{serverA, serverB} {
+		p.waitMetric(t, 5*time.Second, fmt.Sprintf(`coredns_dns_requests_total{server=%q,zone="openmcp.cluster."}`, server), func(v float64) bool { return v >= 1 })
+	}
 	body, _ := httpGet("http://" + p.Metrics + "/metrics")
 	for _, server := range []string{serverA, serverB} {
 		checkExported(t, body, fmt.Sprintf(`coredns_dns_requests_total{server=%q,zone="openmcp.cluster."}`, server))
