@@ -22,6 +22,7 @@ import (
 // access is one question for SelfSubjectAccessReview.
 type access struct {
 	verb, group, resource, subresource string
+	name                               string // one object, for a rule limited by resourceNames
 }
 
 func (a access) String() string {
@@ -31,6 +32,9 @@ func (a access) String() string {
 	}
 	if a.group != "" {
 		r += "." + a.group
+	}
+	if a.name != "" {
+		r += " " + a.name
 	}
 	return a.verb + " " + r
 }
@@ -43,7 +47,7 @@ func can(t *testing.T, cs kubernetes.Interface, a access) bool {
 	}
 	r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(context.Background(), &authorizationv1.SelfSubjectAccessReview{
 		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: ns, Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource,
+			Namespace: ns, Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Name: a.name,
 		}},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -75,8 +79,15 @@ func gatewaydnsReads() []access {
 			access{verb: verb, group: externalDNSGroup, resource: "dnsendpoints"},
 			access{verb: verb, resource: "namespaces"}, access{verb: verb, resource: "nodes"})
 	}
+	// The CRDs of those kinds, by name: what confirms a 404 of discovery.
+	for _, r := range gatewayResources {
+		out = append(out, access{verb: "get", group: crdGroup, resource: "customresourcedefinitions", name: r + "." + gatewayGroup})
+	}
+	out = append(out, access{verb: "get", group: crdGroup, resource: "customresourcedefinitions", name: "dnsendpoints." + externalDNSGroup})
 	return out
 }
+
+const crdGroup = "apiextensions.k8s.io"
 
 var eventWrites = []access{{verb: "create", resource: "events"}, {verb: "patch", resource: "events"}}
 
@@ -104,6 +115,10 @@ func neverAllowed() []access {
 		{verb: "create", group: "discovery.k8s.io", resource: "endpointslices"},
 		{verb: "update", resource: "services"},
 		{verb: "get", resource: "nodes"}, {verb: "update", resource: "nodes"},
+		// Only the CRDs of the kinds read, and only one at a time.
+		{verb: "get", group: crdGroup, resource: "customresourcedefinitions", name: "certificates.cert-manager.io"},
+		{verb: "list", group: crdGroup, resource: "customresourcedefinitions"},
+		{verb: "update", group: crdGroup, resource: "customresourcedefinitions", name: "httproutes." + gatewayGroup},
 	}
 	for _, verb := range []string{"get", "create", "update", "patch", "delete"} {
 		out = append(out, access{verb: verb, group: externalDNSGroup, resource: "dnsendpoints"})

@@ -44,6 +44,7 @@ func (w *Watcher) discoveryLoop(ctx context.Context) {
 func (w *Watcher) discover(ctx context.Context) bool {
 	type answer struct {
 		resources map[string]bool
+		notFound  bool // the API server answered 404 for the group version
 		err       error
 	}
 	answers := map[string]answer{}
@@ -59,6 +60,7 @@ func (w *Watcher) discover(ctx context.Context) bool {
 		cancel()
 		switch {
 		case apierrors.IsNotFound(err):
+			a.notFound = true
 		case err != nil:
 			a.err = err
 		default:
@@ -91,6 +93,15 @@ func (w *Watcher) discover(ctx context.Context) bool {
 				version = v
 				break
 			}
+			if a.notFound {
+				// A 404 is no proof: an API server that is starting, or a front before it,
+				// answers it for a group it serves. Only the CRD read back settles it.
+				if err := w.confirmAbsent(ctx, gk, v); err != nil {
+					failed = err
+					known = false
+					break
+				}
+			}
 		}
 		if !known {
 			complete = false
@@ -102,6 +113,35 @@ func (w *Watcher) discover(ctx context.Context) bool {
 		w.reportServed(gk, version)
 	}
 	return complete
+}
+
+// confirmAbsent checks a 404 of discovery for gk's group in version v against gk's CRD: nil
+// when the CRD is absent or does not serve v (the kind is known not to be served in v), an
+// error when it serves v (discovery is not complete yet: look again soon; until then the kind
+// is neither served nor absent, and nothing of it is deleted). Without the right to read CRDs
+// the 404 is taken as it is, and the log says once that absence cannot be confirmed.
+func (w *Watcher) confirmAbsent(ctx context.Context, gk gatewayKind, v string) error {
+	if w.crdServes == nil {
+		return nil
+	}
+	name := gk.resource + "." + gk.groupName()
+	rctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
+	defer cancel()
+	serves, err := w.crdServes(rctx, name, v)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsForbidden(err):
+		w.crdForbidden.Do(func() {
+			log.Warningf("Cannot read CRD %s to confirm that discovery's 404 means it is absent (grant get on customresourcedefinitions): taking the 404 as absence", name)
+		})
+		return nil
+	case err != nil:
+		return fmt.Errorf("discovery answered 404 for %s/%s, and reading CRD %s to confirm it failed: %w", gk.groupName(), v, name, err)
+	case serves:
+		return fmt.Errorf("discovery answered 404 for %s/%s, but CRD %s serves %s: the API server's discovery is not complete yet", gk.groupName(), v, name, v)
+	}
+	return nil
 }
 
 // reportDiscovery logs when discovery starts failing and when it works again, once per change

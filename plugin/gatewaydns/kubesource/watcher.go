@@ -111,7 +111,11 @@ type Watcher struct {
 	slim      *slimmer
 	desired   *source.Desired
 	resources func(ctx context.Context, groupVersion string) (*metav1.APIResourceList, error)
-	health    *apiHealth
+	// crdServes reads whether the CRD of that name serves a version (an error NotFound when
+	// there is no such CRD): what confirms discovery's 404 (confirmAbsent). nil: not asked.
+	crdServes    func(ctx context.Context, name, version string) (bool, error)
+	crdForbidden sync.Once
+	health       *apiHealth
 
 	queue       *workqueue.Typed[dnsrecord.ObjectRef]
 	broadcaster record.EventBroadcaster
@@ -169,6 +173,7 @@ func New(rc *rest.Config, opts Options) (*Watcher, error) {
 	w := NewForClients(kube, listingGatewayClient{gw}, opts)
 	w.health = health
 	w.dyn = listingDynamicClient{dyn}
+	w.crdServes = crdServesVia(dyn)
 	return w, nil
 }
 
