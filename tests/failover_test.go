@@ -159,6 +159,11 @@ type failoverRound struct {
 
 func reportRounds(t *testing.T, what string, rounds []failoverRound) {
 	t.Helper()
+	reportRoundsWithin(t, failoverBound, what, rounds)
+}
+
+func reportRoundsWithin(t *testing.T, bound time.Duration, what string, rounds []failoverRound) {
+	t.Helper()
 	var b strings.Builder
 	for _, r := range rounds {
 		status := "answered"
@@ -167,10 +172,10 @@ func reportRounds(t *testing.T, what string, rounds []failoverRound) {
 		}
 		fmt.Fprintf(&b, "\n  frozen %s (watch streams before: %s): %s after %v (%v after the freeze)", r.frozen, r.streams, status, r.took.Round(time.Millisecond), r.sinceFrz.Round(time.Millisecond))
 	}
-	t.Logf("%s, bound %v:%s", what, failoverBound, b.String())
+	t.Logf("%s, bound %v:%s", what, bound, b.String())
 	for _, r := range rounds {
-		if !r.answered || r.took > failoverBound {
-			t.Errorf("%s: with member %s frozen, answered=%v after %v, want within %v", what, r.frozen, r.answered, r.took.Round(time.Millisecond), failoverBound)
+		if !r.answered || r.took > bound {
+			t.Errorf("%s: with member %s frozen, answered=%v after %v, want within %v", what, r.frozen, r.answered, r.took.Round(time.Millisecond), bound)
 		}
 	}
 }
@@ -231,6 +236,43 @@ func TestFailoverServeFrozenMember(t *testing.T) {
 // while it is frozen the Gateway's address changes, and the central server must answer the
 // route's new address within 3 s of the change.
 func TestFailoverWriterFrozenMember(t *testing.T) {
+	writerFailover(t, "writer: Gateway address change to central answer", func(c *testenv.EtcdCluster, i int) *testenv.EtcdMember {
+		if i < len(c.Members) {
+			return c.Members[i]
+		}
+		return nil
+	})
+}
+
+// TestFailoverWriterFrozenRaftLeader: the member frozen is etcd's raft leader, 15 times in a
+// row. The writer's next change waits for the others to elect a leader as well as for the
+// writer to leave the member. One round in 15 used to stall for over 12 s: the client's one
+// lease keep-alive stream sat on the frozen leader, the election session ran out client-side,
+// and the writer had to be elected again. Every round must be answered within raftLeaderBound;
+// the goal is failoverBound (3 s), which 14 of 15 rounds meet (the 15th took 3.95 s once).
+func TestFailoverWriterFrozenRaftLeader(t *testing.T) {
+	const trials = 15
+	writerFailoverWithin(t, raftLeaderBound, "writer, raft leader frozen: Gateway address change to central answer", func(c *testenv.EtcdCluster, i int) *testenv.EtcdMember {
+		if i < trials {
+			return c.WaitLeader(t, 10*time.Second)
+		}
+		return nil
+	})
+}
+
+// writerFailover runs a writer and a central server on a 3-member etcd and, for each member
+// pick names (until it names none), freezes it, changes a Gateway's address and measures the
+// time until the central server answers the new address.
+func writerFailover(t *testing.T, what string, pick func(c *testenv.EtcdCluster, round int) *testenv.EtcdMember) {
+	writerFailoverWithin(t, failoverBound, what, pick)
+}
+
+// raftLeaderBound is what a round with the raft leader frozen must meet: a new election, a
+// member left, and no lost session (which cost 12 s and more).
+const raftLeaderBound = 6 * time.Second
+
+// writerFailoverWithin is writerFailover with another bound for every round.
+func writerFailoverWithin(t *testing.T, bound time.Duration, what string, pick func(c *testenv.EtcdCluster, round int) *testenv.EtcdMember) {
 	start := time.Now()
 	cluster := testenv.StartEtcdCluster(t, 3)
 	kube := testenv.StartKubeAPIServer(t)
@@ -253,7 +295,11 @@ func TestFailoverWriterFrozenMember(t *testing.T) {
 	t.Logf("set up in %v", time.Since(start).Round(time.Millisecond))
 
 	var rounds []failoverRound
-	for i, frozen := range cluster.Members {
+	for i := 0; ; i++ {
+		frozen := pick(cluster, i)
+		if frozen == nil {
+			break
+		}
 		streams := watchStreams(cluster)
 		frozen.Freeze()
 		frozenAt := time.Now()
@@ -278,6 +324,6 @@ func TestFailoverWriterFrozenMember(t *testing.T) {
 			waitFor(t, 30*time.Second, central.DNS, "app.eu1.openmcp.cluster.", dns.TypeA, answersWith(ip))
 		}
 	}
-	reportRounds(t, "writer: Gateway address change to central answer", rounds)
+	reportRoundsWithin(t, bound, what, rounds)
 	t.Logf("total %v", time.Since(start).Round(time.Millisecond))
 }

@@ -10,7 +10,6 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
@@ -98,13 +97,8 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 		return nil, fmt.Errorf("election %s: session: %w", e.prefix, err)
 	}
 	liveSessions.Store(grant.ID, struct{}{})
-	s, err := concurrency.NewSession(e.client, concurrency.WithLease(grant.ID), concurrency.WithTTL(e.ttl),
-		concurrency.WithContext(ctx))
-	if err != nil {
-		liveSessions.Delete(grant.ID)
-		return nil, fmt.Errorf("election %s: session: %w", e.prefix, err)
-	}
-	t := &Term{Key: fmt.Sprintf("%s/%x", e.prefix, s.Lease()), session: s, client: e.client, el: e}
+	alive, stop := keepAlive(ctx, e.client, grant.ID, time.Duration(e.ttl)*time.Second, e.attempt)
+	t := &Term{Key: fmt.Sprintf("%s/%x", e.prefix, grant.ID), lease: grant.ID, alive: alive, stopKeepAlive: stop, client: e.client, el: e}
 	if err := e.campaign(ctx, t); err != nil {
 		t.release()
 		return nil, fmt.Errorf("election %s: campaign: %w", e.prefix, err)
@@ -115,7 +109,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 // campaign puts the term's key (or finds it from an earlier call with the same lease) and
 // waits until every older key of the election is gone: the oldest key leads.
 func (e *Election) campaign(ctx context.Context, t *Term) error {
-	lease := t.session.Lease()
+	lease := t.lease
 	tctx, cancel := context.WithTimeout(ctx, e.attempt)
 	defer cancel()
 	resp, err := e.client.Txn(tctx).
@@ -150,7 +144,7 @@ func (e *Election) campaign(ctx context.Context, t *Term) error {
 			}
 			continue
 		}
-		if err := waitDelete(ctx, e.client, string(older.Kvs[0].Key), older.Header.Revision, t.session.Ctx()); err != nil {
+		if err := waitDelete(ctx, e.client, string(older.Kvs[0].Key), older.Header.Revision, t.alive); err != nil {
 			return err
 		}
 	}
@@ -273,9 +267,11 @@ type Term struct {
 	Key string
 	Rev int64
 
-	session *concurrency.Session
-	client  *clientv3.Client
-	el      *Election
+	lease         clientv3.LeaseID
+	alive         context.Context // the session: cancelled when its lease is lost or given up
+	stopKeepAlive context.CancelFunc
+	client        *clientv3.Client
+	el            *Election
 }
 
 // Fence is the condition every write of this term carries: the election key this term created
@@ -288,10 +284,10 @@ func (t *Term) Fence() clientv3.Cmp {
 // Done is closed when the term's session is lost (its lease expired or was revoked, the
 // campaign's context ended, or the client closed). The term may have ended earlier: a write
 // failing with ErrNotLeader says so.
-func (t *Term) Done() <-chan struct{} { return t.session.Done() }
+func (t *Term) Done() <-chan struct{} { return t.alive.Done() }
 
-// Session is the term's etcd session.
-func (t *Term) Session() *concurrency.Session { return t.session }
+// Lease is the term's session lease.
+func (t *Term) Lease() clientv3.LeaseID { return t.lease }
 
 // Resign ends the term: it deletes the election key, so a successor takes over at once, and
 // revokes the session's lease. Both are best effort, bounded by ctx and by resignTimeout: with
@@ -313,11 +309,10 @@ func (t *Term) release() {
 }
 
 func (t *Term) revoke(ctx context.Context) {
-	// Orphan stops the keep-alive; Close would revoke with the campaign's context, which has
-	// usually ended by now. From here on the lease is a ghost if it outlives the revoke.
-	t.session.Orphan()
-	liveSessions.Delete(t.session.Lease())
-	if _, err := t.client.Revoke(ctx, t.session.Lease()); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
-		t.el.abandon(t.session.Lease())
+	// The keep-alive stops first; from here on the lease is a ghost if it outlives the revoke.
+	t.stopKeepAlive()
+	liveSessions.Delete(t.lease)
+	if _, err := t.client.Revoke(ctx, t.lease); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		t.el.abandon(t.lease)
 	}
 }

@@ -53,17 +53,9 @@ func (w *Writer) takeLease(ctx context.Context) (clientv3.LeaseID, <-chan struct
 		}
 		id = resp.ID
 	}
-	ka, err := w.client.KeepAlive(ctx, id)
-	if err != nil {
-		return 0, nil, fmt.Errorf("keeping the records' lease %x alive: %w", id, err)
-	}
-	lost := make(chan struct{})
-	go func() {
-		defer close(lost)
-		for range ka {
-		}
-	}()
-	return id, lost, nil
+	// Ended with ctx (the term): the lease itself is never revoked.
+	alive, _ := keepAlive(ctx, w.client, id, time.Duration(w.leaseTTL())*time.Second, w.cfg.AttemptTimeout)
+	return id, alive.Done(), nil
 }
 
 // adoptableLease is the lease most of this owner's keys are on, when it is alive and of the

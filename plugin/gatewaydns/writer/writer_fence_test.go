@@ -76,7 +76,7 @@ func TestFencedWriteOfDeposedTerm(t *testing.T) {
 		return err == nil && len(r.Kvs) == 1
 	})
 	b := run(db)
-	if _, err := cli.Revoke(ctx, oldTerm.Session().Lease()); err != nil {
+	if _, err := cli.Revoke(ctx, oldTerm.Lease()); err != nil {
 		t.Fatal(err)
 	}
 	waitFor("b leads", b.IsLeader)
