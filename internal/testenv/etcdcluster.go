@@ -392,6 +392,19 @@ func (c *EtcdCluster) Client(t testing.TB) *clientv3.Client {
 	return newEtcdClient(t, c.ClientConfig(t))
 }
 
+// ClientOfOthers returns a client of every member but m, closed by t.Cleanup: a test's reads
+// and writes while m is frozen, which a client that also knows m would send to it now and then
+// and wait on (a test's client has no stall detection).
+func (c *EtcdCluster) ClientOfOthers(t testing.TB, m *EtcdMember) *clientv3.Client {
+	t.Helper()
+	cfg := c.ClientConfig(t)
+	cfg.Endpoints = nil
+	for _, o := range c.Others(m) {
+		cfg.Endpoints = append(cfg.Endpoints, o.ClientURL)
+	}
+	return newEtcdClient(t, cfg)
+}
+
 // Member returns the member whose ID is id (a response header's MemberId), or nil.
 func (c *EtcdCluster) Member(id uint64) *EtcdMember {
 	for _, m := range c.Members {

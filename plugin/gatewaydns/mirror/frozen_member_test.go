@@ -7,7 +7,6 @@ import (
 	"time"
 
 	clog "github.com/coredns/coredns/plugin/pkg/log"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
@@ -57,17 +56,7 @@ func TestAMemberFrozenForAMinuteLeavesNothingBehind(t *testing.T) {
 	if on == nil {
 		t.Fatal("no member serves the watch")
 	}
-	// The test writes through the members that stay up: its own client has no stall detection.
-	var up []string
-	for _, m := range c.Others(on) {
-		up = append(up, m.ClientURL)
-	}
-	healthy, err := clientv3.New(clientv3.Config{Endpoints: up, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = healthy.Close() })
-	direct = healthy
+	direct = c.ClientOfOthers(t, on) // the test writes through the members that stay up
 	before := testenv.TakeLeftovers(t, c)
 	putsBefore := o.puts.Load()
 

@@ -74,6 +74,11 @@ func TestEachStopsWhenItsContextEnds(t *testing.T) {
 		if i == 10 {
 			cancel()
 		}
+		if i > 10 {
+			// Held until the cancel: else, with job 10's goroutine not scheduled yet (the
+			// race detector, a busy machine), the others could all start and finish first.
+			<-ctx.Done()
+		}
 		return nil
 	})
 	if !errors.Is(err, context.Canceled) || started >= 100 {

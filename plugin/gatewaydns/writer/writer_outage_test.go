@@ -138,16 +138,7 @@ func TestAMemberFrozenForAMinuteLeavesNothingBehind(t *testing.T) {
 	if on == nil {
 		t.Fatal("no member serves the writers' watches")
 	}
-	// The test reads through the members that stay up: its own client has no stall detection.
-	var up []string
-	for _, m := range c.Others(on) {
-		up = append(up, m.ClientURL)
-	}
-	healthy, err := clientv3.New(clientv3.Config{Endpoints: up, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { healthy.Close() })
+	healthy := c.ClientOfOthers(t, on) // the test reads through the members that stay up
 	before := testenv.TakeLeftovers(t, c)
 	rev := wtRevision(t, healthy)
 
