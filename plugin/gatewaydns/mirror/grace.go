@@ -51,13 +51,12 @@ func (w *Watcher) holdExpired(changes []record.Change, now time.Time) []record.C
 			continue
 		}
 		if w.held == nil {
-			w.held, w.heldPerLease = map[string]held{}, map[int64]int{}
+			w.held = map[string]held{}
 		}
 		w.held[c.Key] = held{lease: lease, until: now.Add(w.Grace)}
-		if w.heldPerLease[lease]++; w.heldPerLease[lease] == 1 {
+		if w.countHold(lease, 1) == 1 {
 			// Until the hold ends the records answer with the shortest TTL allowed.
 			w.Sink.SetLeaseExpiry(lease, now)
-			w.holdLease(lease, true)
 		}
 	}
 	return kept
@@ -70,9 +69,7 @@ func (w *Watcher) unhold(key string) {
 		return
 	}
 	delete(w.held, key)
-	if w.heldPerLease[h.lease]--; w.heldPerLease[h.lease] == 0 {
-		delete(w.heldPerLease, h.lease)
-		w.holdLease(h.lease, false)
+	if w.countHold(h.lease, -1) == 0 {
 		w.Sink.ForgetLease(h.lease)
 	}
 }
@@ -106,23 +103,26 @@ func (w *Watcher) dropHeld() {
 	}
 }
 
-// holdLease marks a lease whose keys are held, so that trackLeases, finding it gone from
-// etcd, leaves its run-out expiry in the Sink (the held records' TTL) instead of forgetting it.
-func (w *Watcher) holdLease(lease int64, hold bool) {
+// countHold adds delta to the number of held keys of lease and returns it. The count is read by
+// trackLeases too (leaseHeld): a lease whose keys are held, found gone from etcd, keeps its
+// run-out expiry in the Sink (the held records' TTL) instead of being forgotten.
+func (w *Watcher) countHold(lease int64, delta int) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if hold {
-		if w.heldLeases == nil {
-			w.heldLeases = map[int64]bool{}
-		}
-		w.heldLeases[lease] = true
-	} else {
-		delete(w.heldLeases, lease)
+	if w.heldPerLease == nil {
+		w.heldPerLease = map[int64]int{}
 	}
+	n := w.heldPerLease[lease] + delta
+	if n <= 0 {
+		delete(w.heldPerLease, lease)
+		return 0
+	}
+	w.heldPerLease[lease] = n
+	return n
 }
 
 func (w *Watcher) leaseHeld(lease int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.heldLeases[lease]
+	return w.heldPerLease[lease] > 0
 }

@@ -100,15 +100,13 @@ type Watcher struct {
 
 	// Leases seen in new keys, waiting to be read by trackLeases; wake tells it there are some.
 	// The watch loop never blocks on lease reads.
-	mu         sync.Mutex
-	newLeases  []int64
-	wake       chan struct{}
-	heldLeases map[int64]bool // leases whose keys are held (grace.go)
+	mu           sync.Mutex
+	newLeases    []int64
+	wake         chan struct{}
+	heldPerLease map[int64]int // held keys per lease (grace.go)
 
-	// Keys deleted by their lease's expiry, still answered, and how many per lease (grace.go):
-	// Run's goroutine's.
-	held         map[string]held
-	heldPerLease map[int64]int
+	// Keys deleted by their lease's expiry, still answered (grace.go): Run's goroutine's.
+	held map[string]held
 
 	snapshots    chan chan snapshot // the check asks the running session for one
 	inconsistent chan int64         // the load generation a check found wrong
