@@ -1,8 +1,8 @@
 package tests
 
-// Failover across a frozen etcd member (issue 12, item 7): with a 3-member etcd and every
+// Failover across a frozen etcd member (issues 12, 24 and 31): with a 3-member etcd and every
 // endpoint configured, a member that hangs (SIGSTOP: a hung host, not a crash; its sockets
-// stay open and nothing answers) under the serve watch or the writer must be left within 3 s.
+// stay open and nothing answers) under the serve watch or the writer must be left within 2 s.
 // Each test freezes every member in turn, so whichever member the binary's connections are on
 // is frozen in one round, and reports the write-to-answer time of every round.
 
@@ -22,8 +22,13 @@ import (
 )
 
 const (
-	// failoverBound is the issue's requirement: a frozen member is left within 3 s.
+	// failoverBound bounds a Gateway change to its central answer with a member frozen: the
+	// writer leaves the member (memberLeftBound), then the central server may have to leave
+	// it as well.
 	failoverBound = 3 * time.Second
+	// memberLeftBound is how soon each role leaves a frozen member (issue 24): a record written
+	// through a healthy member is answered, a Gateway change reaches etcd, within it.
+	memberLeftBound = 2 * time.Second
 	// failoverPatience is how long a round waits for the answer before it gives up, longer
 	// than the bound so that a failing round still reports what it measures.
 	failoverPatience = 12 * time.Second
@@ -155,11 +160,7 @@ type failoverRound struct {
 	sinceFrz time.Duration // from the freeze to the answer
 	answered bool
 	last     string
-}
-
-func reportRounds(t *testing.T, what string, rounds []failoverRound) {
-	t.Helper()
-	reportRoundsWithin(t, failoverBound, what, rounds)
+	inEtcd   time.Duration // writer rounds: from the change until etcd held it (0: not seen)
 }
 
 func reportRoundsWithin(t *testing.T, bound time.Duration, what string, rounds []failoverRound) {
@@ -227,32 +228,37 @@ func TestFailoverServeFrozenMember(t *testing.T) {
 		rounds = append(rounds, failoverRound{frozen: frozen.Name, streams: streams, took: took, sinceFrz: acked.Sub(frozenAt) + took, answered: ok, last: last})
 		thawAndSettle(t, cluster, frozen)
 	}
-	reportRounds(t, "serve: write (acknowledged) to answer", rounds)
+	reportRoundsWithin(t, memberLeftBound, "serve: write (acknowledged) to answer", rounds)
 	t.Logf("total %v", time.Since(start).Round(time.Millisecond))
 }
 
 // TestFailoverWriterFrozenMember: a publishing stanza (kube-apiserver with the Gateway API
 // CRDs) and a central server, both with all three endpoints. Each member is frozen in turn;
-// while it is frozen the Gateway's address changes, and the central server must answer the
-// route's new address within 3 s of the change.
+// while it is frozen the Gateway's address changes: the new address must reach etcd within
+// 2 s of the change, and the central server answer it within 3 s.
 func TestFailoverWriterFrozenMember(t *testing.T) {
-	writerFailover(t, "writer: Gateway address change to central answer", func(c *testenv.EtcdCluster, i int) *testenv.EtcdMember {
+	rounds := writerFailover(t, "writer: Gateway address change to central answer", func(c *testenv.EtcdCluster, i int) *testenv.EtcdMember {
 		if i < len(c.Members) {
 			return c.Members[i]
 		}
 		return nil
 	})
+	for _, r := range rounds {
+		if r.inEtcd == 0 || r.inEtcd > memberLeftBound {
+			t.Errorf("writer: with member %s frozen, the new address reached etcd after %v (0: not within the wait), want within %v", r.frozen, r.inEtcd.Round(time.Millisecond), memberLeftBound)
+		}
+	}
 }
 
 // TestFailoverWriterFrozenRaftLeader: the member frozen is etcd's raft leader, 15 times in a
 // row. The writer's next change waits for the others to elect a leader as well as for the
 // writer to leave the member. One round in 15 used to stall for over 12 s: the client's one
 // lease keep-alive stream sat on the frozen leader, the election session ran out client-side,
-// and the writer had to be elected again. Every round must be answered within raftLeaderBound;
-// the goal is failoverBound (3 s), which 14 of 15 rounds meet (the 15th took 3.95 s once).
+// and the writer had to be elected again; then one in 15 took up to 4 s, an attempt on the
+// frozen member after another. Every round must be answered within failoverBound.
 func TestFailoverWriterFrozenRaftLeader(t *testing.T) {
 	const trials = 15
-	writerFailoverWithin(t, raftLeaderBound, "writer, raft leader frozen: Gateway address change to central answer", func(c *testenv.EtcdCluster, i int) *testenv.EtcdMember {
+	writerFailoverWithin(t, failoverBound, "writer, raft leader frozen: Gateway address change to central answer", func(c *testenv.EtcdCluster, i int) *testenv.EtcdMember {
 		if i < trials {
 			return c.WaitLeader(t, 10*time.Second)
 		}
@@ -263,16 +269,12 @@ func TestFailoverWriterFrozenRaftLeader(t *testing.T) {
 // writerFailover runs a writer and a central server on a 3-member etcd and, for each member
 // pick names (until it names none), freezes it, changes a Gateway's address and measures the
 // time until the central server answers the new address.
-func writerFailover(t *testing.T, what string, pick func(c *testenv.EtcdCluster, round int) *testenv.EtcdMember) {
-	writerFailoverWithin(t, failoverBound, what, pick)
+func writerFailover(t *testing.T, what string, pick func(c *testenv.EtcdCluster, round int) *testenv.EtcdMember) []failoverRound {
+	return writerFailoverWithin(t, failoverBound, what, pick)
 }
 
-// raftLeaderBound is what a round with the raft leader frozen must meet: a new election, a
-// member left, and no lost session (which cost 12 s and more).
-const raftLeaderBound = 6 * time.Second
-
 // writerFailoverWithin is writerFailover with another bound for every round.
-func writerFailoverWithin(t *testing.T, bound time.Duration, what string, pick func(c *testenv.EtcdCluster, round int) *testenv.EtcdMember) {
+func writerFailoverWithin(t *testing.T, bound time.Duration, what string, pick func(c *testenv.EtcdCluster, round int) *testenv.EtcdMember) []failoverRound {
 	start := time.Now()
 	cluster := testenv.StartEtcdCluster(t, 3)
 	kube := testenv.StartKubeAPIServer(t)
@@ -316,7 +318,7 @@ func writerFailoverWithin(t *testing.T, bound time.Duration, what string, pick f
 		}
 		t.Logf("round %d: %s frozen (watch streams before: %s): the new address reached etcd %s, was answered=%v after %v",
 			i, frozen.Name, streams, etcdAt, ok, took.Round(time.Millisecond))
-		rounds = append(rounds, failoverRound{frozen: frozen.Name, streams: streams, took: took, sinceFrz: changed.Sub(frozenAt) + took, answered: ok, last: last})
+		rounds = append(rounds, failoverRound{frozen: frozen.Name, streams: streams, took: took, sinceFrz: changed.Sub(frozenAt) + took, answered: ok, last: last, inEtcd: inEtcd})
 		thawAndSettle(t, cluster, frozen)
 		if !ok {
 			// Let the round's change land before the next, so that one late round does
@@ -326,4 +328,5 @@ func writerFailoverWithin(t *testing.T, bound time.Duration, what string, pick f
 	}
 	reportRoundsWithin(t, bound, what, rounds)
 	t.Logf("total %v", time.Since(start).Round(time.Millisecond))
+	return rounds
 }

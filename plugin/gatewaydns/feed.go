@@ -55,8 +55,10 @@ func (f *feed) start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.client, f.cancel, f.done = client, cancel, make(chan struct{})
 	var watchers sync.WaitGroup
+	members := store.NewMembers(client, etcd.Endpoints, log)
+	watchers.Go(func() { members.Run(ctx) })
 	for _, prefix := range f.prefixes {
-		w := &mirror.Watcher{Client: client, Prefix: prefix, Sink: f.index, Observer: feedObserver{f.metrics, f}, Log: log, Grace: f.grace}
+		w := &mirror.Watcher{Client: client, Prefix: prefix, Sink: f.index, Observer: feedObserver{f.metrics, f}, Log: log, Grace: f.grace, Members: members}
 		watchers.Go(func() { w.Run(ctx) })
 	}
 	go func() {

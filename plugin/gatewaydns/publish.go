@@ -44,8 +44,10 @@ type publisher struct {
 	kube   *kubesource.Watcher
 	writer *writer.Writer
 	client *clientv3.Client
-	cancel context.CancelFunc
-	done   chan struct{}
+	// members steers the client off etcd members that stop answering; run with the writer.
+	members *store.Members
+	cancel  context.CancelFunc
+	done    chan struct{}
 	// readyUntil (Unix nanoseconds): the publisher was started by a reload while another of
 	// its owner was ready; it counts as ready until its own sources have synced, or this time
 	// has passed. It belongs to the publisher, not to the stanza that started it: a stanza of
@@ -91,6 +93,7 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 	if len(zones) == 0 {
 		zones = cfg.zones
 	}
+	p.members = store.NewMembers(client, cfg.etcd.Endpoints, log)
 	p.writer, err = writer.New(client, writer.Config{
 		Prefix:    cfg.prefix,
 		Owner:     pc.owner,
@@ -108,6 +111,7 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 		Registry: pc.registry,
 		Desired:  desired{p.kube},
 		Observer: writerEvents{publishMetrics: obs, kube: p.kube},
+		Members:  p.members,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("writer: %w", err)
@@ -124,6 +128,7 @@ func (p *publisher) run(ctx context.Context) error {
 	go func() {
 		defer close(p.done)
 		var writing sync.WaitGroup
+		writing.Go(func() { p.members.Run(ctx) })
 		writing.Go(func() {
 			if err := p.writer.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 				log.Errorf("Writer for owner %q stopped: %v", p.cfg.publish.owner, err)

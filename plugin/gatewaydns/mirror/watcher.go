@@ -58,12 +58,12 @@ const (
 
 	defaultCheckEvery = 5 * time.Minute
 	defaultMaxReplay  = 1000
-	// A frozen member under the watch is left within about ProgressEvery + StallAfter
-	// (1.5 s), and a new stream opened on it again within StallAfter more: inside the 3 s the
-	// failover tests allow. etcd answers a progress request from memory; a stall taken
+	// A frozen member under the watch is found within ProgressEvery + StallAfter (1.25 s)
+	// and left (Members) before the next stream opens: a change is answered within the 2 s
+	// the failover tests allow. etcd answers a progress request from memory; a stall taken
 	// wrongly costs one resumed stream, not a reload.
 	defaultProgressEvery = 500 * time.Millisecond
-	defaultStallAfter    = time.Second
+	defaultStallAfter    = 750 * time.Millisecond
 	// outageAfter is how long etcd must have failed to answer before the watcher calls it
 	// unreachable: one failed session between two good ones is not an outage.
 	outageAfter = 4 * time.Second
@@ -84,6 +84,9 @@ type Watcher struct {
 	Sink     Sink
 	Observer Observer
 	Log      clog.P
+	// Members, when set, is told of every failed load or session, so that the next one goes
+	// to a member that answers (store.Members); the client's owner runs it.
+	Members *store.Members
 
 	// CheckEvery is how often the index is compared with etcd; 5 minutes when 0.
 	CheckEvery time.Duration
@@ -95,7 +98,7 @@ type Watcher struct {
 	Grace time.Duration
 	// ProgressEvery is how long a quiet watch waits before asking etcd for progress, and
 	// StallAfter how long it then waits for any answer before it abandons the stream (and how
-	// long a new stream has to answer at all); 500 ms and 1 s when 0.
+	// long a new stream has to answer at all); 500 ms and 750 ms when 0.
 	ProgressEvery, StallAfter time.Duration
 
 	// Leases seen in new keys, waiting to be read by trackLeases; wake tells it there are some.
@@ -148,6 +151,7 @@ func (w *Watcher) Run(ctx context.Context) {
 				if ctx.Err() == nil {
 					w.failed("get", err)
 				}
+				w.Members.Suspect(ctx)
 				store.Pause(ctx, w.Client, delay)
 				continue
 			}
@@ -183,6 +187,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		default:
 			w.failed("watch", err)
 			w.Log.Debugf("Watching %s stopped at revision %d, resuming: %v", w.Prefix, rev, err)
+			w.Members.Suspect(ctx)
 			store.Pause(ctx, w.Client, delay)
 		}
 	}

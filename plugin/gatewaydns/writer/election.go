@@ -46,6 +46,9 @@ type Election struct {
 	// reached, when set, is told each answer or failure of etcd during a campaign: a standby
 	// says whether etcd answers while it waits.
 	reached func(error)
+	// members, when set, is told of every attempt that failed on a member or the network,
+	// so that the next goes to a member that answers.
+	members *store.Members
 
 	// abandoned are leases of this election's sessions given up while etcd did not answer:
 	// their keys stay in the election, in front of every later candidate, until revoked or
@@ -97,7 +100,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 		return nil, fmt.Errorf("election %s: session: %w", e.prefix, err)
 	}
 	liveSessions.Store(grant.ID, struct{}{})
-	alive, stop := keepAlive(ctx, e.client, grant.ID, time.Duration(e.ttl)*time.Second, e.attempt)
+	alive, stop := keepAlive(ctx, e.client, e.members, grant.ID, time.Duration(e.ttl)*time.Second, e.attempt)
 	t := &Term{Key: fmt.Sprintf("%s/%x", e.prefix, grant.ID), lease: grant.ID, alive: alive, stopKeepAlive: stop, client: e.client, el: e}
 	if err := e.campaign(ctx, t); err != nil {
 		t.release()
@@ -208,8 +211,14 @@ func (e *Election) exorcise(ctx context.Context, key string, lease clientv3.Leas
 }
 
 func (e *Election) tell(ctx context.Context, err error) {
-	if e.reached != nil && ctx.Err() == nil {
+	if ctx.Err() != nil {
+		return
+	}
+	if e.reached != nil {
 		e.reached(err)
+	}
+	if err != nil && retriable(err) {
+		e.members.Suspect(ctx)
 	}
 }
 

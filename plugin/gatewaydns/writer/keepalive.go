@@ -7,6 +7,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
 
 // keepAliveRetry is how soon a keep-alive that failed is tried again: on the member the
@@ -23,7 +25,7 @@ const keepAliveRetry = 200 * time.Millisecond
 // later, by which time a 10 s election session is lost, though the other members would have
 // kept it alive (a writer whose raft leader froze stopped writing for over 12 s). Each of
 // these attempts is a stream of its own, bounded by attempt, on whichever member answers.
-func keepAlive(ctx context.Context, client *clientv3.Client, lease clientv3.LeaseID, ttl, attempt time.Duration) (alive context.Context, stop context.CancelFunc) {
+func keepAlive(ctx context.Context, client *clientv3.Client, members *store.Members, lease clientv3.LeaseID, ttl, attempt time.Duration) (alive context.Context, stop context.CancelFunc) {
 	alive, lost := context.WithCancel(ctx)
 	go func() {
 		defer lost()
@@ -48,6 +50,8 @@ func keepAlive(ctx context.Context, client *clientv3.Client, lease clientv3.Leas
 				last, wait = time.Now(), ttl/3
 			case time.Since(last) >= ttl:
 				return
+			default:
+				members.Suspect(alive) // the next attempt goes to a member that answers
 			}
 			t.Reset(wait)
 		}

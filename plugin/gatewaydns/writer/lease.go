@@ -54,7 +54,7 @@ func (w *Writer) takeLease(ctx context.Context) (clientv3.LeaseID, <-chan struct
 		id = resp.ID
 	}
 	// Ended with ctx (the term): the lease itself is never revoked.
-	alive, _ := keepAlive(ctx, w.client, id, time.Duration(w.leaseTTL())*time.Second, w.cfg.AttemptTimeout)
+	alive, _ := keepAlive(ctx, w.client, w.cfg.Members, id, time.Duration(w.leaseTTL())*time.Second, w.cfg.AttemptTimeout)
 	return id, alive.Done(), nil
 }
 

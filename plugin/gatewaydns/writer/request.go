@@ -9,22 +9,28 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// request runs one etcd request: attempts of at most AttemptTimeout each, retried while
-// Timeout lasts. A member that does not answer (frozen, black-holed) costs one attempt: the
-// client's round robin sends the next attempt to another member. The outcome tells the
-// Observer whether etcd is reachable.
+// request runs one etcd request: attempts of at most AttemptTimeout each (the first of half
+// that), retried while Timeout lasts. A member that does not answer (frozen, black-holed)
+// costs one attempt: Members leaves it before the next. The outcome tells the Observer
+// whether etcd is reachable.
 //
 // A retried write may have been applied by an attempt that timed out; writes are safe to
 // retry because every commit compares the revisions it planned from.
 func (w *Writer) request(ctx context.Context, f func(ctx context.Context) error) error {
-	return w.requestEach(ctx, w.cfg.AttemptTimeout, f)
+	return w.attempts(ctx, w.cfg.AttemptTimeout/2, w.cfg.AttemptTimeout, f)
 }
 
 // requestEach is request with attempts of at most attempt each: a read whose answer grows
 // with the zone (the resync's scan) needs longer attempts than a batch of a few names.
 func (w *Writer) requestEach(ctx context.Context, attempt time.Duration, f func(ctx context.Context) error) error {
+	return w.attempts(ctx, attempt, attempt, f)
+}
+
+// attempts runs f until it succeeds, fails for good or Timeout passes: the first attempt
+// bounded by first, the others by then.
+func (w *Writer) attempts(ctx context.Context, first, then time.Duration, f func(ctx context.Context) error) error {
 	deadline := time.Now().Add(w.cfg.Timeout)
-	for {
+	for attempt := first; ; attempt = then {
 		actx, cancel := context.WithTimeout(ctx, min(attempt, time.Until(deadline)))
 		err := f(actx)
 		cancel()
@@ -35,8 +41,11 @@ func (w *Writer) requestEach(ctx context.Context, attempt time.Duration, f func(
 		if err == nil || !retriable(err) || time.Until(deadline) <= 0 {
 			return err
 		}
-		// A short pause: a refusing etcd answers at once, and must not be hammered.
-		t := time.NewTimer(min(100*time.Millisecond, time.Until(deadline)))
+		// The next attempt goes to a member that answers, after a short pause: a refusing
+		// etcd answers at once, and must not be hammered.
+		paused := time.Now()
+		w.cfg.Members.Suspect(ctx)
+		t := time.NewTimer(max(0, min(100*time.Millisecond-time.Since(paused), time.Until(deadline))))
 		select {
 		case <-ctx.Done():
 			t.Stop()
