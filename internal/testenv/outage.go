@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,7 +24,18 @@ func (e *Etcd) WatchStreams(timeout time.Duration) (int, error) {
 	return watchStreams(e.ClientURL, timeout)
 }
 
+// Watchers returns the number of watches etcd serves (its etcd_debugging_mvcc_watcher_total
+// gauge), over all streams: what a client's watches cost etcd.
+func (e *Etcd) Watchers(timeout time.Duration) (int, error) {
+	return etcdGauge(e.ClientURL, "etcd_debugging_mvcc_watcher_total", timeout)
+}
+
 func watchStreams(clientURL string, timeout time.Duration) (int, error) {
+	return etcdGauge(clientURL, "etcd_debugging_mvcc_watch_stream_total", timeout)
+}
+
+// etcdGauge reads the gauge name from the /metrics of the etcd at clientURL.
+func etcdGauge(clientURL, name string, timeout time.Duration) (int, error) {
 	hc := &http.Client{Timeout: timeout}
 	resp, err := hc.Get(clientURL + "/metrics")
 	if err != nil {
@@ -37,12 +47,12 @@ func watchStreams(clientURL string, timeout time.Duration) (int, error) {
 		return 0, err
 	}
 	for _, l := range strings.Split(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(l, "etcd_debugging_mvcc_watch_stream_total "); ok {
+		if rest, ok := strings.CutPrefix(l, name+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
 			return int(f), err
 		}
 	}
-	return 0, errors.New("no etcd_debugging_mvcc_watch_stream_total in /metrics")
+	return 0, fmt.Errorf("no %s in /metrics", name)
 }
 
 // An Outage is one way etcd stops answering a client that reaches it through a proxy: Begin

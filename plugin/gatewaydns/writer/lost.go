@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -10,58 +11,148 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
 
-// trackLost watches the names just lost to an older claim, from the revision they were read
-// at, and stops watching the names of this reconcile that are no longer lost.
+// lostNames are the names held by an older claim in exclusive mode, each with the revision it
+// was last read at. The claim's owner withdrawing frees the name, and the next claim in line
+// takes it at once, not at the next resync: while any name is lost, one watch of deletes per
+// zone (the zones the writer may write, so etcd permits it) tells which lost name lost a key
+// after its read, and enqueues it. One watch per name would cost etcd a watcher per lost
+// name, and a lost apex's own watch would cover the whole zone anyway.
+type lostNames struct {
+	mu     sync.Mutex
+	names  map[string]int64 // lost name -> the revision it was read at
+	from   int64            // the running watches' start revision; 0 when none runs
+	cancel context.CancelFunc
+}
+
+// trackLost records the names just lost to an older claim, read at rev, and forgets the names
+// of this reconcile that are no longer lost; it starts the delete watches when the first name
+// is lost (or starts them again from an older revision) and ends them with the last.
 func (w *Writer) trackLost(ctx context.Context, reconciled []string, conflicts []plan.Conflict, rev int64) {
 	lost := make(map[string]bool, len(conflicts))
 	for _, c := range conflicts {
 		lost[c.Name] = true
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	watches := w.watches
+	w.mu.Unlock()
+	l := &w.lost
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, n := range reconciled {
-		lw, watched := w.lost[n]
-		switch {
-		case lost[n] && !watched && w.watches != nil:
-			wctx, cancel := context.WithCancel(ctx)
-			lw = &lostWatch{cancel: cancel}
-			w.lost[n] = lw
-			go w.watchLost(wctx, w.watches, lw, n, rev+1)
-		case !lost[n] && watched:
-			lw.cancel()
-			delete(w.lost, n)
+		if lost[n] {
+			l.names[n] = rev
+		} else {
+			delete(l.names, n)
+		}
+	}
+	switch {
+	case len(l.names) == 0 || watches == nil:
+		l.stopLocked()
+	case l.from == 0 || rev+1 < l.from:
+		// The running watches (if any) start after this read: deletes in between would be
+		// missed. Watch again from here.
+		l.stopLocked()
+		wctx, cancel := context.WithCancel(ctx)
+		l.from, l.cancel = rev+1, cancel
+		// Each ends with its context, or with the term's watches when the term ends.
+		for _, prefix := range w.zonePrefixes() {
+			go w.watchLostDeletes(wctx, watches, prefix, rev+1)
 		}
 	}
 }
 
-// watchLost enqueues name when a key of it is deleted after rev.
-func (w *Writer) watchLost(ctx context.Context, watches *store.Watches, lw *lostWatch, name string, rev int64) {
-	base := record.NamePath(w.cfg.Prefix, name) + "/"
-	for resp := range watches.Watch(ctx, base, clientv3.WithPrefix(), clientv3.WithRev(rev), clientv3.WithFilterPut()) {
+// zonePrefixes are the key prefixes of the zones the writer may write (its whole prefix
+// without Zones).
+func (w *Writer) zonePrefixes() []string {
+	zones := w.cfg.Zones
+	if len(zones) == 0 {
+		zones = []string{""}
+	}
+	ps := make([]string, len(zones))
+	for i, z := range zones {
+		ps[i] = record.NamePath(w.cfg.Prefix, z) + "/"
+	}
+	return ps
+}
+
+// stopLocked ends the delete watches; l.mu is held. It does not wait for them: they hold
+// no lock when they see their context end.
+func (l *lostNames) stopLocked() {
+	if l.cancel != nil {
+		l.cancel()
+	}
+	l.from, l.cancel = 0, nil
+}
+
+// watchLostDeletes enqueues each lost name a key of which is deleted under prefix after the
+// name's read. A watch that fails (compacted: it may have missed a delete) enqueues every lost
+// name to be read again; their reconcile starts the watches again while they are still lost.
+func (w *Writer) watchLostDeletes(ctx context.Context, watches *store.Watches, prefix string, from int64) {
+	for resp := range watches.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(from), clientv3.WithFilterPut()) {
 		if ctx.Err() != nil {
 			return
 		}
-		if len(resp.Events) > 0 || resp.Err() != nil {
-			// A compacted watch may have missed the delete: look again. The name's reconcile
-			// starts a new watch while it is still lost.
-			w.mu.Lock()
-			if w.lost[name] == lw {
-				delete(w.lost, name)
-			}
-			w.mu.Unlock()
-			lw.cancel()
-			w.Enqueue(name)
+		if resp.Err() != nil {
+			w.enqueueAllLost(ctx)
 			return
+		}
+		for _, ev := range resp.Events {
+			w.freed(string(ev.Kv.Key), ev.Kv.ModRevision)
 		}
 	}
 }
 
-// forgetLost stops every lost name's watch at the end of a term.
-func (w *Writer) forgetLost() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for n, lw := range w.lost {
-		lw.cancel()
-		delete(w.lost, n)
+// freed enqueues the lost name that key (deleted at rev) was a record of, if it was read
+// before rev.
+func (w *Writer) freed(key string, rev int64) {
+	name, ok := record.RecordName(w.cfg.Prefix, key)
+	if !ok {
+		return
 	}
+	l := &w.lost
+	l.mu.Lock()
+	readAt, lost := l.names[name]
+	if lost && readAt < rev {
+		delete(l.names, name)
+	} else {
+		lost = false
+	}
+	l.mu.Unlock()
+	if lost {
+		w.Enqueue(name)
+	}
+}
+
+// enqueueAllLost enqueues every lost name and forgets them, ending the watches unless a later
+// trackLost already started others.
+func (w *Writer) enqueueAllLost(ctx context.Context) {
+	l := &w.lost
+	l.mu.Lock()
+	names := make([]string, 0, len(l.names))
+	for n := range l.names {
+		names = append(names, n)
+	}
+	clear(l.names)
+	l.stopLocked()
+	l.mu.Unlock()
+	if ctx.Err() == nil {
+		w.Enqueue(names...)
+	}
+}
+
+// forgetLost ends the delete watches at the end of a term; the next term's resync finds the
+// lost names again.
+func (w *Writer) forgetLost() {
+	l := &w.lost
+	l.mu.Lock()
+	clear(l.names)
+	l.stopLocked()
+	l.mu.Unlock()
+}
+
+// lostCount is how many names are lost to an older claim now.
+func (w *Writer) lostCount() int {
+	w.lost.mu.Lock()
+	defer w.lost.mu.Unlock()
+	return len(w.lost.names)
 }

@@ -5,7 +5,6 @@ package writer
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -227,15 +226,11 @@ type Writer struct {
 	deposed chan struct{}        // closed when the current term is known to be over
 	pending map[string]time.Time // name -> when it was first enqueued
 	wake    chan struct{}
-	// lost are the names held by an older claim in exclusive mode, each with the cancel of the
-	// watch that enqueues it again when a key of it is deleted: the claim's owner withdrawing
-	// frees the name, and the next claim in line takes it at once, not at the next resync.
-	lost map[string]*lostWatch
+	// lost are the names held by an older claim in exclusive mode (lost.go).
+	lost lostNames
 
 	reports reports
 }
-
-type lostWatch struct{ cancel context.CancelFunc }
 
 // New checks cfg and fills in the defaults. Nothing runs until Run.
 func New(client *clientv3.Client, cfg Config) (*Writer, error) {
@@ -296,7 +291,7 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 		el:      el,
 		pending: make(map[string]time.Time),
 		wake:    make(chan struct{}, 1),
-		lost:    make(map[string]*lostWatch),
+		lost:    lostNames{names: make(map[string]int64)},
 	}
 	el.reached = wr.reached
 	return wr, nil

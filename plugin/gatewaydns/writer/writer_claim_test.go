@@ -224,3 +224,75 @@ func TestWriterTellsEachObjectOfALostNameOnce(t *testing.T) {
 		return obs2.get(func(o *wtObserver) bool { return o.problems == [2]int{0, 0} })
 	})
 }
+
+// Names lost to an older claim cost etcd one watch per zone, not one per name (2000 lost
+// names once made 2000 watchers), and each is still taken within seconds of its winner
+// withdrawing, one name alone or all at once.
+func TestLostNamesCostOneWatchPerZoneAndEachIsTakenOnceFreed(t *testing.T) {
+	const n = 2000
+	e := testenv.StartEtcd(t)
+	cli := e.Client(t)
+	var eps []record.Endpoint
+	for i := range n {
+		eps = append(eps, wtEP(wtName(fmt.Sprintf("lost%04d", i)), "10.0.0.1"))
+	}
+	d1 := wtWant(eps...)
+	w1, _ := wtStart(t, cli, writer.Config{Owner: "c1", Desired: d1, Zones: []string{"eu1." + wtZone}})
+	first := eps[0].Name
+	wtEventually(t, 30*time.Second, "c1 published", wtHostsAre(t, cli, eps[n-1].Name, "c1=10.0.0.1"))
+	before, err := e.Watchers(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var eps2 []record.Endpoint
+	for _, ep := range eps {
+		eps2 = append(eps2, wtEP(ep.Name, "10.0.0.2"))
+	}
+	w2, _ := wtStart(t, cli, writer.Config{Owner: "c2", Desired: wtWant(eps2...), Zones: []string{"eu1." + wtZone}, Conflicts: plan.Exclusive})
+	wtEventually(t, 30*time.Second, "c2 lost every name", func() bool { return w2.LostNames() == n })
+	during, err := e.Watchers(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// c2's term adds its key's watch and the lost names' watch of its one zone.
+	if added := during - before; added > 2 {
+		t.Errorf("with %d names lost, etcd serves %d watchers more than before (%d -> %d), want at most 2", n, added, before, during)
+	}
+	t.Logf("etcd watchers: %d before c2, %d with c2's %d lost names", before, during, n)
+
+	// The winner withdraws one name: c2 takes it by itself.
+	start := time.Now()
+	d1.remove(first)
+	w1.Enqueue(first)
+	wtEventually(t, 3*time.Second, "c2 took the name freed alone", wtHostsAre(t, cli, first, "c2=10.0.0.2"))
+	t.Logf("a name freed alone taken after %v", time.Since(start).Round(time.Millisecond))
+
+	// Then all of them.
+	start = time.Now()
+	for _, ep := range eps[1:] {
+		d1.remove(ep.Name)
+	}
+	for _, ep := range eps[1:] {
+		w1.Enqueue(ep.Name)
+	}
+	owners := func() map[string]int {
+		count := map[string]int{}
+		for _, kv := range wtKeys(t, cli) {
+			count[record.OwnerOf(kv.Value)]++
+		}
+		return count
+	}
+	wtEventually(t, 30*time.Second, "c1 withdrew every name", func() bool { return owners()["c1"] == 0 })
+	withdrawn := time.Since(start)
+	wtEventually(t, 30*time.Second, "c2 took every freed name", func() bool { return owners()["c2"] == n })
+	wtEventually(t, 5*time.Second, "c2 holds no name lost", func() bool { return w2.LostNames() == 0 })
+	t.Logf("%d names withdrawn by c1 after %v, all taken by c2 after %v", n-1, withdrawn.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	after, err := e.Watchers(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after > during-1 {
+		t.Errorf("with no name lost any more, etcd serves %d watchers, want the lost names' watch gone (%d with it)", after, during)
+	}
+}
