@@ -151,8 +151,7 @@ func (w *Watcher) Run(ctx context.Context) {
 				if ctx.Err() == nil {
 					w.failed("get", err)
 				}
-				w.Members.Suspect(ctx)
-				store.Pause(ctx, w.Client, delay)
+				store.Pause(ctx, w.Client, delay, w.Members)
 				continue
 			}
 			rev, from = loaded, w.replayFrom(newest, loaded)
@@ -187,8 +186,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		default:
 			w.failed("watch", err)
 			w.Log.Debugf("Watching %s stopped at revision %d, resuming: %v", w.Prefix, rev, err)
-			w.Members.Suspect(ctx)
-			store.Pause(ctx, w.Client, delay)
+			store.Pause(ctx, w.Client, delay, w.Members)
 		}
 	}
 }

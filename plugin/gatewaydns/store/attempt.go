@@ -70,10 +70,14 @@ func Reconnected(ctx context.Context, c *clientv3.Client) <-chan struct{} {
 // Pause waits b's next delay after a failure, cut short when the connection to etcd comes back:
 // an etcd that answers again is used at gRPC's next dial (within a second), not after the
 // back-off's full sleep, while one that stays down is still asked less and less often. It
+// tells m (nil: none) of the failure first, so that the next attempt goes to a member that
+// answers; the connection is watched from before that, so a return during it counts. It
 // reports false when ctx ended.
-func Pause(ctx context.Context, c *clientv3.Client, b *backoff.Backoff) bool {
+func Pause(ctx context.Context, c *clientv3.Client, b *backoff.Backoff, m *Members) bool {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	b.Wait(pctx, Reconnected(pctx, c))
+	up := Reconnected(pctx, c)
+	m.Suspect(pctx)
+	b.Wait(pctx, up)
 	return ctx.Err() == nil
 }

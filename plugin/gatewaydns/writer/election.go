@@ -46,8 +46,8 @@ type Election struct {
 	// reached, when set, is told each answer or failure of etcd during a campaign: a standby
 	// says whether etcd answers while it waits.
 	reached func(error)
-	// members, when set, is told of every attempt that failed on a member or the network,
-	// so that the next goes to a member that answers.
+	// members keeps the session's keep-alive off members that stop answering; a failed
+	// campaign tells it through the caller's store.Pause.
 	members *store.Members
 
 	// abandoned are leases of this election's sessions given up while etcd did not answer:
@@ -211,14 +211,8 @@ func (e *Election) exorcise(ctx context.Context, key string, lease clientv3.Leas
 }
 
 func (e *Election) tell(ctx context.Context, err error) {
-	if ctx.Err() != nil {
-		return
-	}
-	if e.reached != nil {
+	if e.reached != nil && ctx.Err() == nil {
 		e.reached(err)
-	}
-	if err != nil && retriable(err) {
-		e.members.Suspect(ctx)
 	}
 }
 

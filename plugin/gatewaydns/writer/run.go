@@ -29,7 +29,7 @@ func (w *Writer) Run(ctx context.Context) error {
 			}
 			w.reached(err)
 			w.obs.Failed(w.el.Prefix(), err)
-			store.Pause(ctx, w.client, delay)
+			store.Pause(ctx, w.client, delay, w.cfg.Members)
 			continue
 		}
 		w.reached(nil)
@@ -38,7 +38,7 @@ func (w *Writer) Run(ctx context.Context) error {
 		_ = term.Resign(ctx) // bounded by resignTimeout, whether ctx ended or not
 		if err != nil && ctx.Err() == nil {
 			w.obs.Failed(w.el.Prefix(), err)
-			store.Pause(ctx, w.client, delay)
+			store.Pause(ctx, w.client, delay, w.cfg.Members)
 		}
 	}
 	return nil
