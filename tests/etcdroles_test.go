@@ -71,6 +71,7 @@ func TestEtcdRoles(t *testing.T) {
 	for _, want := range []string{
 		"role gatewaydns-eu1: readwrite /skydns/cluster/openmcp/eu1/",
 		"role gatewaydns-eu1: readwrite /gatewaydns/leader/prod.platform.eu1/",
+		"role gatewaydns-eu1: readwrite /gatewaydns/claims/skydns/cluster/openmcp/eu1/",
 		"role gatewaydns-eu1: readwrite /gatewaydns/leader-dry-run/prod.platform.eu1/",
 		"role gatewaydns-us1: readwrite /skydns/cluster/openmcp/us1/",
 		"role gatewaydns-server: read /skydns/cluster/openmcp/",
@@ -128,6 +129,10 @@ func TestEtcdRoles(t *testing.T) {
 	allowed("eu1 puts under its dry-run election", put(eu1, "/gatewaydns/leader-dry-run/prod.platform.eu1/probe"))
 	allowed("eu1 cleans up its dry-run election", del(eu1, "/gatewaydns/leader-dry-run/prod.platform.eu1/probe"))
 	denied("eu1 puts under us1's dry-run election", put(eu1, "/gatewaydns/leader-dry-run/prod.platform.us1/probe"))
+	allowed("eu1 puts its apex's claim guard", put(eu1, "/gatewaydns/claims/skydns/cluster/openmcp/eu1/"))
+	allowed("eu1 puts a name's claim guard", put(eu1, "/gatewaydns/claims/skydns/cluster/openmcp/eu1/app/"))
+	allowed("eu1 deletes a name's claim guard", del(eu1, "/gatewaydns/claims/skydns/cluster/openmcp/eu1/app/"))
+	denied("eu1 puts us1's claim guard", put(eu1, "/gatewaydns/claims/skydns/cluster/openmcp/us1/app/"))
 	denied("eu1 puts in another zone", put(eu1, "/skydns/com/example/eu1/x"))
 	allowed("us1 puts under us1", put(us1, "/skydns/cluster/openmcp/us1/shop/5f6e7d8c"))
 	denied("us1 deletes under eu1", del(us1, "/skydns/cluster/openmcp/eu1/app/3e6bee2e"))

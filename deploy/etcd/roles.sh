@@ -7,6 +7,8 @@
 # For each workload cluster CLUSTER, publishing CLUSTER.ZONE with owner id OWNER:
 #   role and user  gatewaydns-CLUSTER
 #     readwrite  /skydns/<reversed ZONE>/<reversed CLUSTER>/   its records, nothing else
+#     readwrite  /gatewaydns/claims/skydns/<reversed ZONE>/<reversed CLUSTER>/
+#                                                               its names' claim guards
 #     readwrite  /gatewaydns/leader/OWNER/                      the election of its replicas
 #     readwrite  /gatewaydns/leader-dry-run/OWNER/              that of its dry-run replicas
 # For the central server (deploy/overlays/central):
@@ -29,6 +31,7 @@
 #                  and authenticate with a TLS client certificate whose CN is the user name.
 #   SKYDNS_PREFIX  the records' path (the Corefile's `path`; default /skydns)
 #   LEADER_PREFIX  the election path (default /gatewaydns/leader)
+#   CLAIM_PREFIX   the claim guards' path (default /gatewaydns/claims)
 #
 # Idempotent: run it again after adding a cluster. It creates what is missing and grants what
 # is listed; it never removes a user, a role or a permission (revoke those by hand:
@@ -49,6 +52,7 @@ ETCDCTL=${ETCDCTL:-etcdctl}
 USER_PREFIX=${USER_PREFIX:-gatewaydns-}
 SKYDNS_PREFIX=${SKYDNS_PREFIX:-/skydns}
 LEADER_PREFIX=${LEADER_PREFIX:-/gatewaydns/leader}
+CLAIM_PREFIX=${CLAIM_PREFIX:-/gatewaydns/claims}
 
 # reverse a.b.c -> c/b/a (the SkyDNS key of a name)
 reverse() {
@@ -132,6 +136,7 @@ for arg in "$@"; do
 	name="${USER_PREFIX}${cluster}"
 	ensure_role "$name"
 	grant "$name" readwrite "${zone_prefix}$(reverse "$cluster")/"
+	grant "$name" readwrite "${CLAIM_PREFIX%/}${zone_prefix}$(reverse "$cluster")/"
 	grant "$name" readwrite "${LEADER_PREFIX%/}/${owner}/"
 	grant "$name" readwrite "${LEADER_PREFIX%/}-dry-run/${owner}/"
 	ensure_user "$name" "$name"

@@ -178,6 +178,12 @@ func (w writerEvents) Conflict(c plan.Conflict) {
 	w.reject(c.Sources, c.Name, source.CauseConflict, reason) // the objects not told yet
 }
 
+// ClaimGuardsRefused: the etcd role predates the claim guards; claims still work, at the cost
+// the guards were made to save. Said once per writer.
+func (w writerEvents) ClaimGuardsRefused(prefix string, err error) {
+	log.Warningf("Writer for owner %q may not write claim guards under %s (%v): claims compare each name's whole key range instead, which for a zone's apex reads the zone; grant the role readwrite on its names' paths below %s (deploy/etcd/roles.sh)", w.owner, prefix, err, prefix)
+}
+
 func (w writerEvents) Failed(name string, err error) {
 	w.publishMetrics.Failed(name, err)
 	w.rejectName(name, source.CausePublishFailed, err.Error())

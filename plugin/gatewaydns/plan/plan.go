@@ -149,15 +149,24 @@ type Change struct {
 	Deletes []string // own keys only
 	// Claim: the owner holds no key of the name yet, so these puts make its claim on it. Two
 	// owners that claim one name at the same moment each plan from a read without the other's
-	// keys; the writer commits a claim only if nothing under the name changed since it was
-	// read, so the later one plans again and sees the older claim.
+	// keys; the writer commits a claim only if no other claim on the name was committed since
+	// it was read, so the later one plans again and sees the older claim.
 	Claim bool
+	// Withdraws: the owner wants no record of the name and deletes its keys there.
+	Withdraws bool
 	// Adopted is how many of Deletes are keys taken over from external-dns (Input.Registry).
 	Adopted int
 }
 
-// Ops is the number of etcd operations the change takes.
-func (c Change) Ops() int { return len(c.Puts) + len(c.Deletes) }
+// Ops is the number of etcd operations the change takes: its puts and deletes, and one for
+// the name's claim guard (see package writer) when it claims or withdraws the name.
+func (c Change) Ops() int {
+	n := len(c.Puts) + len(c.Deletes)
+	if c.Claim || c.Withdraws {
+		n++
+	}
+	return n
+}
 
 // Conflict is a name this owner lost: to an older claim in exclusive mode, or, in any mode, to
 // an older key that a CNAME cannot share the name with.
@@ -397,6 +406,7 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 		}
 	}
 	c.Claim = len(own) == 0 && len(c.Puts) > 0
+	c.Withdraws = len(want) == 0 && len(c.Deletes) > 0
 	if c.Ops() > 0 {
 		p.Changes = append(p.Changes, c)
 	}

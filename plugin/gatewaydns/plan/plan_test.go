@@ -423,20 +423,22 @@ func TestParse(t *testing.T) {
 
 // A change claims its name when the owner holds no key there yet: the writer then commits it
 // only if nothing under the name changed since it was read.
-func TestChangeClaimsANameOnlyWithTheOwnersFirstKeys(t *testing.T) {
+func TestChangeClaimsANameOnlyWithTheOwnersFirstKeysAndWithdrawsOnlyWithItsLast(t *testing.T) {
 	v1, v2 := ep(name, 300, "10.0.0.1"), ep(name, 300, "10.0.0.2")
 	for _, tc := range []struct {
-		behaviour string
-		desired   []record.Endpoint
-		current   []KV
-		claim     bool
+		behaviour       string
+		desired         []record.Endpoint
+		current         []KV
+		claim, withdraw bool
+		ops             int
 	}{
-		{"a name with no keys is claimed", []record.Endpoint{v1}, nil, true},
-		{"a name only another owner holds is claimed (shared)", []record.Endpoint{v1}, []KV{theirs(other, v2, "10.0.0.2", 5)}, true},
-		{"a name beside an ownerless key is claimed", []record.Endpoint{v1}, []KV{raw(name, "x1", edns("10.0.0.9", ""), 5)}, true},
-		{"a new target of a name already held is no claim", []record.Endpoint{v2}, []KV{own(v1, "10.0.0.1", 5)}, false},
-		{"a changed TTL is no claim", []record.Endpoint{ep(name, 60, "10.0.0.1")}, []KV{own(v1, "10.0.0.1", 5)}, false},
-		{"a withdrawal is no claim", nil, []KV{own(v1, "10.0.0.1", 5)}, false},
+		{"a name with no keys is claimed", []record.Endpoint{v1}, nil, true, false, 2},
+		{"a name only another owner holds is claimed (shared)", []record.Endpoint{v1}, []KV{theirs(other, v2, "10.0.0.2", 5)}, true, false, 2},
+		{"a name beside an ownerless key is claimed", []record.Endpoint{v1}, []KV{raw(name, "x1", edns("10.0.0.9", ""), 5)}, true, false, 2},
+		{"a new target of a name already held is no claim", []record.Endpoint{v2}, []KV{own(v1, "10.0.0.1", 5)}, false, false, 2},
+		{"a changed TTL is no claim", []record.Endpoint{ep(name, 60, "10.0.0.1")}, []KV{own(v1, "10.0.0.1", 5)}, false, false, 1},
+		{"a withdrawal is no claim", nil, []KV{own(v1, "10.0.0.1", 5)}, false, true, 2},
+		{"a withdrawal beside another owner withdraws", nil, []KV{own(v1, "10.0.0.1", 5), theirs(other, v2, "10.0.0.2", 6)}, false, true, 2},
 	} {
 		t.Run(tc.behaviour, func(t *testing.T) {
 			p := Make(Input{Prefix: "skydns", Owner: me, Synced: true, Names: []string{name},
@@ -444,8 +446,13 @@ func TestChangeClaimsANameOnlyWithTheOwnersFirstKeys(t *testing.T) {
 			if len(p.Changes) != 1 {
 				t.Fatalf("changes %v, want one", p.Changes)
 			}
-			if got := p.Changes[0].Claim; got != tc.claim {
-				t.Fatalf("Claim = %v, want %v (%v)", got, tc.claim, p.Changes[0])
+			c := p.Changes[0]
+			if c.Claim != tc.claim || c.Withdraws != tc.withdraw {
+				t.Fatalf("Claim, Withdraws = %v, %v, want %v, %v (%v)", c.Claim, c.Withdraws, tc.claim, tc.withdraw, c)
+			}
+			// A claim or a withdrawal takes one operation more: the writer's claim guard.
+			if c.Ops() != tc.ops {
+				t.Errorf("Ops() = %d, want %d (%v)", c.Ops(), tc.ops, c)
 			}
 		})
 	}

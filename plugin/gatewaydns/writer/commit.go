@@ -8,7 +8,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // errStale is a commit refused because a key it touches changed since the plan read it: the
@@ -78,14 +77,16 @@ func (w *Writer) apply(ctx context.Context, term *Term, snap snapshot, changes [
 
 // commitLarge writes one name's change that exceeds a batch: all puts, then the deletes.
 func (w *Writer) commitLarge(ctx context.Context, term *Term, snap snapshot, c plan.Change, res *Result) error {
-	limit := max(w.cfg.BatchSize-1, 1)
+	limit := max(w.cfg.BatchSize-2, 1) // one less again: room for the claim guard
 	var parts []plan.Change
 	for i := 0; i < len(c.Puts); i += limit {
 		// Only the first part claims the name: after it, the owner holds keys there.
 		parts = append(parts, plan.Change{Name: c.Name, Puts: c.Puts[i:min(i+limit, len(c.Puts))], Claim: c.Claim && i == 0})
 	}
 	for i := 0; i < len(c.Deletes); i += limit {
-		part := plan.Change{Name: c.Name, Deletes: c.Deletes[i:min(i+limit, len(c.Deletes))]}
+		end := min(i+limit, len(c.Deletes))
+		// Only the last part withdraws: before it, the owner still holds keys there.
+		part := plan.Change{Name: c.Name, Deletes: c.Deletes[i:end], Withdraws: c.Withdraws && end == len(c.Deletes)}
 		if i == 0 {
 			part.Adopted = c.Adopted // counted once, with the first part of the deletes
 		}
@@ -143,30 +144,40 @@ func (w *Writer) commitSplitting(ctx context.Context, term *Term, snap snapshot,
 // the plan read: each key put or deleted still has the mod revision it was read with (create
 // revision 0: still absent). A transaction of an earlier attempt that reaches etcd late (sent
 // to a member that froze, applied when it resumes) thus never overwrites a newer one of the
-// same term. A claim (the owner's first keys on a name) compares the name's whole key range
-// instead: no key under it was written since the name was read, so of two owners claiming a
-// name at once only the first commits, and the other plans again and sees the older claim
-// (the rule of exclusive mode, and of a CNAME beside other data, enforced by etcd). The range
-// takes in the names below too; a write there only costs a replan. The Else branch reads the
-// election key to tell the refusals apart: fence held -> errStale (replan), fence gone ->
-// ErrNotLeader (depose).
+// same term. A claim (the owner's first keys on a name) also compares and puts the name's
+// claim guard (claims.go): of two owners claiming a name at once only the first commits, and
+// the other plans again and sees the older claim (the rule of exclusive mode, and of a CNAME
+// beside other data, enforced by etcd). The Else branch reads the election key to tell the
+// refusals apart: fence held -> errStale (replan), fence gone -> ErrNotLeader (depose).
 func (w *Writer) commit(ctx context.Context, term *Term, snap snapshot, batch []plan.Change, res *Result) error {
+	return w.commitWith(ctx, term, snap, batch, res, w.guards())
+}
+
+// commitWith is commit with claim guards or without (claims.go).
+func (w *Writer) commitWith(ctx context.Context, term *Term, snap snapshot, batch []plan.Change, res *Result, guards bool) error {
 	var ops []clientv3.Op
 	cmps := []clientv3.Cmp{term.Fence()}
-	puts, dels, adopted := 0, 0, 0
+	puts, dels, adopted, guarded := 0, 0, 0, false
 	for _, c := range batch {
 		adopted += c.Adopted
 		readAt, known := snap.names[c.Name]
 		claim := c.Claim && known
 		if claim {
-			base := record.NamePath(w.cfg.Prefix, c.Name) + "/"
-			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(base), "<", readAt+1).WithPrefix())
+			cmps = append(cmps, w.claimCompare(guards, c.Name, readAt))
+			if guards {
+				ops = append(ops, w.claimGuard(c))
+				guarded = true
+			}
+		}
+		if c.Withdraws && guards {
+			ops = append(ops, clientv3.OpDelete(w.guardKey(c.Name)))
+			guarded = true
 		}
 		expect := func(k string) {
 			switch rev, read := snap.keys[k]; {
 			case read:
 				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rev))
-			case claim: // the range compare covers it, and so compares stay <= ops
+			case claim && !guards: // the range compare covers it, and so compares stay <= ops
 			default:
 				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
 			}
@@ -192,6 +203,14 @@ func (w *Writer) commit(ctx context.Context, term *Term, snap snapshot, batch []
 		return err
 	})
 	if err != nil {
+		if guarded && permissionDenied(err) {
+			// The guards' or the records'? Without the guards, as before them, tells.
+			if err2 := w.commitWith(ctx, term, snap, batch, res, false); err2 != nil {
+				return err2
+			}
+			w.refuseGuards(err)
+			return nil
+		}
 		return err
 	}
 	if !resp.Succeeded {

@@ -11,6 +11,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -118,6 +119,11 @@ type Config struct {
 	// when empty). With etcd auth the writer's role needs readwrite on <LeaderPrefix>/<Owner>/,
 	// a dry-run writer's on <LeaderPrefix>-dry-run/<Owner>/.
 	LeaderPrefix string
+	// ClaimPrefix is where claims keep their names' guard keys (DefaultClaimPrefix when empty,
+	// see claims.go). With etcd auth the writer's role needs readwrite on the names' key paths
+	// below it, e.g. <ClaimPrefix>/skydns/cluster/openmcp/eu1/; without, claims compare their
+	// names' whole key ranges.
+	ClaimPrefix string
 	// Owner is the owner id written into every key, e.g. "<environment>.<namespace>.<cluster>".
 	Owner string
 	// Identity is stored at the leader key for people (default "<hostname>/<pid>").
@@ -228,6 +234,8 @@ type Writer struct {
 	wake    chan struct{}
 	// lost are the names held by an older claim in exclusive mode (lost.go).
 	lost lostNames
+	// guardsDenied: etcd refused a claim guard, claims compare key ranges (claims.go).
+	guardsDenied atomic.Bool
 
 	reports reports
 }

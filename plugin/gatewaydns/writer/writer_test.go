@@ -120,6 +120,19 @@ type wtObserver struct {
 	problems   [2]int // the last Problems call: lost, failing
 	leadCalls  []bool // every Leading call, in order
 	reachable  []bool // every EtcdReachable call, in order
+	refusals   int    // ClaimGuardsRefused calls
+}
+
+func (o *wtObserver) ClaimGuardsRefused(string, error) {
+	o.mu.Lock()
+	o.refusals++
+	o.mu.Unlock()
+}
+
+func (o *wtObserver) guardRefusals() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.refusals
 }
 
 func (o *wtObserver) Leading(l bool) {
