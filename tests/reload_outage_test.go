@@ -13,7 +13,9 @@ import (
 // TestReloadSequencesDuringAnOutageKeepAnswering: with etcd refusing, reloads one after
 // another, each starting from an instance that may itself answer from its predecessor's
 // records: a changed stanza then the same file again, a changed stanza then a change outside
-// it, and failing reloads around a change. Every question is answered from the last records
+// it, failing reloads around a change, a changed zone list (its zones in common answered from
+// the last records loaded, the new one SERVFAIL until etcd answers) and back, and a Corefile
+// that fails to parse. Every question is answered from the last records
 // loaded (a poll loop and dnsperf: no SERVFAIL) and /ready stays 200 throughout; 20 more
 // reloads leave as many goroutines as before. Before, the second reload after a changed
 // stanza answered SERVFAIL until etcd came back: it shared the first's feed, which had never
@@ -51,6 +53,9 @@ func TestReloadSequencesDuringAnOutageKeepAnswering(t *testing.T) {
 		{"a Corefile that fails to start", broken, false},
 		{"a changed stanza", corefile("negative-ttl 33"), true},
 		{"a Corefile that fails to start", broken, false},
+		{"a changed zone list", strings.Replace(corefile("negative-ttl 34"), "openmcp.cluster {", "openmcp.cluster example.org {", 1), true},
+		{"a Corefile that fails to parse", corefile("negative-ttl 34", "no-such-option 1"), false},
+		{"the zone list as it was", corefile("negative-ttl 35"), true},
 	}
 	for i, s := range steps {
 		took, completed := p.reloadNow(t, s.corefile, 20*time.Second)

@@ -3,6 +3,8 @@ package gatewaydns
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +25,7 @@ type feed struct {
 	key      string // what must be equal for two stanzas to share it: see config.feedKey
 	server   string // the server block's address, as metrics label it: see serverLabel
 	zones    string // the zones, as metrics label them
+	path     string // the records' path (the Corefile's path)
 	index    *index.Index
 	clashes  atomic.Int64 // names of the index that mix a CNAME with other data, now
 	prefixes []string
@@ -144,11 +147,35 @@ func waitClosed(c <-chan struct{}, d time.Duration) bool {
 // feeds are the running feeds of the process, by key.
 var feeds = newRegistry[*feed]()
 
-// bridgeFor returns a running, loaded feed of own's zones in another configuration (other
-// endpoints, credentials or options), held until released: a stanza answers from it until its
-// own feed has loaded, so that a reload that changes the stanza while etcd is unreachable
-// keeps answering from the last good records.
-func bridgeFor(own *feed) *feed {
-	f, _ := feeds.share(func(f *feed) bool { return f != own && f.zones == own.zones && f.index.Loaded() })
-	return f
+// bridgeFor returns a running, loaded feed of another configuration (other endpoints,
+// credentials, options or zones) that serves some of own's zones from the same records, held
+// until released, and those zones: a stanza answers them from it until its own feed has
+// loaded, so that a reload that changes the stanza while etcd is unreachable keeps answering
+// from the last good records. A zone no running feed serves answers SERVFAIL until it loads.
+func bridgeFor(own *feed) (*feed, map[string]bool) {
+	var shared map[string]bool
+	f, _ := feeds.share(func(f *feed) bool {
+		if f == own || !f.index.Loaded() {
+			return false
+		}
+		shared = own.sharedZones(f)
+		return len(shared) > 0
+	})
+	if f == nil {
+		return nil, nil
+	}
+	return f, shared
+}
+
+// sharedZones are the zones of f that o serves from the same records: the same zone, read
+// from the same key path.
+func (f *feed) sharedZones(o *feed) map[string]bool {
+	shared := map[string]bool{}
+	others := strings.Fields(o.zones)
+	for _, z := range strings.Fields(f.zones) {
+		if slices.Contains(others, z) && o.path == f.path {
+			shared[z] = true
+		}
+	}
+	return shared
 }

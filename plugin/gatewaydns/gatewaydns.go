@@ -38,7 +38,13 @@ type GatewayDNS struct {
 type backend struct {
 	*index.Index
 	upstream *upstream.Upstream
+	// only, when set, are the zones the backend answers: a bridge from a configuration that
+	// served some of the stanza's zones. The others answer SERVFAIL, as before a load.
+	only map[string]bool
 }
+
+// serves reports whether b answers zone.
+func (b *backend) serves(zone string) bool { return b.only == nil || b.only[zone] }
 
 // Lookup implements plugin.ServiceBackend: names outside the zone are resolved through the
 // server's own plugin chain, so a forward after this plugin resolves external CNAME targets.
@@ -70,7 +76,7 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
 	queried()
-	if !b.Loaded() {
+	if !b.Loaded() || !b.serves(zone) {
 		return dns.RcodeServerFailure, errNotLoaded
 	}
 

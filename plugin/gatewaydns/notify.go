@@ -66,6 +66,9 @@ func (n *notifier) run(ctx context.Context, g *GatewayDNS, s *notifySender) {
 			if ctx.Err() != nil {
 				return
 			}
+			if !b.serves(zone) {
+				continue // bridged: its records are not loaded yet
+			}
 			serial := b.Serial(request.Request{Zone: zone})
 			p := waiting[zone]
 			switch {

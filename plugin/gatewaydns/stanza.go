@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,6 +76,7 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 	})
 	own = newFeed(cfg.feedKey(), cfg.server, zones, st.index, st.prefixes, cfg.etcd)
 	own.grace = cfg.leaseGrace
+	own.path = cfg.prefix
 	st.own = own
 	st.serving.Store(newBackend(st.index))
 	return g, st
@@ -135,10 +138,10 @@ func (s *stanza) start(reloading bool) error {
 	return nil
 }
 
-// bridgeUntilLoaded answers from a loaded feed of the same zones, if one runs, until f has
-// loaded; it reports whether one did.
+// bridgeUntilLoaded answers the zones a loaded feed of another configuration serves from it,
+// if one runs, until f has loaded; it reports whether one did.
 func (s *stanza) bridgeUntilLoaded(f *feed) bool {
-	b := bridgeFor(f)
+	b, shared := bridgeFor(f)
 	if b == nil {
 		return false
 	}
@@ -147,8 +150,8 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 	s.mu.Lock()
 	s.bridge, s.cancel, s.stopped = b, cancel, stopped
 	s.mu.Unlock()
-	s.serving.Store(newBackend(b.index))
-	log.Infof("Answering %s from the previous configuration's records until the new one has loaded them", f.zones)
+	s.serving.Store(&backend{Index: b.index, upstream: upstream.New(), only: shared})
+	log.Infof("Answering %s from the previous configuration's records until the new one has loaded them", strings.Join(slices.Sorted(maps.Keys(shared)), " "))
 	go func() {
 		defer close(stopped)
 		select {
@@ -245,8 +248,7 @@ func (s *stanza) serveReady() bool {
 	started := s.feed != nil
 	s.mu.Unlock()
 	if !started {
-		zones := strings.Join(s.cfg.zones, " ")
-		return feeds.any(func(f *feed) bool { return f.zones == zones && f.index.Loaded() })
+		return feeds.any(func(f *feed) bool { return f.index.Loaded() && len(s.own.sharedZones(f)) > 0 })
 	}
 	return s.serving.Load().Loaded()
 }

@@ -28,6 +28,9 @@ func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, erro
 	if b == nil || !slices.Contains(g.Zones, zone) {
 		return nil, transfer.ErrNotAuthoritative
 	}
+	if !b.serves(zone) {
+		return nil, errNotLoaded
+	}
 	server, zones := g.stanza.cfg.server, strings.Join(g.Zones, " ")
 	run, err := g.stanza.transfers.begin()
 	if err != nil {
