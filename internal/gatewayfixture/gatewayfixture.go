@@ -97,9 +97,16 @@ func Listener(protocol gatewayv1.ProtocolType, port int32, hostname string) gate
 // the load balancer changed.
 func (c *Cluster) SetGatewayAddresses(namespace, name string, addresses ...string) {
 	c.t.Helper()
-	ctx := context.Background()
+	c.must(c.TrySetGatewayAddresses(context.Background(), namespace, name, addresses...))
+}
+
+// TrySetGatewayAddresses is SetGatewayAddresses that returns its error: for a test that
+// changes objects while the API server comes and goes.
+func (c *Cluster) TrySetGatewayAddresses(ctx context.Context, namespace, name string, addresses ...string) error {
 	gw, err := c.GW.GatewayV1().Gateways(namespace).Get(ctx, name, metav1.GetOptions{})
-	c.must(err)
+	if err != nil {
+		return err
+	}
 	gw.Status.Addresses = nil
 	for _, a := range addresses {
 		typ := gatewayv1.IPAddressType
@@ -109,7 +116,7 @@ func (c *Cluster) SetGatewayAddresses(namespace, name string, addresses ...strin
 		gw.Status.Addresses = append(gw.Status.Addresses, gatewayv1.GatewayStatusAddress{Type: &typ, Value: a})
 	}
 	_, err = c.GW.GatewayV1().Gateways(namespace).UpdateStatus(ctx, gw, metav1.UpdateOptions{})
-	c.must(err)
+	return err
 }
 
 // SetGatewayProgrammed sets the Gateway's Programmed condition, as its controller does when
@@ -135,7 +142,12 @@ func (c *Cluster) SetGatewayProgrammed(namespace, name string, status metav1.Con
 // marks it Accepted by that Gateway.
 func (c *Cluster) HTTPRoute(namespace, name, gwNamespace, gwName string, hostnames ...string) {
 	c.t.Helper()
-	ctx := context.Background()
+	c.must(c.TryHTTPRoute(context.Background(), namespace, name, gwNamespace, gwName, hostnames...))
+}
+
+// TryHTTPRoute is HTTPRoute that returns its error (see TrySetGatewayAddresses). A route
+// created whose status update failed exists without being Accepted.
+func (c *Cluster) TryHTTPRoute(ctx context.Context, namespace, name, gwNamespace, gwName string, hostnames ...string) error {
 	ns := gatewayv1.Namespace(gwNamespace)
 	ref := gatewayv1.ParentReference{Namespace: &ns, Name: gatewayv1.ObjectName(gwName)}
 	r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
@@ -144,10 +156,12 @@ func (c *Cluster) HTTPRoute(namespace, name, gwNamespace, gwName string, hostnam
 		r.Spec.Hostnames = append(r.Spec.Hostnames, gatewayv1.Hostname(h))
 	}
 	r, err := c.GW.GatewayV1().HTTPRoutes(namespace).Create(ctx, r, metav1.CreateOptions{})
-	c.must(err)
+	if err != nil {
+		return err
+	}
 	r.Status.Parents = []gatewayv1.RouteParentStatus{Accepted(ref, r.Generation)}
 	_, err = c.GW.GatewayV1().HTTPRoutes(namespace).UpdateStatus(ctx, r, metav1.UpdateOptions{})
-	c.must(err)
+	return err
 }
 
 // DeleteHTTPRoute deletes an HTTPRoute.
