@@ -7,8 +7,8 @@
 #   make test-binaries   etcd, etcdctl, kube-apiserver, kubeadm, promtool and external-dns for the tests, into ./bin
 #   make fuzz            every fuzz target for FUZZTIME seconds (default 10)
 #   make bench           benchmarks vs the stock etcd, cache and hosts plugins and external-dns (BENCHFLAGS=...)
-#   make soak            the load, reload and outage tests at full length: 60s of dnsperf load and churn,
-#                        50 reloads, etcd outages of 300s for both roles
+#   make soak            the load, reload, outage and convergence tests at full length: 60s of dnsperf load and churn,
+#                        50 reloads, etcd outages of 300s for both roles, 5 minutes of seeded faults
 #   make lint            gofmt and go vet
 #   make image IMAGE=... the container image, named as deploy/overlays/*/kustomization.yaml images: says (needs a docker engine)
 
@@ -55,7 +55,7 @@ demo-down:
 .PHONY: soak
 soak: build test-binaries
 	GATEWAYDNS_SOAK=1 GATEWAYDNS_COREDNS=$(CURDIR)/coredns GATEWAYDNS_TEST_BIN=$(CURDIR)/bin \
-		$(GO) test -race -count=1 -timeout 30m -v -run 'TestServesUnderLoad|TestReload|TestAnOutage' \
+		$(GO) test -race -count=1 -timeout 30m -v -run 'TestServesUnderLoad|TestReload|TestAnOutage|TestConverges' \
 		./tests/ ./plugin/gatewaydns/mirror/ ./plugin/gatewaydns/writer/
 
 FUZZTIME ?= 10
