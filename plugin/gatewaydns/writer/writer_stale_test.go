@@ -82,13 +82,17 @@ func TestLateTxnOfSameTermDoesNotOverwrite(t *testing.T) {
 	if !errors.Is(err, errStale) {
 		t.Fatalf("late create of a key that exists now: %v, want errStale", err)
 	}
-	// A claim planned from a read of the name at a revision before the newer write: refused,
-	// even for a key of its own that nobody wrote (another owner's claim may be what changed).
+	// A claim planned from a read of the name before another owner's claim on it committed
+	// (which moved the name's claim guard): refused, even for a key of its own that nobody
+	// wrote.
+	if _, err := cli.Put(ctx, w.guardKey(name), "c2"); err != nil {
+		t.Fatal(err)
+	}
 	other := record.Key("skydns", name, "c1", "10.0.0.9")
 	claim := []plan.Change{{Name: name, Claim: true, Puts: []plan.Put{{Key: other, Value: value(60)}}}}
 	err = w.commit(ctx, term, snapshot{names: map[string]int64{name: first}}, claim, &res)
 	if !errors.Is(err, errStale) {
-		t.Fatalf("claim on a name written since it was read: %v, want errStale", err)
+		t.Fatalf("claim on a name claimed since it was read: %v, want errStale", err)
 	}
 	if r, err := cli.Get(ctx, other); err != nil || len(r.Kvs) != 0 {
 		t.Fatalf("the refused claim wrote %s: %v %v", other, r, err)
