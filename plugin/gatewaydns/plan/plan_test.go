@@ -422,7 +422,9 @@ func TestParse(t *testing.T) {
 }
 
 // A change claims its name when the owner holds no key there yet: the writer then commits it
-// only if nothing under the name changed since it was read.
+// only if no other claim on the name committed since it was read. It withdraws from the name
+// when it deletes the owner's keys there and wants none: the writer then drops the name's
+// claim guard.
 func TestChangeClaimsANameOnlyWithTheOwnersFirstKeysAndWithdrawsOnlyWithItsLast(t *testing.T) {
 	v1, v2 := ep(name, 300, "10.0.0.1"), ep(name, 300, "10.0.0.2")
 	for _, tc := range []struct {
