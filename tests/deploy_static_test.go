@@ -122,6 +122,10 @@ func staticChecks(t *testing.T, name string, objs []*unstructured.Unstructured, 
 		if len(ranges) == 0 {
 			t.Errorf("%s: Service gatewaydns has no loadBalancerSourceRanges: open to anyone", name)
 		}
+		// The source ranges filter the load balancer only: node ports would bypass them.
+		if alloc, found, _ := unstructured.NestedBool(svc.Object, "spec", "allocateLoadBalancerNodePorts"); !found || alloc {
+			t.Errorf("%s: Service gatewaydns allocates node ports, which loadBalancerSourceRanges does not filter", name)
+		}
 		sp, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
 		for _, p := range sp {
 			if tp := p.(map[string]any)["targetPort"]; tp != "dns-zone" && tp != "dns-zone-tcp" {
