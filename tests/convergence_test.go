@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -244,14 +243,8 @@ func (l *landscape) converged(t *testing.T, within time.Duration) string {
 				stale = append(stale, fmt.Sprintf("%s %v", name, addresses(r)))
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		resp, err := cli.Get(ctx, convPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-		cancel()
-		if err != nil {
-			t.Fatalf("reading etcd: %v", err)
-		}
-		for _, kv := range resp.Kvs {
-			if name, ok := record.RecordName("skydns", string(kv.Key)); ok && !want[name] {
+		for key := range keysUnder(t, cli, convPrefix) {
+			if name, ok := record.RecordName("skydns", key); ok && !want[name] {
 				extra = append(extra, name)
 			}
 		}

@@ -171,9 +171,12 @@ func bridgeFor(own *feed) (*feed, map[string]bool) {
 // from the same key path.
 func (f *feed) sharedZones(o *feed) map[string]bool {
 	shared := map[string]bool{}
+	if o.path != f.path {
+		return shared
+	}
 	others := strings.Fields(o.zones)
 	for _, z := range strings.Fields(f.zones) {
-		if slices.Contains(others, z) && o.path == f.path {
+		if slices.Contains(others, z) {
 			shared[z] = true
 		}
 	}

@@ -150,7 +150,9 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 	s.mu.Lock()
 	s.bridge, s.cancel, s.stopped = b, cancel, stopped
 	s.mu.Unlock()
-	s.serving.Store(&backend{Index: b.index, upstream: upstream.New(), only: shared})
+	bridge := newBackend(b.index)
+	bridge.only = shared
+	s.serving.Store(bridge)
 	log.Infof("Answering %s from the previous configuration's records until the new one has loaded them", strings.Join(slices.Sorted(maps.Keys(shared)), " "))
 	go func() {
 		defer close(stopped)

@@ -115,13 +115,8 @@ func (m *Members) Run(ctx context.Context) {
 		for _, w := range waiting {
 			close(w)
 		}
-		if !t.Stop() {
-			select {
-			case <-t.C:
-			default:
-			}
-		}
-		t.Reset(recheck)
+		t.Reset(recheck) // since Go 1.23 a Reset drops a tick not yet received
+
 	}
 }
 

@@ -52,7 +52,23 @@ func gets(ctx context.Context, c *clientv3.Client, n int) (timeouts int) {
 	return timeouts
 }
 
-// runMembers starts Run for m and returns a stop that waits for it to return.
+// startMembers starts a 3-member etcd, a client of every member and Members over it, whose
+// Run ends (and must return) with the test.
+func startMembers(t *testing.T) (*testenv.EtcdCluster, *clientv3.Client, *Members, *lines) {
+	t.Helper()
+	cluster := testenv.StartEtcdCluster(t, 3)
+	client, err := NewClient(Config{Endpoints: cluster.Endpoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	log := &lines{}
+	m := NewMembers(client, cluster.Endpoints(), log)
+	runMembers(t, m)
+	return cluster, client, m, log
+}
+
+// runMembers starts Run for m; the test's cleanup ends it and waits for it to return.
 func runMembers(t *testing.T, m *Members) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -75,15 +91,7 @@ func runMembers(t *testing.T, m *Members) {
 // after it goes there (without Members one in three would, for 10 s); once thawed it is used
 // again within about a recheck; each change is logged once.
 func TestAFrozenMemberIsLeftAtTheFirstSuspicionAndUsedAgainOnceItAnswers(t *testing.T) {
-	cluster := testenv.StartEtcdCluster(t, 3)
-	client, err := NewClient(Config{Endpoints: cluster.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	log := &lines{}
-	m := NewMembers(client, cluster.Endpoints(), log)
-	runMembers(t, m)
+	cluster, client, m, log := startMembers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -146,15 +154,7 @@ func TestAFrozenMemberIsLeftAtTheFirstSuspicionAndUsedAgainOnceItAnswers(t *test
 // With no member answering there is nothing to prefer: the client keeps every endpoint, so
 // that its own reconnects find the first member back; and a single endpoint is left alone.
 func TestWithNoMemberAnsweringEveryEndpointStays(t *testing.T) {
-	cluster := testenv.StartEtcdCluster(t, 3)
-	client, err := NewClient(Config{Endpoints: cluster.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	log := &lines{}
-	m := NewMembers(client, cluster.Endpoints(), log)
-	runMembers(t, m)
+	cluster, client, m, log := startMembers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

@@ -231,8 +231,10 @@ func (w *Writer) commitWith(ctx context.Context, term *Term, snap snapshot, batc
 // perKey tells the errors that come from a key of the request, not from etcd or the network:
 // splitting the request isolates them.
 func perKey(err error) bool {
-	for _, e := range []error{rpctypes.ErrPermissionDenied, rpctypes.ErrGRPCPermissionDenied,
-		rpctypes.ErrTooManyOps, rpctypes.ErrGRPCTooManyOps,
+	if permissionDenied(err) {
+		return true
+	}
+	for _, e := range []error{rpctypes.ErrTooManyOps, rpctypes.ErrGRPCTooManyOps,
 		rpctypes.ErrRequestTooLarge, rpctypes.ErrGRPCRequestTooLarge} {
 		if errors.Is(err, e) {
 			return true

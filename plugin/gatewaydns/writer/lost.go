@@ -2,6 +2,8 @@ package writer
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -55,24 +57,20 @@ func (w *Writer) trackLost(ctx context.Context, reconciled []string, conflicts [
 		wctx, cancel := context.WithCancel(ctx)
 		l.from, l.cancel = rev+1, cancel
 		// Each ends with its context, or with the term's watches when the term ends.
-		for _, prefix := range w.zonePrefixes() {
-			go w.watchLostDeletes(wctx, watches, prefix, rev+1)
+		for _, z := range w.zones() {
+			go w.watchLostDeletes(wctx, watches, w.zonePrefix(z), rev+1)
 		}
 	}
 }
 
-// zonePrefixes are the key prefixes of the zones the writer may write (its whole prefix
-// without Zones).
-func (w *Writer) zonePrefixes() []string {
-	zones := w.cfg.Zones
-	if len(zones) == 0 {
-		zones = []string{""}
-	}
-	ps := make([]string, len(zones))
-	for i, z := range zones {
-		ps[i] = record.NamePath(w.cfg.Prefix, z) + "/"
-	}
-	return ps
+// reset forgets every lost name and ends the delete watches; it returns the names.
+func (l *lostNames) reset() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	names := slices.Collect(maps.Keys(l.names))
+	clear(l.names)
+	l.stopLocked()
+	return names
 }
 
 // stopLocked ends the delete watches; l.mu is held. It does not wait for them: they hold
@@ -126,15 +124,7 @@ func (w *Writer) freed(key string, rev int64) {
 // enqueueAllLost enqueues every lost name and forgets them, ending the watches unless a later
 // trackLost already started others.
 func (w *Writer) enqueueAllLost(ctx context.Context) {
-	l := &w.lost
-	l.mu.Lock()
-	names := make([]string, 0, len(l.names))
-	for n := range l.names {
-		names = append(names, n)
-	}
-	clear(l.names)
-	l.stopLocked()
-	l.mu.Unlock()
+	names := w.lost.reset()
 	if ctx.Err() == nil {
 		w.Enqueue(names...)
 	}
@@ -142,13 +132,7 @@ func (w *Writer) enqueueAllLost(ctx context.Context) {
 
 // forgetLost ends the delete watches at the end of a term; the next term's resync finds the
 // lost names again.
-func (w *Writer) forgetLost() {
-	l := &w.lost
-	l.mu.Lock()
-	clear(l.names)
-	l.stopLocked()
-	l.mu.Unlock()
-}
+func (w *Writer) forgetLost() { w.lost.reset() }
 
 // lostCount is how many names are lost to an older claim now.
 func (w *Writer) lostCount() int {

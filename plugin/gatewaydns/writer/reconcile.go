@@ -69,17 +69,24 @@ type ownKey struct {
 	lease int64
 }
 
+// zones are the zones the writer may write: Zones, or the root of Prefix ("") without them.
+func (w *Writer) zones() []string {
+	if len(w.cfg.Zones) == 0 {
+		return []string{""}
+	}
+	return w.cfg.Zones
+}
+
+// zonePrefix is the key prefix of zone z (of w.zones).
+func (w *Writer) zonePrefix(z string) string { return record.NamePath(w.cfg.Prefix, z) + "/" }
+
 // scanOwn reads this owner's keys in Zones, and with a Registry the names of what it would
 // take over from external-dns (adopt). A zone that cannot be read for a reason of its own
 // (permission denied) is reported to the Observer and counted in failed; err is for etcd
 // failing as a whole.
 func (w *Writer) scanOwn(ctx context.Context) (own []ownKey, adopt []string, failed int, err error) {
-	zones := w.cfg.Zones
-	if len(zones) == 0 {
-		zones = []string{""}
-	}
-	for _, z := range zones {
-		p := record.NamePath(w.cfg.Prefix, z) + "/"
+	for _, z := range w.zones() {
+		p := w.zonePrefix(z)
 		// In pages at one revision, each page a request of its own: a zone of a million keys
 		// is never one response. One attempt may take the whole Timeout: a page of a large
 		// zone can take more than an AttemptTimeout on a loaded etcd, and a resync that never
