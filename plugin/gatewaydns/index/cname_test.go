@@ -223,3 +223,52 @@ func TestClashIsToldWhenItStartsAndWhenItEnds(t *testing.T) {
 		}
 	}
 }
+
+// A clash is a clash of the name whose own records clash: keys below a name that are names of
+// their own (eu1/web, eu1/api, written by hand) are not records of eu1, whatever their kinds.
+func TestClashCountsOnlyTheNamesOwnRecords(t *testing.T) {
+	tests := []struct {
+		name  string
+		keys  []record.KV
+		clash []string
+	}{
+		{"names of their own below a parent", []record.KV{
+			at(1, "/skydns/test/zone/eu1/web", `{"host":"10.0.0.1"}`),
+			at(2, "/skydns/test/zone/eu1/api", `{"host":"lb.example.net"}`),
+		}, nil},
+		{"writer record ids", []record.KV{
+			at(1, "/skydns/test/zone/eu1/web/50ec20e1", `{"host":"10.0.0.1"}`),
+			at(2, "/skydns/test/zone/eu1/web/0a1b2c3d", `{"host":"lb.example.net"}`),
+		}, []string{"web.eu1.zone.test."}},
+		{"the x1, x2 of CoreDNS's README", []record.KV{
+			at(1, "/skydns/test/zone/eu1/x1", `{"host":"10.0.0.1"}`),
+			at(2, "/skydns/test/zone/eu1/x2", `{"host":"lb.example.net"}`),
+		}, []string{"eu1.zone.test."}},
+		{"a record id beside a name of its own", []record.KV{
+			at(1, "/skydns/test/zone/eu1/7", `{"host":"10.0.0.1"}`),
+			at(2, "/skydns/test/zone/eu1/api", `{"host":"lb.example.net"}`),
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var clashing []string
+			ix := New(Options{Clash: func(name string, clash bool, _ int) {
+				if clash {
+					clashing = append(clashing, name)
+				}
+			}})
+			ix.Load(ix.Root(), tt.keys)
+			if !slices.Equal(clashing, tt.clash) {
+				t.Errorf("after a load: clashes %q, want %q", clashing, tt.clash)
+			}
+			clashing = nil
+			ix.Load(ix.Root(), nil)
+			for _, kv := range tt.keys {
+				ix.Apply([]record.Change{{KV: kv}})
+			}
+			if !slices.Equal(clashing, tt.clash) {
+				t.Errorf("after watch puts: clashes %q, want %q", clashing, tt.clash)
+			}
+		})
+	}
+}
