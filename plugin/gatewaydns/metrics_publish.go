@@ -68,6 +68,10 @@ var (
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "source_kind_served",
 		Help: "1 when the API server serves the kind and it is watched, 0 when its CRD is missing (and until the first discovery).",
 	}, []string{"server", "owner", "kind"})
+	sourceKindNamed = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "source_kind_named",
+		Help: "1 when the stanza's sources option names the kind (a missing CRD is then a mistake), 0 when it is read by default.",
+	}, []string{"server", "owner", "kind"})
 	sourceRejections = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "source_rejections_total",
 		Help: "Hostnames not published as asked, by object kind and cause; each is also a Warning Event on its object.",
@@ -208,6 +212,13 @@ var writerWatchStreams = promauto.NewGaugeVec(prometheus.GaugeOpts{
 func publishMetricsAtZero(server, owner string, dryRun bool, kinds kubesource.Options) {
 	m := &publishMetrics{server: server, owner: owner, dryRun: dryRun}
 	m.atZero(kinds.DiscoveredKinds(), kinds.SourceKinds())
+	for _, kind := range kinds.DiscoveredKinds() {
+		v := 0.0
+		if kinds.Named(kind) {
+			v = 1
+		}
+		sourceKindNamed.WithLabelValues(server, owner, kind).Set(v)
+	}
 }
 
 func (m *publishMetrics) atZero(kinds, sources []string) {
@@ -248,7 +259,7 @@ func forgetPublishSeries(server, owner string) {
 	labels := prometheus.Labels{"server": server, "owner": owner}
 	for _, vec := range []seriesOf{writerLeader, writerDesired, writerWrites, writerConflicts, writerLostNames,
 		writerFailingNames, writerSkipped, writerFailures, writerDryRun, writerLastSync, writerPropagation,
-		writerAdopted, sourceKindServed, sourceRejections, writerEtcdReachable, writerWatchStreams} {
+		writerAdopted, sourceKindServed, sourceKindNamed, sourceRejections, writerEtcdReachable, writerWatchStreams} {
 		vec.DeletePartialMatch(labels)
 	}
 }

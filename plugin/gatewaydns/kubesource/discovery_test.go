@@ -68,3 +68,32 @@ func sameSet(a, b []string) bool {
 	a, b = slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b))
 	return slices.Equal(a, b)
 }
+
+// Only a kind the sources option names is one whose absence is a mistake: the default kinds,
+// and ListenerSet (never named), may be missing from a cluster without an alert.
+func TestNamedKindsAreThoseTheSourcesOptionNames(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		kinds []string
+		named []string
+	}{
+		{"default kinds", nil, nil},
+		{"a route kind names its Gateway too", []string{source.KindTCPRoute},
+			[]string{source.KindGateway, source.KindTCPRoute}},
+		{"DNSEndpoints and Ingresses name no Gateway", []string{source.KindDNSEndpoint, source.KindIngress},
+			[]string{source.KindDNSEndpoint, source.KindIngress}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{Kinds: tc.kinds}
+			var named []string
+			for _, k := range opts.SourceKinds() {
+				if opts.Named(k) {
+					named = append(named, k)
+				}
+			}
+			if !sameSet(named, tc.named) {
+				t.Errorf("named %v, want %v", named, tc.named)
+			}
+		})
+	}
+}

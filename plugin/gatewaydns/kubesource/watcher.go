@@ -99,6 +99,22 @@ func (o *Options) watches(kind string) bool {
 	return slices.Contains(o.Kinds, kind)
 }
 
+// Named tells whether the configuration asked for kind by name (a sources option that names
+// it, or names a route kind for Gateway), as opposed to reading it by default. A kind read by
+// default that the cluster does not serve is normal (a cluster without the experimental
+// routes); a named one is a mistake worth an alert.
+func (o *Options) Named(kind string) bool {
+	if slices.Contains(o.Kinds, kind) {
+		return true
+	}
+	if kind != source.KindGateway {
+		return false
+	}
+	return slices.ContainsFunc(o.Kinds, func(k string) bool {
+		return k != source.KindIngress && k != source.KindService && k != source.KindDNSEndpoint
+	})
+}
+
 // Watcher watches the Kubernetes API and keeps a source.Desired up to date.
 type Watcher struct {
 	opts      Options
