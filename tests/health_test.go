@@ -51,6 +51,7 @@ func TestSharedNameAnswersOnlyHealthyClusters(t *testing.T) {
 			t.Errorf("eu1's Gateway Programmed=%s: want %v within 1s, answered=%v after %s; last: %s", step.status, step.want, ok, took.Round(time.Millisecond), last)
 		}
 	}
-	// The route behind the Gateway that was not Programmed is told so.
-	k8s.WaitWarningEvents("eu1", "HTTPRoute", "app", "NotProgrammed", 10*time.Second)
+	// The second the Gateway was not Programmed raised no Event on the route: a state that a
+	// gateway controller ends within kubesource.DefaultPendingGrace is normal work (the grace
+	// is pinned in kubesource; publish_test waits one out for a LoadBalancer Service).
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/kubesource"
 )
 
 // TestPublishesClusterObjectsAndAnswersThem runs corefile.d/all-in-one.Corefile (writer and
@@ -73,7 +74,7 @@ func TestPublishesClusterObjectsAndAnswersThem(t *testing.T) {
 	// A LoadBalancer Service is reported while its load balancer is pending, then answered over
 	// UDP and TCP within a second of getting an address.
 	k8s.LoadBalancerService("shop", "api-lb", "lb.eu1.openmcp.cluster")
-	k8s.WaitWarningEvents("shop", "Service", "api-lb", "NoTargets", 10*time.Second)
+	k8s.WaitWarningEvents("shop", "Service", "api-lb", "NoTargets", kubesource.DefaultPendingGrace+10*time.Second)
 	within("LoadBalancer Service", time.Second, func() { k8s.SetLoadBalancerIngress("shop", "api-lb", "203.0.113.50", "2001:db8::50") },
 		"lb.eu1.openmcp.cluster.", answersWith("203.0.113.50"))
 	for _, proto := range []string{"udp", "tcp"} {

@@ -74,7 +74,11 @@ var (
 	}, []string{"server", "owner", "kind"})
 	sourceRejections = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "source_rejections_total",
-		Help: "Hostnames not published as asked, by object kind and cause; each is also a Warning Event on its object.",
+		Help: "Hostnames not published as asked, by object kind and cause, counted when reported (by the leader, once a cause that waits on another controller has lasted 10s); each is also a Warning Event on its object.",
+	}, []string{"server", "owner", "kind", "cause"})
+	sourceRejecting = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "source_rejected_names",
+		Help: "Hostnames not published as asked now, by object kind and cause: the rejections reported (source_rejections_total) that still last.",
 	}, []string{"server", "owner", "kind", "cause"})
 )
 
@@ -122,6 +126,10 @@ func (m *publishMetrics) KindServed(kind, _ string, served bool) {
 
 func (m *publishMetrics) Rejected(kind string, cause source.Cause) {
 	sourceRejections.WithLabelValues(m.server, m.owner, kind, string(cause)).Inc()
+}
+
+func (m *publishMetrics) Rejecting(kind string, cause source.Cause, n int) {
+	sourceRejecting.WithLabelValues(m.server, m.owner, kind, string(cause)).Set(float64(n))
 }
 
 func (m *publishMetrics) Leading(leading bool) {
@@ -248,6 +256,7 @@ func (m *publishMetrics) atZero(kinds, sources []string) {
 	for _, kind := range sources {
 		for _, cause := range source.Causes {
 			sourceRejections.WithLabelValues(m.server, m.owner, kind, string(cause))
+			sourceRejecting.WithLabelValues(m.server, m.owner, kind, string(cause))
 		}
 	}
 }
@@ -259,7 +268,7 @@ func forgetPublishSeries(server, owner string) {
 	labels := prometheus.Labels{"server": server, "owner": owner}
 	for _, vec := range []seriesOf{writerLeader, writerDesired, writerWrites, writerConflicts, writerLostNames,
 		writerFailingNames, writerSkipped, writerFailures, writerDryRun, writerLastSync, writerPropagation,
-		writerAdopted, sourceKindServed, sourceKindNamed, sourceRejections, writerEtcdReachable, writerWatchStreams} {
+		writerAdopted, sourceKindServed, sourceKindNamed, sourceRejections, sourceRejecting, writerEtcdReachable, writerWatchStreams} {
 		vec.DeletePartialMatch(labels)
 	}
 }

@@ -82,6 +82,7 @@ func newPublisher(cfg *config, client *clientv3.Client) (*publisher, error) {
 	obs := &publishMetrics{server: cfg.server, owner: pc.owner, dryRun: pc.dryRun}
 	opts := kindOptions(pc)
 	opts.Config, opts.Observer = pc.source, obs
+	opts.ReportWhenLeading = true // writerEvents.Leading: the replicas of an owner report once
 	opts.OnChange = func(names []string) { p.writer.Enqueue(names...) }
 	p.kube, err = kubesource.New(rc, opts)
 	if err != nil {
@@ -163,6 +164,13 @@ func (d desired) SyncedC() <-chan struct{} { return d.kube.SyncedC() }
 type writerEvents struct {
 	*publishMetrics
 	kube *kubesource.Watcher
+}
+
+// Leading: only the leader reports rejections, so that the replicas of an owner do not each
+// raise the same Event and count it.
+func (w writerEvents) Leading(leading bool) {
+	w.publishMetrics.Leading(leading)
+	w.kube.SetLeading(leading)
 }
 
 func (w writerEvents) Conflict(c plan.Conflict) {

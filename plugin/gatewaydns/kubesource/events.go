@@ -5,6 +5,7 @@ package kubesource
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,31 +16,175 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 )
 
-// reportedSet is the set of rejections last reported on one object (of one incarnation).
-type reportedSet struct {
-	uid string
-	set map[source.Rejection]struct{}
+// DefaultPendingGrace is how long a rejection that waits on another controller (a route its
+// Gateway has not accepted yet, a Gateway without an address yet) may last before it is
+// reported: gateway controllers take a second or two, and a name that merely waits for them
+// is normal work, worth no Event, count or alert.
+const DefaultPendingGrace = 10 * time.Second
+
+// pendingCauses are the causes that another controller's progress usually ends.
+var pendingCauses = []source.Cause{source.CauseParentNotAccepted, source.CauseParentNotFound,
+	source.CauseNoTargets, source.CauseNotProgrammed}
+
+// told is one rejection while it lasts: when it was first seen, whether it was reported (an
+// Event, counted) and whether it is in the current count (source_rejected_names). A replica
+// that stops leading and leads again takes it back into the count but does not report it twice.
+type told struct {
+	since   time.Time
+	told    bool
+	counted bool
 }
 
-// report records the rejections of one object (uid "" once it is gone) and emits those that
-// were not reported on this incarnation of it before.
+// tracked are the rejections that last on one object (of one incarnation), or on one name.
+type tracked struct {
+	uid string
+	set map[source.Rejection]*told
+}
+
+// report records the rejections of one object (uid "" once it is gone) and reports those that
+// were not reported on this incarnation of it before, once they are due (tell).
 func (w *Watcher) report(ref dnsrecord.ObjectRef, uid string, rejected []source.Rejection) {
 	prev := w.reported[ref]
 	if prev.uid != uid {
-		prev = reportedSet{}
+		w.untellAll(prev)
+		prev = tracked{}
 	}
-	if len(rejected) == 0 {
+	next := w.track(prev, uid, rejected)
+	if len(next.set) == 0 {
 		delete(w.reported, ref)
 		return
 	}
-	next := reportedSet{uid: uid, set: make(map[source.Rejection]struct{}, len(rejected))}
-	for _, r := range rejected {
-		next.set[r] = struct{}{}
-		if _, had := prev.set[r]; !had {
-			w.emit(r)
+	w.reported[ref] = next
+	if wait := w.dueIn(next); wait > 0 {
+		w.queue.AddAfter(ref, wait) // looked at again once the oldest waiting one is due
+	}
+}
+
+// track carries what is known of each rejection still in cur over from prev, tells those due,
+// and takes the ones that ended out of the current count.
+func (w *Watcher) track(prev tracked, uid string, cur []source.Rejection) tracked {
+	next := tracked{uid: uid, set: make(map[source.Rejection]*told, len(cur))}
+	now := time.Now()
+	for _, r := range cur {
+		st := prev.set[r]
+		if st == nil {
+			st = &told{since: now}
+		}
+		next.set[r] = st
+		w.tell(r, st, now)
+	}
+	for r, st := range prev.set {
+		if _, still := next.set[r]; !still {
+			w.uncount(r, st)
 		}
 	}
-	w.reported[ref] = next
+	return next
+}
+
+// dueIn is how long until the first rejection of t that waits on its grace is due; 0 if none.
+func (w *Watcher) dueIn(t tracked) time.Duration {
+	var wait time.Duration
+	for r, st := range t.set {
+		if st.told || !w.leading.Load() {
+			continue
+		}
+		if left := w.grace(r) - time.Since(st.since); left > 0 && (wait == 0 || left < wait) {
+			wait = left
+		}
+	}
+	return wait
+}
+
+func (w *Watcher) grace(r source.Rejection) time.Duration {
+	if !slices.Contains(pendingCauses, r.Cause) {
+		return 0
+	}
+	if w.opts.PendingGrace != 0 {
+		return max(0, w.opts.PendingGrace)
+	}
+	return DefaultPendingGrace
+}
+
+// tell reports r once, when this replica reports (it leads, see SetLeading) and r has lasted
+// its grace, and counts it as current while it lasts.
+func (w *Watcher) tell(r source.Rejection, st *told, now time.Time) {
+	if !w.leading.Load() {
+		return
+	}
+	if !st.told {
+		if now.Sub(st.since) < w.grace(r) {
+			return
+		}
+		st.told = true
+		w.emit(r)
+	}
+	if !st.counted {
+		st.counted = true
+		w.recount(r, +1)
+	}
+}
+
+// uncount takes r out of the current count: it ended, or this replica stopped reporting.
+func (w *Watcher) uncount(r source.Rejection, st *told) {
+	if st.counted {
+		st.counted = false
+		w.recount(r, -1)
+	}
+}
+
+func (w *Watcher) recount(r source.Rejection, delta int) {
+	k := currentKey{r.Object.Kind, r.Cause}
+	w.current[k] += delta
+	w.observer.Rejecting(r.Object.Kind, r.Cause, w.current[k])
+}
+
+func (w *Watcher) untellAll(t tracked) {
+	for r, st := range t.set {
+		w.uncount(r, st)
+	}
+}
+
+// currentKey counts the rejections reported and lasting, by the metric's labels.
+type currentKey struct {
+	kind  string
+	cause source.Cause
+}
+
+// SetLeading tells a Watcher whose Options.ReportWhenLeading is set whether its replica leads
+// the owner: only the leader reports, so that replicas do not each raise the same Event and
+// count. On leading the worker reports what lasts and was not reported yet; on losing the lead
+// its current count goes to zero (the new leader's counts).
+func (w *Watcher) SetLeading(leading bool) {
+	if !w.opts.ReportWhenLeading || w.leading.Swap(leading) == leading {
+		return
+	}
+	w.queue.Add(leadershipChanged)
+}
+
+// leadershipChanged is the queue item that has the worker tell or untell everything it tracks.
+var leadershipChanged = dnsrecord.ObjectRef{Kind: "\x00leadership"}
+
+func (w *Watcher) retell() {
+	now := time.Now()
+	sets := make([]tracked, 0, len(w.reported)+len(w.conflicts))
+	for ref, t := range w.reported {
+		sets = append(sets, t)
+		if wait := w.dueIn(t); wait > 0 {
+			w.queue.AddAfter(ref, wait)
+		}
+	}
+	for _, t := range w.conflicts {
+		sets = append(sets, t)
+	}
+	for _, t := range sets {
+		if !w.leading.Load() {
+			w.untellAll(t)
+			continue
+		}
+		for r, st := range t.set {
+			w.tell(r, st, now)
+		}
+	}
 }
 
 // emit records a Warning Event for r on the object that asked for it (if it still exists) and

@@ -106,10 +106,11 @@ type recordingObserver struct {
 	mu       sync.Mutex
 	served   map[string][]bool
 	rejected map[string]int // kind/cause -> count
+	current  map[string]int // kind/cause -> last Rejecting
 }
 
 func newRecordingObserver() *recordingObserver {
-	return &recordingObserver{served: map[string][]bool{}, rejected: map[string]int{}}
+	return &recordingObserver{served: map[string][]bool{}, rejected: map[string]int{}, current: map[string]int{}}
 }
 
 func (o *recordingObserver) KindServed(kind, _ string, served bool) {
@@ -122,6 +123,18 @@ func (o *recordingObserver) Rejected(kind string, cause source.Cause) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.rejected[kind+"/"+string(cause)]++
+}
+
+func (o *recordingObserver) Rejecting(kind string, cause source.Cause, n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.current[kind+"/"+string(cause)] = n
+}
+
+func (o *recordingObserver) rejecting(kind string, cause source.Cause) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.current[kind+"/"+string(cause)]
 }
 
 func (o *recordingObserver) servedHistory(kind string) []bool {

@@ -176,7 +176,8 @@ func (c *cluster) watch(cfg source.Config, obs Observer, kinds ...string) *Watch
 func (c *cluster) watchAs(rc *rest.Config, cfg source.Config, obs Observer, kinds ...string) *Watcher {
 	c.t.Helper()
 	before := goroutines()
-	w, err := New(rc, Options{Config: cfg, Observer: obs, DiscoveryInterval: 500 * time.Millisecond, Kinds: kinds})
+	// A short grace: the tests that wait for a pending cause's Event see the path a real one takes.
+	w, err := New(rc, Options{Config: cfg, Observer: obs, DiscoveryInterval: 500 * time.Millisecond, Kinds: kinds, PendingGrace: 300 * time.Millisecond})
 	c.must(err)
 	c.must(w.Start(c.ctx))
 	c.t.Cleanup(func() {

@@ -60,12 +60,16 @@ type Observer interface {
 	// Rejected counts one Rejection reported as a Warning Event on an object of kind. The
 	// same rejection is counted once while it lasts, not on every recomputation.
 	Rejected(kind string, cause source.Cause)
+	// Rejecting is how many rejections of objects of kind for cause are reported and still
+	// last, after each change of it.
+	Rejecting(kind string, cause source.Cause, n int)
 }
 
 type nopObserver struct{}
 
-func (nopObserver) KindServed(string, string, bool) {}
-func (nopObserver) Rejected(string, source.Cause)   {}
+func (nopObserver) KindServed(string, string, bool)     {}
+func (nopObserver) Rejected(string, source.Cause)       {}
+func (nopObserver) Rejecting(string, source.Cause, int) {}
 
 // Options configure a Watcher.
 type Options struct {
@@ -77,6 +81,12 @@ type Options struct {
 	OnChange func(names []string)
 	// Observer, when set, receives what the plugin counts.
 	Observer Observer
+	// ReportWhenLeading: rejections are reported (Events, counts) only while SetLeading(true)
+	// says this replica leads the owner. Without it they are reported from the start.
+	ReportWhenLeading bool
+	// PendingGrace is how long a rejection waiting on another controller (pendingCauses) lasts
+	// before it is reported; DefaultPendingGrace when 0, none when negative.
+	PendingGrace time.Duration
 	// DiscoveryInterval is how often kinds that are not served are looked for again;
 	// 0 means DefaultDiscoveryInterval.
 	DiscoveryInterval time.Duration
@@ -133,7 +143,7 @@ type Watcher struct {
 	crdForbidden sync.Once
 	health       *apiHealth
 
-	queue       *workqueue.Typed[dnsrecord.ObjectRef]
+	queue       workqueue.TypedDelayingInterface[dnsrecord.ObjectRef]
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
 
@@ -154,8 +164,10 @@ type Watcher struct {
 	discoveryFailing bool
 
 	// The worker's own state.
-	reported  map[dnsrecord.ObjectRef]reportedSet
-	conflicts map[string]map[source.Rejection]struct{}
+	reported  map[dnsrecord.ObjectRef]tracked
+	conflicts map[string]tracked
+	current   map[currentKey]int
+	leading   atomic.Bool // whether this replica reports rejections (SetLeading)
 	pending   []string
 	// statusPending: DNSEndpoints whose status to write once their names are handed on.
 	statusPending []dnsrecord.ObjectRef
@@ -202,14 +214,17 @@ func NewForClients(kube kubernetes.Interface, gw gwclient.Interface, opts Option
 		kinds: map[string]*kindInformer{}, served: map[string]string{},
 		syncedC: make(chan struct{}), discovered: make(chan struct{}), done: make(chan struct{}),
 		health:    newAPIHealth(),
-		reported:  map[dnsrecord.ObjectRef]reportedSet{},
-		conflicts: map[string]map[source.Rejection]struct{}{},
-		// Without a name the queue publishes no metrics and starts no goroutine.
-		queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[dnsrecord.ObjectRef]{}),
+		reported:  map[dnsrecord.ObjectRef]tracked{},
+		conflicts: map[string]tracked{},
+		current:   map[currentKey]int{},
+		// Without a name the queue publishes no metrics. Its goroutine (for AddAfter: a
+		// rejection looked at again once its grace ends) ends at ShutDown.
+		queue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[dnsrecord.ObjectRef]{}),
 	}
 	if w.observer == nil {
 		w.observer = nopObserver{}
 	}
+	w.leading.Store(!opts.ReportWhenLeading)
 	if w.interval <= 0 {
 		w.interval = DefaultDiscoveryInterval
 	}
@@ -296,6 +311,7 @@ func (w *Watcher) Stop() {
 	started, cancel := w.started, w.cancel
 	w.lifecycle.Unlock()
 	if !started {
+		w.queue.ShutDown() // its delaying goroutine runs from NewForClients
 		return
 	}
 	cancel()

@@ -69,6 +69,10 @@ func (w *Watcher) work() bool {
 		return false
 	}
 	defer w.queue.Done(ref)
+	if ref == leadershipChanged {
+		w.retell()
+		return true
+	}
 	if ref == barrier {
 		w.flush()
 		if w.synced.CompareAndSwap(false, true) {
@@ -206,16 +210,8 @@ func (w *Watcher) forget(ref dnsrecord.ObjectRef) {
 func (w *Watcher) changed(names []string) {
 	for _, name := range names {
 		w.pending = append(w.pending, name)
-		cur := w.desired.NameConflicts(name)
-		prev := w.conflicts[name]
-		next := make(map[source.Rejection]struct{}, len(cur))
-		for _, r := range cur {
-			next[r] = struct{}{}
-			if _, had := prev[r]; !had {
-				w.emit(r)
-			}
-		}
-		if len(next) == 0 {
+		next := w.track(w.conflicts[name], "", w.desired.NameConflicts(name))
+		if len(next.set) == 0 {
 			delete(w.conflicts, name)
 		} else {
 			w.conflicts[name] = next
