@@ -9,8 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,44 +17,13 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
 	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
-var (
-	buildOnce sync.Once
-	builtPath string
-	buildErr  error
-)
-
-// corednsBinary is the binary under test: $GATEWAYDNS_COREDNS when set (make test sets it to
-// the ./coredns that make build wrote), else built once for this test run.
-func corednsBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("GATEWAYDNS_COREDNS"); p != "" {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return abs
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gatewaydns-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtPath = filepath.Join(dir, "coredns")
-		out, err := exec.Command("go", "build", "-o", builtPath, "../cmd/coredns").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtPath
-}
+// corednsBinary is the binary under test (corednsproc.Binary).
+func corednsBinary(t *testing.T) string { return corednsproc.Binary(t) }
 
 // coreDNSProcess is the binary running one Corefile of corefile.d on loopback ports.
 type coreDNSProcess struct {
@@ -84,9 +51,6 @@ func (l *processLog) String() string {
 	defer l.mu.Unlock()
 	return l.buf.String()
 }
-
-// sidecarPlugins matches the lines of the plugins that listen on a fixed default port.
-var sidecarPlugins = regexp.MustCompile(`(?m)^(\s*)(health|ready|prometheus)\b[^\n{]*`)
 
 // runCorefile starts the binary with corefile.d/NAME, its DNS port and the health, ready and
 // metrics listeners moved to free loopback ports, and env added to its environment.
@@ -118,23 +82,12 @@ func startProcess(t *testing.T, p *coreDNSProcess, name, src string, env ...stri
 // localize moves the listeners of the health, ready and prometheus plugins in src to p's
 // loopback ports.
 func (p *coreDNSProcess) localize(src string) string {
-	return sidecarPlugins.ReplaceAllStringFunc(src, func(line string) string {
-		m := sidecarPlugins.FindStringSubmatch(line)
-		addr := map[string]string{"health": p.Health, "ready": p.Ready, "prometheus": p.Metrics}[m[2]]
-		return m[1] + m[2] + " " + addr
-	})
+	return corednsproc.Localize(src, p.Health, p.Ready, p.Metrics)
 }
 
 // newCoreDNSProcess picks the loopback ports for a coredns to start.
 func newCoreDNSProcess(t *testing.T) *coreDNSProcess {
-	// Four distinct ports: a port freePort closed can come back from the next call (seen: the
-	// ready and prometheus plugins given one port, and the process never ready).
-	var ports []int
-	for len(ports) < 4 {
-		if p := freePort(t); !slices.Contains(ports, p) {
-			ports = append(ports, p)
-		}
-	}
+	ports := corednsproc.Ports(t, 4)
 	return &coreDNSProcess{
 		DNS:     fmt.Sprintf("127.0.0.1:%d", ports[0]),
 		Health:  fmt.Sprintf("127.0.0.1:%d", ports[1]),

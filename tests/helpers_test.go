@@ -5,7 +5,6 @@ package tests
 import (
 	"context"
 	"fmt"
-	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -17,27 +16,11 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	_ "github.com/gatewaydns/gatewaydns/cmd/coredns/plugins" // the binary's plugin chain
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
 )
 
 // freePort returns a loopback port that is free for both UDP and TCP right now.
-func freePort(t testing.TB) int {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		l.Close()
-		if err == nil {
-			u.Close()
-			return port
-		}
-	}
-	t.Fatal("no free port for UDP and TCP")
-	return 0
-}
+func freePort(t testing.TB) int { return corednsproc.FreePort(t) }
 
 // startCoreDNS runs a Corefile in this process, as the binary would, and stops it at cleanup.
 func startCoreDNS(t testing.TB, corefile string) *caddy.Instance {

@@ -148,6 +148,15 @@ func (c *Cluster) HTTPRoute(namespace, name, gwNamespace, gwName string, hostnam
 // TryHTTPRoute is HTTPRoute that returns its error (see TrySetGatewayAddresses). A route
 // created whose status update failed exists without being Accepted.
 func (c *Cluster) TryHTTPRoute(ctx context.Context, namespace, name, gwNamespace, gwName string, hostnames ...string) error {
+	if err := c.TryPendingHTTPRoute(ctx, namespace, name, gwNamespace, gwName, hostnames...); err != nil {
+		return err
+	}
+	return c.TryAcceptHTTPRoute(ctx, namespace, name)
+}
+
+// TryPendingHTTPRoute creates an HTTPRoute as its gateway controller first sees it: attached to
+// the Gateway gwNamespace/gwName, with no status yet.
+func (c *Cluster) TryPendingHTTPRoute(ctx context.Context, namespace, name, gwNamespace, gwName string, hostnames ...string) error {
 	ns := gatewayv1.Namespace(gwNamespace)
 	ref := gatewayv1.ParentReference{Namespace: &ns, Name: gatewayv1.ObjectName(gwName)}
 	r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
@@ -155,11 +164,21 @@ func (c *Cluster) TryHTTPRoute(ctx context.Context, namespace, name, gwNamespace
 	for _, h := range hostnames {
 		r.Spec.Hostnames = append(r.Spec.Hostnames, gatewayv1.Hostname(h))
 	}
-	r, err := c.GW.GatewayV1().HTTPRoutes(namespace).Create(ctx, r, metav1.CreateOptions{})
+	_, err := c.GW.GatewayV1().HTTPRoutes(namespace).Create(ctx, r, metav1.CreateOptions{})
+	return err
+}
+
+// TryAcceptHTTPRoute marks an HTTPRoute Accepted by each of its parents, as its gateway
+// controller does once it has taken the route.
+func (c *Cluster) TryAcceptHTTPRoute(ctx context.Context, namespace, name string) error {
+	r, err := c.GW.GatewayV1().HTTPRoutes(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	r.Status.Parents = []gatewayv1.RouteParentStatus{Accepted(ref, r.Generation)}
+	r.Status.Parents = nil
+	for _, ref := range r.Spec.ParentRefs {
+		r.Status.Parents = append(r.Status.Parents, Accepted(ref, r.Generation))
+	}
 	_, err = c.GW.GatewayV1().HTTPRoutes(namespace).UpdateStatus(ctx, r, metav1.UpdateOptions{})
 	return err
 }
