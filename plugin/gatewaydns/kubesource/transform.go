@@ -29,13 +29,15 @@ type slimmer struct {
 	// gatewayLabelKeys are those that Config.GatewayLabelSelector reads.
 	gatewayLabelKeys map[string]bool
 	// annotationKeys are the annotation keys that Config.AnnotationFilter reads, besides the
-	// external-dns and gatewaydns annotations, which are always kept.
+	// external-dns annotations (under prefixes, Config.Prefixes) and the gatewaydns ones,
+	// which are always kept.
 	annotationKeys map[string]bool
+	prefixes       []string
 }
 
 func newSlimmer(cfg *source.Config) *slimmer {
 	return &slimmer{labelKeys: selectorKeys(cfg.LabelSelector), gatewayLabelKeys: selectorKeys(cfg.GatewayLabelSelector),
-		annotationKeys: selectorKeys(cfg.AnnotationFilter)}
+		annotationKeys: selectorKeys(cfg.AnnotationFilter), prefixes: cfg.Prefixes()}
 }
 
 func selectorKeys(sel labels.Selector) map[string]bool {
@@ -54,9 +56,12 @@ func selectorKeys(sel labels.Selector) map[string]bool {
 }
 
 func (s *slimmer) keepAnnotation(key string) bool {
-	return strings.HasPrefix(key, source.AnnotationPrefix) ||
-		strings.HasPrefix(key, source.LegacyAnnotationPrefix) ||
-		key == source.BaseDomainAnnotation || key == source.IngressClassAnnotation ||
+	for _, p := range s.prefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return key == source.BaseDomainAnnotation || key == source.IngressClassAnnotation ||
 		s.annotationKeys[key]
 }
 
