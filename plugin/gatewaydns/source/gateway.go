@@ -19,10 +19,14 @@ func GatewayRef(gw *gatewayv1.Gateway) record.ObjectRef {
 	return record.ObjectRef{Kind: KindGateway, Namespace: gw.Namespace, Name: gw.Name}
 }
 
-// selectsGateway applies the Gateway filters: class, name, namespace and labels. A route
-// attached to a Gateway they leave out publishes nothing through it, without a word: that
-// Gateway is another controller's business.
+// selectsGateway applies the Gateway filters: class, name, namespace, labels and the
+// controller annotation (read on Gateways too since external-dns v0.23.0). A route attached to
+// a Gateway they leave out publishes nothing through it, without a word: that Gateway is
+// another controller's business.
 func (c *Config) selectsGateway(gw *gatewayv1.Gateway) bool {
+	if v, _, ok := c.annotation(gw.Annotations, ControllerAnnotation); ok && v != c.ControllerName {
+		return false
+	}
 	switch {
 	case len(c.GatewayClasses) > 0 && !slices.Contains(c.GatewayClasses, string(gw.Spec.GatewayClassName)):
 		return false
