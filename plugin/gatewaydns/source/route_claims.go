@@ -50,13 +50,14 @@ func (c *Config) RouteClaimsWithListenerSets(r Route, gateways GatewayLookup, li
 	for _, pr := range r.ParentRefs {
 		p := normalizeParent(pr, r.Namespace)
 		var gw *gatewayv1.Gateway
+		var ls *gatewayv1.ListenerSet
 		var listeners []*gatewayv1.Listener
 		ok := false
 		switch {
 		case isGatewayParent(p):
 			gw, listeners, ok = c.attach(&r, p, gateways, nsLabels, rs)
 		case isListenerSetParent(p):
-			gw, listeners, p, ok = c.attachListenerSet(&r, p, gateways, listenerSets, nsLabels, rs)
+			gw, ls, listeners, p, ok = c.attachListenerSet(&r, p, gateways, listenerSets, nsLabels, rs)
 		default:
 			continue // a mesh (Service) or other parent: not a DNS matter
 		}
@@ -65,7 +66,7 @@ func (c *Config) RouteClaimsWithListenerSets(r Route, gateways GatewayLookup, li
 		}
 		accepting = true
 		if names := intersectListeners(candidates, listeners, matched); len(names) > 0 {
-			c.publishThrough(gw, p, names, published, rs)
+			c.publishThrough(gw, ls, p, names, published, rs)
 		}
 	}
 
@@ -149,8 +150,9 @@ func ignoresHostname(p gatewayv1.ProtocolType) bool {
 }
 
 // publishThrough points the names that pass the domain filter and gw's base domain at gw's
-// targets, reporting the others.
-func (c *Config) publishThrough(gw *gatewayv1.Gateway, p parent, names []string, published map[string]map[string]struct{}, rs *rejections) {
+// targets (those of the target annotation of ls, the ListenerSet the route attaches through,
+// when it has one), reporting the others.
+func (c *Config) publishThrough(gw *gatewayv1.Gateway, ls *gatewayv1.ListenerSet, p parent, names []string, published map[string]map[string]struct{}, rs *rejections) {
 	for _, n := range names {
 		rs.names(c.concerns(n))
 	}
@@ -158,7 +160,10 @@ func (c *Config) publishThrough(gw *gatewayv1.Gateway, p parent, names []string,
 		rs.add("", CauseNotProgrammed, fmt.Sprintf("Gateway %s is not Programmed: its names are withdrawn from this cluster until it is", p))
 		return
 	}
-	targets, _ := c.GatewayTargets(gw)
+	targets, overridden := c.listenerSetTargets(ls, rs)
+	if !overridden {
+		targets, _ = c.GatewayTargets(gw)
+	}
 	if len(targets) == 0 {
 		rs.add("", CauseNoTargets, fmt.Sprintf("Gateway %s has no usable address in status.addresses or its target annotation", p))
 		return
