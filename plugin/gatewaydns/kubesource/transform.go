@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 )
@@ -97,6 +98,10 @@ func (s *slimmer) routeMeta(m *metav1.ObjectMeta) metav1.ObjectMeta { return s.m
 // Transform is a cache.TransformFunc. Objects of other types (and tombstones) pass unchanged.
 func (s *slimmer) Transform(obj any) (any, error) {
 	switch o := obj.(type) {
+	case *gatewayv1beta1.Gateway: // the v1 type under another name: stored as v1
+		return s.gateway((*gatewayv1.Gateway)(o)), nil
+	case *gatewayv1beta1.HTTPRoute:
+		return s.Transform((*gatewayv1.HTTPRoute)(o))
 	case *gatewayv1.Gateway:
 		return s.gateway(o), nil
 	case *gatewayv1.ListenerSet:
