@@ -124,14 +124,7 @@ func TestIntegrationListenerChangesAndGatewayController(t *testing.T) {
 		t.Helper()
 		gw, err := c.gw.GatewayV1().Gateways("infra").Get(c.ctx, "gw", metav1.GetOptions{})
 		c.must(err)
-		if value == "" {
-			delete(gw.Annotations, key)
-		} else {
-			if gw.Annotations == nil {
-				gw.Annotations = map[string]string{}
-			}
-			gw.Annotations[key] = value
-		}
+		setAnnotation(&gw.ObjectMeta, key, value)
 		_, err = c.gw.GatewayV1().Gateways("infra").Update(c.ctx, gw, metav1.UpdateOptions{})
 		c.must(err)
 	}

@@ -50,19 +50,24 @@ func (c *cluster) listenerSetAccepted(namespace, name string, status metav1.Cond
 	c.must(err)
 }
 
+// setAnnotation sets annotation key of m to value ("" removes it).
+func setAnnotation(m *metav1.ObjectMeta, key, value string) {
+	if value == "" {
+		delete(m.Annotations, key)
+		return
+	}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[key] = value
+}
+
 // setListenerSetAnnotation sets annotation key of a ListenerSet to value ("" removes it).
 func (c *cluster) setListenerSetAnnotation(namespace, name, key, value string) {
 	c.t.Helper()
 	ls, err := c.gw.GatewayV1().ListenerSets(namespace).Get(c.ctx, name, metav1.GetOptions{})
 	c.must(err)
-	if value == "" {
-		delete(ls.Annotations, key)
-	} else {
-		if ls.Annotations == nil {
-			ls.Annotations = map[string]string{}
-		}
-		ls.Annotations[key] = value
-	}
+	setAnnotation(&ls.ObjectMeta, key, value)
 	_, err = c.gw.GatewayV1().ListenerSets(namespace).Update(c.ctx, ls, metav1.UpdateOptions{})
 	c.must(err)
 }
