@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
@@ -177,6 +178,16 @@ func parsePublishOption(opt string, args []string, pc *publishConfig) (ok bool, 
 				pc.registry.WildcardReplacement = v
 			}
 		}
+	case "annotation-prefix":
+		var prefixes []string
+		if prefixes, err = some(); err == nil {
+			for _, p := range prefixes {
+				if err = checkAnnotationPrefix(p); err != nil {
+					return true, err
+				}
+			}
+			pc.source.AnnotationPrefixes = prefixes
+		}
 	case "base-domain-from-gateway":
 		if len(args) != 0 {
 			return true, errors.New("base-domain-from-gateway takes no arguments")
@@ -186,4 +197,17 @@ func parsePublishOption(opt string, args []string, pc *publishConfig) (ok bool, 
 		return false, nil
 	}
 	return true, err
+}
+
+// checkAnnotationPrefix accepts an annotation key prefix as external-dns's --annotation-prefix
+// takes it: a DNS subdomain followed by '/', so that prefix+"hostname" is a valid annotation key.
+func checkAnnotationPrefix(p string) error {
+	domain, ok := strings.CutSuffix(p, "/")
+	if !ok {
+		return fmt.Errorf("annotation-prefix %q must end with '/', as in %s", p, source.AnnotationPrefix)
+	}
+	if errs := validation.IsDNS1123Subdomain(domain); len(errs) > 0 {
+		return fmt.Errorf("annotation-prefix %q: %s is not a DNS subdomain: %s", p, domain, strings.Join(errs, "; "))
+	}
+	return nil
 }

@@ -120,6 +120,7 @@ func TestParse(t *testing.T) {
 				sources gateway-httproute gateway-tlsroute ingress service
 				service-types LoadBalancer NodePort
 				publish-internal-services
+				annotation-prefix dns.example.org/ external-dns.alpha.kubernetes.io/
 			}`,
 			check: func(t *testing.T, c *config) {
 				p := c.publish
@@ -141,6 +142,9 @@ func TestParse(t *testing.T) {
 				}
 				if !slices.Equal(s.ServiceTypes, []corev1.ServiceType{"LoadBalancer", "NodePort"}) || !s.PublishInternal {
 					t.Errorf("service filters %v %v", s.ServiceTypes, s.PublishInternal)
+				}
+				if !slices.Equal(s.AnnotationPrefixes, []string{"dns.example.org/", "external-dns.alpha.kubernetes.io/"}) {
+					t.Errorf("annotation prefixes %v", s.AnnotationPrefixes)
 				}
 				if s.ControllerName != "gatewaydns" || s.DefaultTTL != 120 || !s.BaseDomainFromGateway {
 					t.Errorf("%+v", s)
@@ -198,6 +202,9 @@ func TestParse(t *testing.T) {
 		{name: "txt-prefix without txt-owner-id", input: "gatewaydns {\n owner eu1\n txt-prefix reg-\n}", wantErr: "'txt-owner-id ID', which is missing"},
 		{name: "txt-prefix and txt-suffix together", input: "gatewaydns {\n owner eu1\n txt-owner-id eu1\n txt-prefix p-\n txt-suffix -s\n}", wantErr: "mutually exclusive"},
 		{name: "txt-owner-id takes one argument", input: "gatewaydns {\n owner eu1\n txt-owner-id\n}", wantErr: "Testfile:3 - Error during parsing: txt-owner-id needs exactly one argument"},
+		{name: "annotation-prefix needs a prefix", input: "gatewaydns {\n owner eu1\n annotation-prefix\n}", wantErr: "Testfile:3 - Error during parsing: annotation-prefix needs at least one argument"},
+		{name: "annotation-prefix must end with a slash", input: "gatewaydns {\n owner eu1\n annotation-prefix dns.example.org\n}", wantErr: "Testfile:3 - Error during parsing: annotation-prefix \"dns.example.org\" must end with '/'"},
+		{name: "annotation-prefix must be a DNS subdomain", input: "gatewaydns {\n owner eu1\n annotation-prefix Bad_Prefix/\n}", wantErr: "Testfile:3 - Error during parsing: annotation-prefix \"Bad_Prefix/\": Bad_Prefix is not a DNS subdomain"},
 		{name: "publish-internal-services takes no argument", input: "gatewaydns {\n owner eu1\n publish-internal-services yes\n}", wantErr: "publish-internal-services takes no arguments"},
 		{name: "zero ttl", input: "gatewaydns {\n owner eu1\n ttl 0\n}", wantErr: "at least 1s"},
 		{name: "kubeconfig with three arguments", input: "gatewaydns {\n owner eu1\n kubeconfig a b c\n}", wantErr: "kubeconfig needs a file"},

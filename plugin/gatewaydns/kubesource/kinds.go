@@ -56,17 +56,28 @@ type gatewayKind struct {
 }
 
 // gatewayKinds are the Gateway API kinds watched, Gateway first. The versions are those that
-// source.RouteOf understands: v1 everywhere (TLSRoute is v1 from gateway-api v1.5, TCPRoute and
-// UDPRoute from v1.6), v1alpha2 for clusters whose CRDs are older.
+// source.RouteOf understands: v1 wherever the cluster serves it (TLSRoute is v1 from
+// gateway-api v1.5, TCPRoute and UDPRoute from v1.6); v1beta1 Gateways and HTTPRoutes and
+// v1alpha2 TLS, TCP and UDP routes for clusters whose CRDs are older. A v1beta1 object is the
+// v1 object under another name (its Go type is defined as the v1 type), so the slimmer turns it
+// into the v1 type and everything after the informer sees v1 only.
 var gatewayKinds = []gatewayKind{
-	{kind: source.KindGateway, resource: "gateways", versions: []string{"v1"},
-		informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+	{kind: source.KindGateway, resource: "gateways", versions: []string{"v1", "v1beta1"},
+		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string, resync time.Duration) cache.SharedIndexInformer {
+			if version == "v1beta1" {
+				r := c.GatewayV1beta1().Gateways(ns)
+				return gatewayInformer[gatewayv1.Gateway](s, c, c.GatewayV1beta1().RESTClient(), resource, ns, r.List, r.Watch, resync, cache.Indexers{})
+			}
 			r := c.GatewayV1().Gateways(ns)
 			return gatewayInformer[gatewayv1.Gateway](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, cache.Indexers{})
 		}},
 	listenerSetKind,
-	{kind: source.KindHTTPRoute, resource: "httproutes", versions: []string{"v1"}, route: true,
-		informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+	{kind: source.KindHTTPRoute, resource: "httproutes", versions: []string{"v1", "v1beta1"}, route: true,
+		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string, resync time.Duration) cache.SharedIndexInformer {
+			if version == "v1beta1" {
+				r := c.GatewayV1beta1().HTTPRoutes(ns)
+				return gatewayInformer[gatewayv1.HTTPRoute](s, c, c.GatewayV1beta1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
+			}
 			r := c.GatewayV1().HTTPRoutes(ns)
 			return gatewayInformer[gatewayv1.HTTPRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
 		}},

@@ -50,6 +50,28 @@ func (c *cluster) listenerSetAccepted(namespace, name string, status metav1.Cond
 	c.must(err)
 }
 
+// setAnnotation sets annotation key of m to value ("" removes it).
+func setAnnotation(m *metav1.ObjectMeta, key, value string) {
+	if value == "" {
+		delete(m.Annotations, key)
+		return
+	}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[key] = value
+}
+
+// setListenerSetAnnotation sets annotation key of a ListenerSet to value ("" removes it).
+func (c *cluster) setListenerSetAnnotation(namespace, name, key, value string) {
+	c.t.Helper()
+	ls, err := c.gw.GatewayV1().ListenerSets(namespace).Get(c.ctx, name, metav1.GetOptions{})
+	c.must(err)
+	setAnnotation(&ls.ObjectMeta, key, value)
+	_, err = c.gw.GatewayV1().ListenerSets(namespace).Update(c.ctx, ls, metav1.UpdateOptions{})
+	c.must(err)
+}
+
 func (c *cluster) setListenerSetHostname(namespace, name, hostname string) {
 	c.t.Helper()
 	ls, err := c.gw.GatewayV1().ListenerSets(namespace).Get(c.ctx, name, metav1.GetOptions{})
@@ -131,6 +153,13 @@ func TestIntegrationListenerSet(t *testing.T) {
 	eventually(t, waitFor, "web gone with allowedListeners Same", endpointIs(w, "web.a.example.com"))
 	c.setAllowedListeners("infra", "gw", gatewayv1.NamespacesFromAll)
 	eventually(t, waitFor, "web back with allowedListeners All", endpointIs(w, "web.a.example.com", "192.0.2.9"))
+
+	// A target annotation on the ListenerSet overrides the Gateway's address for its routes,
+	// as external-dns reads it; removed, the Gateway's address is back.
+	c.setListenerSetAnnotation("team-a", "ls", source.AnnotationPrefix+source.TargetAnnotation, "192.0.2.77")
+	eventually(t, waitFor, "web at the ListenerSet's target", endpointIs(w, "web.a.example.com", "192.0.2.77"))
+	c.setListenerSetAnnotation("team-a", "ls", source.AnnotationPrefix+source.TargetAnnotation, "")
+	eventually(t, waitFor, "web back at the Gateway's address", endpointIs(w, "web.a.example.com", "192.0.2.9"))
 
 	// The ListenerSet is deleted: its routes' names go, and the routes say why.
 	c.must(c.gw.GatewayV1().ListenerSets("team-a").Delete(c.ctx, "ls", metav1.DeleteOptions{}))

@@ -85,12 +85,11 @@ func (w *Watcher) enqueueRoutesThroughListenerSets(index, value string) {
 	}
 }
 
-// listenerSet keeps the parentRef, the listener entries without TLS, and the Accepted and
-// Programmed conditions (type and status): nothing else of a ListenerSet is read, not even
-// the annotations (the targets are the parent Gateway's).
+// listenerSet keeps the parentRef, the listener entries without TLS, the Accepted and
+// Programmed conditions (type and status) and the external-dns annotations (its target
+// annotation overrides the parent Gateway's targets): nothing else of a ListenerSet is read.
 func (s *slimmer) listenerSet(o *gatewayv1.ListenerSet) *gatewayv1.ListenerSet {
 	out := &gatewayv1.ListenerSet{ObjectMeta: s.meta(&o.ObjectMeta, nil)}
-	out.Annotations = nil
 	out.Spec.ParentRef = o.Spec.ParentRef
 	if len(o.Spec.Listeners) > 0 {
 		out.Spec.Listeners = make([]gatewayv1.ListenerEntry, len(o.Spec.Listeners))

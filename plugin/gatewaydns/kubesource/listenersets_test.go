@@ -36,8 +36,12 @@ func TestTransformListenerSet(t *testing.T) {
 
 	got, _ := s.Transform(ls)
 	slim := got.(*gatewayv1.ListenerSet)
-	if slim.ManagedFields != nil || slim.Labels != nil || slim.Annotations != nil || slim.Spec.Listeners[0].TLS != nil || slim.Status.Listeners != nil {
+	if slim.ManagedFields != nil || slim.Labels != nil || slim.Spec.Listeners[0].TLS != nil || slim.Status.Listeners != nil {
 		t.Errorf("ListenerSet kept fields the mapping does not read: %+v", slim)
+	}
+	// The target annotation overrides the Gateway's address (it is read); the rest goes.
+	if want := map[string]string{source.AnnotationPrefix + source.TargetAnnotation: "198.51.100.9"}; !reflect.DeepEqual(slim.Annotations, want) {
+		t.Errorf("ListenerSet annotations %v, want %v", slim.Annotations, want)
 	}
 	want := []metav1.Condition{{Type: "Accepted", Status: metav1.ConditionTrue}, {Type: "Programmed", Status: metav1.ConditionTrue}}
 	if !reflect.DeepEqual(slim.Status.Conditions, want) {
@@ -61,7 +65,7 @@ func TestTransformListenerSet(t *testing.T) {
 		return c
 	}
 	full, small := claims(gw, ls), claims(slimGW.(*gatewayv1.Gateway), slim)
-	if len(full) != 1 || !reflect.DeepEqual(full, small) {
+	if len(full) != 1 || !reflect.DeepEqual(full, small) || !reflect.DeepEqual(full[0].Targets, []string{"198.51.100.9"}) {
 		t.Errorf("claims from the full objects %+v, from the slim ones %+v", full, small)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 )
@@ -29,13 +30,15 @@ type slimmer struct {
 	// gatewayLabelKeys are those that Config.GatewayLabelSelector reads.
 	gatewayLabelKeys map[string]bool
 	// annotationKeys are the annotation keys that Config.AnnotationFilter reads, besides the
-	// external-dns and gatewaydns annotations, which are always kept.
+	// external-dns annotations (under prefixes, Config.Prefixes) and the gatewaydns ones,
+	// which are always kept.
 	annotationKeys map[string]bool
+	prefixes       []string
 }
 
 func newSlimmer(cfg *source.Config) *slimmer {
 	return &slimmer{labelKeys: selectorKeys(cfg.LabelSelector), gatewayLabelKeys: selectorKeys(cfg.GatewayLabelSelector),
-		annotationKeys: selectorKeys(cfg.AnnotationFilter)}
+		annotationKeys: selectorKeys(cfg.AnnotationFilter), prefixes: cfg.Prefixes()}
 }
 
 func selectorKeys(sel labels.Selector) map[string]bool {
@@ -54,9 +57,12 @@ func selectorKeys(sel labels.Selector) map[string]bool {
 }
 
 func (s *slimmer) keepAnnotation(key string) bool {
-	return strings.HasPrefix(key, source.AnnotationPrefix) ||
-		strings.HasPrefix(key, source.LegacyAnnotationPrefix) ||
-		key == source.BaseDomainAnnotation || key == source.IngressClassAnnotation ||
+	for _, p := range s.prefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return key == source.BaseDomainAnnotation || key == source.IngressClassAnnotation ||
 		s.annotationKeys[key]
 }
 
@@ -92,6 +98,10 @@ func (s *slimmer) routeMeta(m *metav1.ObjectMeta) metav1.ObjectMeta { return s.m
 // Transform is a cache.TransformFunc. Objects of other types (and tombstones) pass unchanged.
 func (s *slimmer) Transform(obj any) (any, error) {
 	switch o := obj.(type) {
+	case *gatewayv1beta1.Gateway: // the v1 type under another name: stored as v1
+		return s.gateway((*gatewayv1.Gateway)(o)), nil
+	case *gatewayv1beta1.HTTPRoute:
+		return s.Transform((*gatewayv1.HTTPRoute)(o))
 	case *gatewayv1.Gateway:
 		return s.gateway(o), nil
 	case *gatewayv1.ListenerSet:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -124,5 +125,39 @@ func TestTransformSharesTheStringsRoutesHaveInCommon(t *testing.T) {
 	}
 	if &a.Status.Parents[0].Conditions[0] != &b.Status.Parents[0].Conditions[0] {
 		t.Errorf("the Accepted conditions are two copies")
+	}
+}
+
+// TestTransformKeepsTheAnnotationPrefixesRead: the slim objects keep the external-dns
+// annotations under the prefixes the stanza reads (annotation-prefix) and drop the others.
+func TestTransformKeepsTheAnnotationPrefixesRead(t *testing.T) {
+	annots := map[string]string{
+		"dns.example.org/hostname":                         "mine.example.com",
+		source.AnnotationPrefix + "hostname":               "theirs.example.com",
+		source.LegacyAnnotationPrefix + "hostname":         "legacy.example.com",
+		"kubectl.kubernetes.io/last-applied-configuration": "{}",
+	}
+	for _, tc := range []struct {
+		name     string
+		prefixes []string
+		want     []string
+	}{
+		{name: "default: both standard prefixes", want: []string{source.AnnotationPrefix + "hostname", source.LegacyAnnotationPrefix + "hostname"}},
+		{name: "annotation-prefix: that prefix only", prefixes: []string{"dns.example.org/"}, want: []string{"dns.example.org/hostname"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSlimmer(&source.Config{AnnotationPrefixes: tc.prefixes})
+			route := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", Annotations: annots}}
+			got, _ := s.Transform(route)
+			var kept []string
+			for k := range got.(*gatewayv1.HTTPRoute).Annotations {
+				kept = append(kept, k)
+			}
+			slices.Sort(kept)
+			want := slices.Sorted(slices.Values(tc.want))
+			if !slices.Equal(kept, want) {
+				t.Errorf("kept %v, want %v", kept, want)
+			}
+		})
 	}
 }

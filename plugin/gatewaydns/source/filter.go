@@ -53,6 +53,11 @@ type Config struct {
 	// naming none (a public name for another external-dns, an excluded domain) belongs to
 	// another controller and gets no Events.
 	Zones DomainFilter
+	// AnnotationPrefixes are the prefixes of the external-dns annotations read, the first
+	// that holds an annotation winning; empty means DefaultAnnotationPrefixes. external-dns
+	// v0.22's --annotation-prefix (one prefix) and v0.23's --enable-legacy-annotation-prefix
+	// (that prefix, then the legacy one) map onto it.
+	AnnotationPrefixes []string
 	// BaseDomainFromGateway makes a Gateway's dns.openmcp.cloud/base-domain annotation a
 	// domain filter for the routes attached to it: through that Gateway a route may only
 	// publish names equal to or under the base domain. Gateways without the annotation
@@ -72,7 +77,7 @@ func (c *Config) selects(namespace string, lbls, annots map[string]string) bool 
 	if c.AnnotationFilter != nil && !c.AnnotationFilter.Matches(labels.Set(annots)) {
 		return false
 	}
-	if v, _, ok := annotation(annots, ControllerAnnotation); ok && v != c.ControllerName {
+	if v, _, ok := c.annotation(annots, ControllerAnnotation); ok && v != c.ControllerName {
 		return false
 	}
 	return true

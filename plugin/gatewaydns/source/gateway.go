@@ -19,10 +19,14 @@ func GatewayRef(gw *gatewayv1.Gateway) record.ObjectRef {
 	return record.ObjectRef{Kind: KindGateway, Namespace: gw.Namespace, Name: gw.Name}
 }
 
-// selectsGateway applies the Gateway filters: class, name, namespace and labels. A route
-// attached to a Gateway they leave out publishes nothing through it, without a word: that
-// Gateway is another controller's business.
+// selectsGateway applies the Gateway filters: class, name, namespace, labels and the
+// controller annotation (read on Gateways too since external-dns v0.23.0). A route attached to
+// a Gateway they leave out publishes nothing through it, without a word: that Gateway is
+// another controller's business.
 func (c *Config) selectsGateway(gw *gatewayv1.Gateway) bool {
+	if v, _, ok := c.annotation(gw.Annotations, ControllerAnnotation); ok && v != c.ControllerName {
+		return false
+	}
 	switch {
 	case len(c.GatewayClasses) > 0 && !slices.Contains(c.GatewayClasses, string(gw.Spec.GatewayClassName)):
 		return false
@@ -55,10 +59,10 @@ func GatewayProgrammed(gw *gatewayv1.Gateway) bool {
 // otherwise every status.addresses value (IPAddress: an A or AAAA target; Hostname: a CNAME
 // target). spec.addresses is never read: it is a request, not a fact. Unusable values are
 // reported on the Gateway and left out.
-func GatewayTargets(gw *gatewayv1.Gateway) ([]string, []Rejection) {
+func (c *Config) GatewayTargets(gw *gatewayv1.Gateway) ([]string, []Rejection) {
 	rs := newRejections(GatewayRef(gw))
 	set := map[string]struct{}{}
-	if override, ok := annotatedTargets(gw.Annotations, rs); ok {
+	if override, ok := c.annotatedTargets(gw.Annotations, rs); ok {
 		return sortedSet(override), rs.sorted()
 	}
 	for _, a := range gw.Status.Addresses {
@@ -90,7 +94,7 @@ func (c *Config) GatewayRejections(gw *gatewayv1.Gateway) []Rejection {
 	if !c.selectsGateway(gw) {
 		return nil
 	}
-	_, rejected := GatewayTargets(gw)
+	_, rejected := c.GatewayTargets(gw)
 	if _, _, err := c.baseDomain(gw); err != nil {
 		rejected = append(rejected, Rejection{Object: GatewayRef(gw), Cause: CauseBaseDomain, Reason: err.Error()})
 		slices.SortFunc(rejected, compareRejections)

@@ -33,7 +33,8 @@ func (c *Config) selectsIngress(ing *networkingv1.Ingress) bool {
 }
 
 // IngressClaims maps one Ingress to the names it publishes: the hosts of spec.rules[].host,
-// spec.tls[].hosts[] and the hostname annotation, within the domain filter, pointing at the
+// spec.tls[].hosts[] and the hostname annotation (the ingress-hostname-source annotation picks
+// the spec's alone, defined-hosts-only, or the annotation's alone, annotation-only), within the domain filter, pointing at the
 // target annotation when it is set and not empty, else at every status.loadBalancer.ingress[]
 // ip and hostname. An Ingress that the filters leave out yields nothing.
 func (c *Config) IngressClaims(ing *networkingv1.Ingress) ([]Claim, []Rejection) {
@@ -42,18 +43,27 @@ func (c *Config) IngressClaims(ing *networkingv1.Ingress) ([]Claim, []Rejection)
 	}
 	ref := IngressRef(ing)
 	rs := newRejections(ref)
-	ttl := ttlFor(ing.Annotations, c.DefaultTTL, rs)
+	ttl := c.ttlFor(ing.Annotations, rs)
 
+	fromSpec, fromAnnotation, bad := c.hostnameSources(ing.Annotations, IngressHostnameSourceAnnotation)
+	if bad != "" {
+		// external-dns publishes none of the Ingress's names then; so does this, rather
+		// than names that the Ingress's owner may have meant to leave out.
+		rs.add("", CauseInvalidAnnotation, bad+"; publishing none of the Ingress's names, as external-dns does")
+		fromSpec, fromAnnotation = false, false
+	}
 	var raw []string
-	for _, rule := range ing.Spec.Rules {
-		if rule.Host != "" { // a rule without host is a catch-all, not a name
-			raw = append(raw, rule.Host)
+	if fromSpec {
+		for _, rule := range ing.Spec.Rules {
+			if rule.Host != "" { // a rule without host is a catch-all, not a name
+				raw = append(raw, rule.Host)
+			}
+		}
+		for _, tls := range ing.Spec.TLS {
+			raw = append(raw, tls.Hosts...)
 		}
 	}
-	for _, tls := range ing.Spec.TLS {
-		raw = append(raw, tls.Hosts...)
-	}
-	if v, _, ok := annotation(ing.Annotations, HostnameAnnotation); ok {
+	if v, _, ok := c.annotation(ing.Annotations, HostnameAnnotation); ok && fromAnnotation {
 		raw = append(raw, splitList(v)...)
 	}
 	hosts := validHostnames(raw, rs)
@@ -61,7 +71,7 @@ func (c *Config) IngressClaims(ing *networkingv1.Ingress) ([]Claim, []Rejection)
 		rs.names(c.concerns(h))
 	}
 
-	targets := ingressTargets(ing, rs)
+	targets := c.ingressTargets(ing, rs)
 	if len(hosts) > 0 && len(targets) == 0 {
 		rs.add("", CauseNoTargets, "the Ingress has no usable address in status.loadBalancer.ingress or its target annotation")
 	}
@@ -80,8 +90,8 @@ func (c *Config) IngressClaims(ing *networkingv1.Ingress) ([]Claim, []Rejection)
 
 // ingressTargets returns the target annotation's targets when it is set and not empty, else
 // every status.loadBalancer.ingress[] ip and hostname.
-func ingressTargets(ing *networkingv1.Ingress, rs *rejections) map[string]struct{} {
-	if override, ok := annotatedTargets(ing.Annotations, rs); ok {
+func (c *Config) ingressTargets(ing *networkingv1.Ingress, rs *rejections) map[string]struct{} {
+	if override, ok := c.annotatedTargets(ing.Annotations, rs); ok {
 		return override
 	}
 	set := map[string]struct{}{}

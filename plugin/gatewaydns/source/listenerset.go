@@ -64,46 +64,46 @@ func listenerSetProgrammed(ls *gatewayv1.ListenerSet) bool {
 // allowedRoutes (Same meaning the ListenerSet's namespace) accept the route. The ListenerSet
 // counts only when it is Accepted=True, its Gateway exists, passes the Gateway filters and
 // allows ListenerSets from its namespace (spec.allowedListeners). gp is the parent Gateway, as
-// the targets, the base domain and the Programmed withdrawal come from it.
-func (c *Config) attachListenerSet(r *Route, p parent, gateways GatewayLookup, listenerSets ListenerSetLookup, nsLabels NamespaceLabels, rs *rejections) (gw *gatewayv1.Gateway, listeners []*gatewayv1.Listener, gp parent, ok bool) {
+// the base domain and the Programmed withdrawal come from it, and the targets unless the
+// ListenerSet ls has a target annotation (listenerSetTargets).
+func (c *Config) attachListenerSet(r *Route, p parent, gateways GatewayLookup, listenerSets ListenerSetLookup, nsLabels NamespaceLabels, rs *rejections) (gw *gatewayv1.Gateway, ls *gatewayv1.ListenerSet, listeners []*gatewayv1.Listener, gp parent, ok bool) {
 	if !parentAccepted(r, p) {
 		rs.add("", CauseParentNotAccepted, fmt.Sprintf("ListenerSet %s has not accepted the route: status.parents holds no entry for this parentRef with Accepted=True", p))
-		return nil, nil, p, false
+		return nil, nil, nil, p, false
 	}
-	var ls *gatewayv1.ListenerSet
 	if listenerSets != nil {
 		ls, ok = listenerSets(p.namespace, p.name)
 	}
 	if !ok || ls == nil {
 		rs.add("", CauseParentNotFound, fmt.Sprintf("ListenerSet %s does not exist", p))
-		return nil, nil, p, false
+		return nil, nil, nil, p, false
 	}
 	gp, isGW := listenerSetGateway(ls)
 	if !isGW {
 		rs.add("", CauseParentNotFound, fmt.Sprintf("ListenerSet %s: its parentRef names a %s.%s, not a Gateway", p, gp.kind, gp.group))
-		return nil, nil, p, false
+		return nil, nil, nil, p, false
 	}
 	if gateways != nil {
 		gw, ok = gateways(gp.namespace, gp.name)
 	}
 	if !ok || gw == nil {
 		rs.add("", CauseParentNotFound, fmt.Sprintf("Gateway %s of ListenerSet %s does not exist", gp, p))
-		return nil, nil, gp, false
+		return nil, nil, nil, gp, false
 	}
 	if !c.selectsGateway(gw) {
-		return nil, nil, gp, false // another controller's Gateway, as for a Gateway parent
+		return nil, nil, nil, gp, false // another controller's Gateway, as for a Gateway parent
 	}
 	if !ListenerSetAccepted(ls) {
 		rs.add("", CauseParentNotAccepted, fmt.Sprintf("ListenerSet %s is not Accepted=True: Gateway %s has not attached it", p, gp))
-		return nil, nil, gp, false
+		return nil, nil, nil, gp, false
 	}
 	if allowed, reason := listenersAllowed(gw, ls.Namespace, nsLabels); !allowed {
 		rs.add("", CauseParentNotAccepted, fmt.Sprintf("Gateway %s does not allow ListenerSet %s: %s", gp, p, reason))
-		return nil, nil, gp, false
+		return nil, nil, nil, gp, false
 	}
 	if !listenerSetProgrammed(ls) {
 		rs.add("", CauseNotProgrammed, fmt.Sprintf("ListenerSet %s is not Programmed: its names are withdrawn from this cluster until it is", p))
-		return nil, nil, gp, false
+		return nil, nil, nil, gp, false
 	}
 	var why []string
 	for i := range ls.Spec.Listeners {
@@ -119,9 +119,9 @@ func (c *Config) attachListenerSet(r *Route, p parent, gateways GatewayLookup, l
 			why = append(why, "the ListenerSet has no listeners")
 		}
 		rs.add("", CauseNoMatchingListener, fmt.Sprintf("no listener of ListenerSet %s accepts the route: %s", p, strings.Join(why, "; ")))
-		return nil, nil, gp, false
+		return nil, nil, nil, gp, false
 	}
-	return gw, listeners, gp, true
+	return gw, ls, listeners, gp, true
 }
 
 // listenersAllowed applies the Gateway's spec.allowedListeners to a ListenerSet in namespace
@@ -205,4 +205,23 @@ func ListenerSetGatewayKeys(obj any) ([]string, error) {
 		return []string{GatewayKey(p.namespace, p.name)}, nil
 	}
 	return nil, nil
+}
+
+// listenerSetTargets returns the targets of the target annotation of ls, the ListenerSet a
+// route attaches through; overridden is false when ls is nil or has no such annotation, and
+// the parent Gateway's targets count. external-dns (--gateway-listener-sets) reads it so too: a
+// ListenerSet's listeners may be served at addresses of their own (a separate load balancer
+// for another team's hostnames). Only a ListenerSet that the Gateway's allowedListeners
+// admits gets here, so the Gateway's owner chose who may set it. Unusable entries are
+// reported on the route, naming the ListenerSet, and left out.
+func (c *Config) listenerSetTargets(ls *gatewayv1.ListenerSet, rs *rejections) ([]string, bool) {
+	if ls == nil {
+		return nil, false
+	}
+	own := newRejections(rs.ref)
+	set, ok := c.annotatedTargets(ls.Annotations, own)
+	for _, r := range own.list {
+		rs.add(r.Hostname, r.Cause, fmt.Sprintf("ListenerSet %s: %s", ListenerSetKey(ls.Namespace, ls.Name), r.Reason))
+	}
+	return sortedSet(set), ok
 }

@@ -295,3 +295,39 @@ func TestParentListenerSetKeys(t *testing.T) {
 		t.Errorf("ListenerSetGatewayKeys(HTTPRoute) = %q, %v", keys, err)
 	}
 }
+
+// TestListenerSetTargetAnnotation: a target annotation on the ListenerSet overrides the parent
+// Gateway's addresses and target annotation for the routes attached through it, as external-dns
+// (--gateway-listener-sets) reads it; routes attached to the Gateway itself keep the Gateway's.
+func TestListenerSetTargetAnnotation(t *testing.T) {
+	annotatedLS := func(kv ...string) []*gatewayv1.ListenerSet {
+		ls := appLS()
+		ls.Annotations = map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			ls.Annotations[kv[i]] = kv[i+1]
+		}
+		return []*gatewayv1.ListenerSet{ls}
+	}
+	gwTarget := []*gatewayv1.Gateway{gwAnnotate(lsGW(), AnnotationPrefix+TargetAnnotation, "192.0.2.50")}
+	viaLS := route(KindHTTPRoute, []string{"x.a.example.com"}, lsRef("ls"))
+	viaGW := route(KindHTTPRoute, []string{"x.gw.example.com"}, ref("gw", refNS("infra")))
+	runLSCases(t, []lsCase{
+		{name: "the ListenerSet's target annotation overrides the Gateway's addresses", gateways: []*gatewayv1.Gateway{lsGW()},
+			sets: annotatedLS(AnnotationPrefix+TargetAnnotation, "192.0.2.7, lb.example.net"), route: viaLS,
+			want: claimsAt("192.0.2.7,lb.example.net", "x.a.example.com")},
+		{name: "the legacy prefix is read on a ListenerSet too", gateways: []*gatewayv1.Gateway{lsGW()},
+			sets: annotatedLS(LegacyAnnotationPrefix+TargetAnnotation, "192.0.2.7"), route: viaLS, want: claimsAt("192.0.2.7", "x.a.example.com")},
+		{name: "the ListenerSet's target annotation overrides the Gateway's target annotation", gateways: gwTarget,
+			sets: annotatedLS(AnnotationPrefix+TargetAnnotation, "192.0.2.7"), route: viaLS, want: claimsAt("192.0.2.7", "x.a.example.com")},
+		{name: "without one, the Gateway's target annotation counts", gateways: gwTarget,
+			sets: annotatedLS(), route: viaLS, want: claimsAt("192.0.2.50", "x.a.example.com")},
+		{name: "an empty target annotation on the ListenerSet overrides nothing", gateways: []*gatewayv1.Gateway{lsGW()},
+			sets: annotatedLS(AnnotationPrefix+TargetAnnotation, " "), route: viaLS, want: claimsAt("10.0.0.1", "x.a.example.com")},
+		{name: "a route attached to the Gateway itself keeps the Gateway's addresses", gateways: []*gatewayv1.Gateway{allowListeners(
+			gateway("infra", "gw", []gatewayv1.Listener{fromAll(listener("gw-http", HTTP, 80, "*.gw.example.com"))}, "10.0.0.1"), gatewayv1.NamespacesFromAll, nil)},
+			sets: annotatedLS(AnnotationPrefix+TargetAnnotation, "192.0.2.7"), route: viaGW, want: []string{"x.gw.example.com -> 10.0.0.1 ttl=0 from HTTPRoute/app/r"}},
+		{name: "unusable entries of the ListenerSet's target annotation are reported on the route and left out", gateways: []*gatewayv1.Gateway{lsGW()},
+			sets: annotatedLS(AnnotationPrefix+TargetAnnotation, "192.0.2.7,bad_target"), route: viaLS,
+			want: claimsAt("192.0.2.7", "x.a.example.com"), wantRej: []string{"HTTPRoute/app/r - InvalidTarget"}},
+	})
+}

@@ -36,9 +36,9 @@ func (c *Config) RouteClaimsWithListenerSets(r Route, gateways GatewayLookup, li
 	}
 	ref := r.Ref()
 	rs := newRejections(ref)
-	ttl := ttlFor(r.Annotations, c.DefaultTTL, rs)
+	ttl := c.ttlFor(r.Annotations, rs)
 
-	hosts, asked := routeHostnames(&r, rs)
+	hosts, asked := c.routeHostnames(&r, rs)
 	candidates := hosts
 	if !asked {
 		candidates = []string{""} // inherit each accepting listener's hostname
@@ -50,13 +50,14 @@ func (c *Config) RouteClaimsWithListenerSets(r Route, gateways GatewayLookup, li
 	for _, pr := range r.ParentRefs {
 		p := normalizeParent(pr, r.Namespace)
 		var gw *gatewayv1.Gateway
+		var ls *gatewayv1.ListenerSet
 		var listeners []*gatewayv1.Listener
 		ok := false
 		switch {
 		case isGatewayParent(p):
 			gw, listeners, ok = c.attach(&r, p, gateways, nsLabels, rs)
 		case isListenerSetParent(p):
-			gw, listeners, p, ok = c.attachListenerSet(&r, p, gateways, listenerSets, nsLabels, rs)
+			gw, ls, listeners, p, ok = c.attachListenerSet(&r, p, gateways, listenerSets, nsLabels, rs)
 		default:
 			continue // a mesh (Service) or other parent: not a DNS matter
 		}
@@ -65,7 +66,7 @@ func (c *Config) RouteClaimsWithListenerSets(r Route, gateways GatewayLookup, li
 		}
 		accepting = true
 		if names := intersectListeners(candidates, listeners, matched); len(names) > 0 {
-			c.publishThrough(gw, p, names, published, rs)
+			c.publishThrough(gw, ls, p, names, published, rs)
 		}
 	}
 
@@ -149,8 +150,9 @@ func ignoresHostname(p gatewayv1.ProtocolType) bool {
 }
 
 // publishThrough points the names that pass the domain filter and gw's base domain at gw's
-// targets, reporting the others.
-func (c *Config) publishThrough(gw *gatewayv1.Gateway, p parent, names []string, published map[string]map[string]struct{}, rs *rejections) {
+// targets (those of the target annotation of ls, the ListenerSet the route attaches through,
+// when it has one), reporting the others.
+func (c *Config) publishThrough(gw *gatewayv1.Gateway, ls *gatewayv1.ListenerSet, p parent, names []string, published map[string]map[string]struct{}, rs *rejections) {
 	for _, n := range names {
 		rs.names(c.concerns(n))
 	}
@@ -158,7 +160,10 @@ func (c *Config) publishThrough(gw *gatewayv1.Gateway, p parent, names []string,
 		rs.add("", CauseNotProgrammed, fmt.Sprintf("Gateway %s is not Programmed: its names are withdrawn from this cluster until it is", p))
 		return
 	}
-	targets, _ := GatewayTargets(gw)
+	targets, overridden := c.listenerSetTargets(ls, rs)
+	if !overridden {
+		targets, _ = c.GatewayTargets(gw)
+	}
 	if len(targets) == 0 {
 		rs.add("", CauseNoTargets, fmt.Sprintf("Gateway %s has no usable address in status.addresses or its target annotation", p))
 		return
@@ -183,19 +188,28 @@ func (c *Config) publishThrough(gw *gatewayv1.Gateway, p parent, names []string,
 	}
 }
 
-// routeHostnames returns the route's valid hostnames (spec.hostnames, then the hostname
-// annotation) normalized and unique, reporting invalid ones; asked says whether the route
-// names any hostname at all, valid or not: only a route that names none inherits the
-// listeners' hostnames.
-func routeHostnames(r *Route, rs *rejections) (hosts []string, asked bool) {
-	raw := make([]string, 0, len(r.Hostnames))
-	for _, h := range r.Hostnames {
-		raw = append(raw, string(h))
+// routeHostnames returns the route's valid hostnames, normalized and unique, reporting invalid
+// ones; asked says whether the route names any hostname at all, valid or not: only a route
+// that names none inherits the listeners' hostnames. The gateway-hostname-source annotation
+// picks the sources as external-dns does: absent, spec.hostnames then the hostname
+// annotation; annotation-only, the hostname annotation alone; defined-hosts-only,
+// spec.hostnames alone. Under either value a route never inherits a listener's hostname: it
+// asked for its names to come from one place, and that place is empty.
+func (c *Config) routeHostnames(r *Route, rs *rejections) (hosts []string, asked bool) {
+	fromSpec, fromAnnotation, bad := c.hostnameSources(r.Annotations, GatewayHostnameSourceAnnotation)
+	if bad != "" { // external-dns warns and reads the route as if the annotation were absent
+		rs.add("", CauseInvalidAnnotation, bad+"; reading the route as if it were absent")
 	}
-	if v, _, ok := annotation(r.Annotations, HostnameAnnotation); ok {
+	raw := make([]string, 0, len(r.Hostnames))
+	if fromSpec {
+		for _, h := range r.Hostnames {
+			raw = append(raw, string(h))
+		}
+	}
+	if v, _, ok := c.annotation(r.Annotations, HostnameAnnotation); ok && fromAnnotation {
 		raw = append(raw, splitList(v)...)
 	}
-	return validHostnames(raw, rs), len(raw) > 0
+	return validHostnames(raw, rs), len(raw) > 0 || !fromSpec || !fromAnnotation
 }
 
 // validHostnames normalizes hostnames, dropping duplicates and reporting invalid ones.

@@ -95,10 +95,10 @@ func (c *Config) ServiceClaims(svc *corev1.Service, sc ServiceContext) ([]Claim,
 	}
 	ref := ServiceRef(svc)
 	rs := newRejections(ref)
-	ttl := ttlFor(svc.Annotations, c.DefaultTTL, rs)
+	ttl := c.ttlFor(svc.Annotations, rs)
 
-	hostnames := annotatedHostnames(svc.Annotations, HostnameAnnotation, rs)
-	internal := annotatedHostnames(svc.Annotations, InternalHostnameAnnotation, rs)
+	hostnames := c.annotatedHostnames(svc.Annotations, HostnameAnnotation, rs)
+	internal := c.annotatedHostnames(svc.Annotations, InternalHostnameAnnotation, rs)
 	all := append(slices.Clone(hostnames), internal...)
 	for _, h := range all {
 		rs.names(c.concerns(h))
@@ -120,7 +120,7 @@ func (c *Config) ServiceClaims(svc *corev1.Service, sc ServiceContext) ([]Claim,
 		}
 	}
 
-	override, overridden := annotatedTargets(svc.Annotations, rs)
+	override, overridden := c.annotatedTargets(svc.Annotations, rs)
 	headless := !overridden && svc.Spec.ClusterIP == corev1.ClusterIPNone && serviceType(svc) == corev1.ServiceTypeClusterIP
 	var endpointSlices []*discoveryv1.EndpointSlice
 	if headless {
@@ -187,8 +187,8 @@ func (c *Config) nodePortSRV(svc *corev1.Service, h string, ttl uint32, rs *reje
 }
 
 // annotatedHostnames returns the valid names of a hostname-like annotation (comma list).
-func annotatedHostnames(annots map[string]string, name string, rs *rejections) []string {
-	v, _, ok := annotation(annots, name)
+func (c *Config) annotatedHostnames(annots map[string]string, name string, rs *rejections) []string {
+	v, _, ok := c.annotation(annots, name)
 	if !ok {
 		return nil
 	}
@@ -239,7 +239,7 @@ func (c *Config) serviceTargets(svc *corev1.Service, internal bool, sc ServiceCo
 			}
 		}
 	case corev1.ServiceTypeNodePort:
-		for _, ip := range nodePortTargets(svc, sc) {
+		for _, ip := range c.nodePortTargets(svc, sc) {
 			addIP("node address", ip)
 		}
 	case corev1.ServiceTypeExternalName:

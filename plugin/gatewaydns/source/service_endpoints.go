@@ -60,7 +60,7 @@ func isTrue(b *bool) bool { return b == nil || *b }
 // takes ExternalIP addresses only, "private" InternalIP addresses only, of both families. An
 // IPv6 InternalIP is not added to the ExternalIPs: external-dns v0.21.0 adds it only with
 // --expose-internal-ipv6, off by default, and a migrated name must not gain addresses.
-func nodePortTargets(svc *corev1.Service, sc ServiceContext) []string {
+func (c *Config) nodePortTargets(svc *corev1.Service, sc ServiceContext) []string {
 	var nodes []*corev1.Node
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
 		nodes = endpointNodes(sc.slicesOf(svc), sc.nodes())
@@ -83,7 +83,7 @@ func nodePortTargets(svc *corev1.Service, sc ServiceContext) []string {
 			}
 		}
 	}
-	access, _, _ := annotation(svc.Annotations, AccessAnnotation)
+	access, _, _ := c.annotation(svc.Annotations, AccessAnnotation)
 	switch {
 	case access == "public":
 		return external

@@ -53,6 +53,9 @@ const (
 	CauseInvalidTarget Cause = "InvalidTarget"
 	// CauseInvalidTTL: the ttl annotation is not a number of seconds or a duration in range.
 	CauseInvalidTTL Cause = "InvalidTTL"
+	// CauseInvalidAnnotation: an annotation that picks a behaviour (gateway-hostname-source,
+	// ingress-hostname-source) holds a value that names none.
+	CauseInvalidAnnotation Cause = "InvalidAnnotation"
 	// CauseDomainFilter: the name is outside the configured domain filter or excluded.
 	CauseDomainFilter Cause = "DomainFilter"
 	// CauseBaseDomain: the name is outside the base domain of the Gateway it comes through.
@@ -81,7 +84,7 @@ const (
 
 // Causes are every Cause, so that a metric labelled with them can exist at zero for each
 // before the first rejection (TestCausesNameEveryCause keeps the list whole).
-var Causes = []Cause{CauseInvalidHostname, CauseInvalidTarget, CauseInvalidTTL, CauseDomainFilter,
+var Causes = []Cause{CauseInvalidHostname, CauseInvalidTarget, CauseInvalidTTL, CauseInvalidAnnotation, CauseDomainFilter,
 	CauseBaseDomain, CauseParentNotAccepted, CauseParentNotFound, CauseNoMatchingListener,
 	CauseNoMatchingHostname, CauseNoTargets, CauseNotProgrammed, CauseConflict, CausePublishFailed,
 	CauseUnsupportedRecordType}
