@@ -179,6 +179,26 @@ func TestMakeDeletesARegistryRecordFoundForTwoNamesOnce(t *testing.T) {
 	}
 }
 
+// A name's change is the same whether its registry names are in scope or not (a full resync
+// visits them, a reconcile of the name alone does not): the registry record goes with the
+// change of the name it registers, and the registry name has no change of its own. A dry run,
+// which tells each change once, would otherwise tell the name twice and the registry record
+// as a name "gatewaydns would drop".
+func TestMakePlansARegistryRecordWithTheNameItRegistersWhateverTheScope(t *testing.T) {
+	reg := &txtregistry.Config{Owner: me}
+	e := ep(name, 300, "203.0.113.10")
+	rec := registryRecord(*reg, name, "a", me, "", 5)
+	ednsA := raw(name, "78b8eb29", edns("203.0.113.10", ""), 4)
+	want := []string{change(name, puts(key(me, name, "203.0.113.10")), rec.Key, ednsA.Key)}
+	for _, scope := range [][]string{{name}, {name, reg.Name(name, "a")}, {reg.Name(name, "a"), name, reg.Name(name, "cname")}} {
+		p := Make(Input{Prefix: "skydns", Owner: me, Synced: true, Names: scope,
+			Desired: []record.Endpoint{e}, Current: []KV{rec, ednsA}, Registry: reg})
+		if got := summarize(p).changes; !reflect.DeepEqual(got, want) {
+			t.Errorf("names %v: changes %q, want %q", scope, got, want)
+		}
+	}
+}
+
 // A writer plans a large reconcile in parts: with the parts sharing Input.Deleted, a registry
 // record found for names in two parts is deleted by the first part's change only, as in one plan.
 func TestMakeDeletesARegistryRecordFoundInTwoPartsOnce(t *testing.T) {

@@ -16,6 +16,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net"
@@ -258,15 +259,28 @@ func Make(in Input) Plan {
 	var p Plan
 	// A registry record can be found for two names (as one's typed registry record and as
 	// another's old-format one): only the first change deletes it, for one transaction must
-	// not name a key twice.
+	// not name a key twice. The names whose registry records these are go first, so that the
+	// record goes with the change of the name it registers whether or not its own registry
+	// name is in scope: a name's change is the same in a reconcile of that name alone and in
+	// a full resync (a dry run tells each change once, and would otherwise tell it twice,
+	// once with its registry records and once without, and the registry records as names of
+	// their own with deletes only).
 	deleted := in.Deleted
 	if deleted == nil {
 		deleted = make(map[string]bool)
 	}
-	for _, n := range names {
+	order := slices.Clone(names)
+	slices.SortStableFunc(order, func(a, b string) int {
+		return cmp.Compare(len(registries[a]), len(registries[b]))
+	})
+	for _, n := range order {
 		ep, want := desired[n]
 		planName(&p, in, n, ep, want, current[n], registry[n], deleted)
 	}
+	byName := func(a, b string) int { return strings.Compare(a, b) }
+	slices.SortStableFunc(p.Changes, func(a, b Change) int { return byName(a.Name, b.Name) })
+	slices.SortStableFunc(p.Conflicts, func(a, b Conflict) int { return byName(a.Name, b.Name) })
+	slices.SortStableFunc(p.Skipped, func(a, b Skip) int { return byName(a.Name, b.Name) })
 	return p
 }
 
