@@ -152,3 +152,34 @@ func toInt64(v any) int64 {
 	}
 	return -1
 }
+
+// TestDeployImageOnlySetsTheImageAlone: deploy/overlays/image-only (docs/migration.md step 1:
+// the new image, the Corefile unchanged) is a server-side apply configuration of one field,
+// the container's image, and kubeadm-image applies that same configuration (plus the writer's
+// RBAC, which the image swap itself does not need).
+func TestDeployImageOnlySetsTheImageAlone(t *testing.T) {
+	objs := renderOverlay(t, "image-only")
+	if len(objs) != 1 {
+		t.Fatalf("image-only renders %d objects, want the Deployment alone", len(objs))
+	}
+	img, _ := container(t, objs)["image"].(string)
+	if img == "gatewaydns-coredns" || strings.HasSuffix(img, ":latest") || !strings.Contains(img, "/") {
+		t.Errorf("image %q: set it through the overlay's images:", img)
+	}
+	want := map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       "Deployment",
+		"metadata":   map[string]any{"name": "coredns", "namespace": "kube-system"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "coredns", "image": img}},
+		}}},
+	}
+	if !reflect.DeepEqual(objs[0].Object, want) {
+		t.Errorf("image-only renders %v, want only the container's image set: %v", objs[0].Object, want)
+	}
+	for _, o := range renderOverlay(t, "kubeadm-image") {
+		if o.GetKind() == "Deployment" && !reflect.DeepEqual(o.Object, objs[0].Object) {
+			t.Errorf("kubeadm-image's Deployment %v differs from image-only's %v", o.Object, objs[0].Object)
+		}
+	}
+}
