@@ -226,3 +226,26 @@ func TestMakeDeletesARegistryRecordFoundInTwoPartsOnce(t *testing.T) {
 		t.Errorf("Deleted = %v, want it to hold %s", deleted, rec.Key)
 	}
 }
+
+// A change that deletes external-dns's registry records and nothing else (a registry record
+// left for a name that has no record) says so, for a dry run logs it: it is no name with
+// records that the writer would drop. A name dropped with its records does not say it.
+func TestMakeSaysAChangeDeletesRegistryRecordsOnly(t *testing.T) {
+	reg := &txtregistry.Config{Owner: me}
+	rec := registryRecord(*reg, name, "aaaa", me, "", 5)
+	ednsA := raw(name, "78b8eb29", edns("203.0.113.10", ""), 4)
+	aRec := registryRecord(*reg, name, "a", me, "", 5)
+	for _, tc := range []struct {
+		what    string
+		current []KV
+		want    string
+	}{
+		{"a registry record alone", []KV{rec}, change(name, nil, rec.Key) + " (external-dns registry records only)"},
+		{"a name with its record and registry record", []KV{ednsA, aRec}, change(name, nil, aRec.Key, ednsA.Key)},
+	} {
+		p := Make(Input{Prefix: "skydns", Owner: me, Synced: true, Names: []string{name}, Current: tc.current, Registry: reg})
+		if got := summarize(p).changes; len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%s: changes %q, want %q", tc.what, got, tc.want)
+		}
+	}
+}

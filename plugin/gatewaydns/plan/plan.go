@@ -157,6 +157,9 @@ type Change struct {
 	Withdraws bool
 	// Adopted is how many of Deletes are keys taken over from external-dns (Input.Registry).
 	Adopted int
+	// Registry are the keys of Deletes that are external-dns's TXT registry records (counted
+	// in Adopted too).
+	Registry []string
 }
 
 // Ops is the number of etcd operations the change takes: its puts and deletes, and one for
@@ -285,7 +288,7 @@ func Make(in Input) Plan {
 }
 
 func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, cur []KV, reg []registryKV, deleted map[string]bool) {
-	adopt := adoptable(in, cur, reg)
+	adopt, registry := adoptable(in, cur, reg)
 	own := make(map[string]KV)
 	byKey := make(map[string]string, len(cur)) // key -> owner
 	claims := make(map[string]int64)           // other owner -> oldest create revision
@@ -416,6 +419,9 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 			deleted[k] = true
 			if adopt[k] {
 				c.Adopted++
+			}
+			if registry[k] {
+				c.Registry = append(c.Registry, k)
 			}
 		}
 	}
@@ -568,7 +574,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return ks
 }
 
-// String is a short, stable description, for logs and test failures.
+// String is a short, stable description, for logs and test failures. A change that deletes
+// external-dns's TXT registry records and nothing else says so: it is no name with records that
+// the writer drops (a dry run's reader would take it for one).
 func (c Change) String() string {
 	var b strings.Builder
 	b.WriteString(c.Name)
@@ -577,6 +585,9 @@ func (c Change) String() string {
 	}
 	for _, d := range c.Deletes {
 		fmt.Fprintf(&b, " -%s", d)
+	}
+	if len(c.Puts) == 0 && len(c.Registry) > 0 && len(c.Registry) == len(c.Deletes) {
+		b.WriteString(" (external-dns registry records only)")
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package writer
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
@@ -58,6 +59,9 @@ func (p *planned) fresh(c plan.Change) (part plan.Change, ok bool) {
 	for _, d := range c.Deletes {
 		if !prev["-"+d] {
 			part.Deletes = append(part.Deletes, d)
+			if slices.Contains(c.Registry, d) {
+				part.Registry = append(part.Registry, d)
+			}
 		}
 	}
 	return part, len(part.Puts)+len(part.Deletes) > 0
