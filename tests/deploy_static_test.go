@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gatewaydns/gatewaydns/internal/kustomize"
 )
 
 var envRef = regexp.MustCompile(`\{\$([A-Z0-9_]+)\}`)
@@ -151,4 +154,119 @@ func toInt64(v any) int64 {
 		return int64(n)
 	}
 	return -1
+}
+
+// TestDeployImageOnlySetsTheImageAlone: deploy/overlays/image-only (docs/migration.md step 1:
+// the new image, the Corefile unchanged) is a server-side apply configuration of one field,
+// the container's image, and kubeadm-image applies that same configuration (plus the writer's
+// RBAC, which the image swap itself does not need).
+func TestDeployImageOnlySetsTheImageAlone(t *testing.T) {
+	objs := renderOverlay(t, "image-only")
+	if len(objs) != 1 {
+		t.Fatalf("image-only renders %d objects, want the Deployment alone", len(objs))
+	}
+	img, _ := container(t, objs)["image"].(string)
+	if img == "gatewaydns-coredns" || strings.HasSuffix(img, ":latest") || !strings.Contains(img, "/") {
+		t.Errorf("image %q: set it through the overlay's images:", img)
+	}
+	want := map[string]any{
+		"apiVersion": "apps/v1",
+		"kind":       "Deployment",
+		"metadata":   map[string]any{"name": "coredns", "namespace": "kube-system"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "coredns", "image": img}},
+		}}},
+	}
+	if !reflect.DeepEqual(objs[0].Object, want) {
+		t.Errorf("image-only renders %v, want only the container's image set: %v", objs[0].Object, want)
+	}
+	for _, o := range renderOverlay(t, "kubeadm-image") {
+		if o.GetKind() == "Deployment" && !reflect.DeepEqual(o.Object, objs[0].Object) {
+			t.Errorf("kubeadm-image's Deployment %v differs from image-only's %v", o.Object, objs[0].Object)
+		}
+	}
+}
+
+// TestDeployPlainHTTPOverlaysAreTheTLSOnesWithoutTLS: overlays/workload-plain-http and
+// central-plain-http (an etcd of http:// client URLs, as external-dns is often run) render the
+// objects of overlays/workload and central, which TestDeploy runs, with nothing taken away but
+// the TLS: no Secret gatewaydns-etcd, no etcd-certs volume or mount, no tls line in the
+// Corefile, and the etcd endpoint http:// instead of https://. Any other difference is one
+// overlay edited without the other.
+func TestDeployPlainHTTPOverlaysAreTheTLSOnesWithoutTLS(t *testing.T) {
+	for _, tls := range []string{"workload", "central"} {
+		plainName := tls + "-plain-http"
+		want := withoutTLS(t, tls, renderOverlay(t, tls))
+		plain := renderOverlay(t, plainName)
+		got := map[string]*unstructured.Unstructured{}
+		for _, o := range plain {
+			got[kustomize.ID(o)] = o
+		}
+		for id, w := range want {
+			g, ok := got[id]
+			switch {
+			case !ok:
+				t.Errorf("%s: no %s, which %s has", plainName, id, tls)
+			case !reflect.DeepEqual(g.Object, w.Object):
+				t.Errorf("%s: %s differs from %s's without TLS:\n got %v\nwant %v", plainName, id, tls, g.Object, w.Object)
+			}
+			delete(got, id)
+		}
+		for id := range got {
+			t.Errorf("%s: %s, which %s does not have", plainName, id, tls)
+		}
+	}
+}
+
+// withoutTLS is what objs (an overlay that reaches etcd over TLS) become for plain HTTP, by
+// kustomize.ID with the ConfigMap's hash left out.
+func withoutTLS(t *testing.T, name string, objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+	t.Helper()
+	out := map[string]*unstructured.Unstructured{}
+	tlsLine := regexp.MustCompile(`(?m)^\s*tls /etc/gatewaydns/etcd/tls\.crt /etc/gatewaydns/etcd/tls\.key /etc/gatewaydns/etcd/ca\.crt\n`)
+	// The plain Corefile, and so the hashed name of its ConfigMap, first: the Deployment mounts it.
+	c, _, _ := unstructured.NestedString(findObj(t, objs, "ConfigMap", "coredns").Object, "data", "Corefile")
+	if !tlsLine.MatchString(c) {
+		t.Errorf("%s: the Corefile has no tls line to drop:\n%s", name, c)
+	}
+	corefile := tlsLine.ReplaceAllString(c, "")
+	hash, err := kustomize.NameHash(map[string]any{"Corefile": corefile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		o = o.DeepCopy()
+		switch o.GetKind() {
+		case "Secret":
+			if o.GetName() != "gatewaydns-etcd" {
+				t.Errorf("%s: unexpected Secret %s", name, o.GetName())
+			}
+			continue
+		case "ConfigMap":
+			_ = unstructured.SetNestedField(o.Object, corefile, "data", "Corefile")
+			o.SetName("coredns-" + hash)
+		case "Deployment":
+			spec := o.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+			spec["volumes"] = slices.DeleteFunc(spec["volumes"].([]any), func(v any) bool {
+				return v.(map[string]any)["name"] == "etcd-certs"
+			})
+			for _, v := range spec["volumes"].([]any) {
+				if cm, ok := v.(map[string]any)["configMap"].(map[string]any); ok {
+					cm["name"] = "coredns-" + hash
+				}
+			}
+			c := spec["containers"].([]any)[0].(map[string]any)
+			c["volumeMounts"] = slices.DeleteFunc(c["volumeMounts"].([]any), func(m any) bool {
+				return m.(map[string]any)["mountPath"] == "/etc/gatewaydns/etcd"
+			})
+			for _, e := range c["env"].([]any) {
+				e := e.(map[string]any)
+				if e["name"] == "GATEWAYDNS_ETCD_ENDPOINTS" {
+					e["value"] = strings.Replace(e["value"].(string), "https://", "http://", 1)
+				}
+			}
+		}
+		out[kustomize.ID(o)] = o
+	}
+	return out
 }

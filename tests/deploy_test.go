@@ -253,6 +253,32 @@ func TestDeploy(t *testing.T) {
 		}
 		checkWritesInTheCluster(t, k.Config, wl)
 	})
+
+	// The plain-HTTP variants (TestDeployPlainHTTPOverlaysAreTheTLSOnesWithoutTLS: the same
+	// objects without the TLS) against an etcd of an http:// URL: the workload cluster forwards
+	// the zone to central, which answers it from etcd.
+	t.Run("PlainHTTPCorefiles", func(t *testing.T) {
+		began := time.Now()
+		e := testenv.StartEtcd(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := e.Client(t).Put(ctx, "/skydns/cluster/openmcp/us1/shop/5f6e7d8c", `{"host":"198.51.100.7","ttl":60}`); err != nil {
+			t.Fatal(err)
+		}
+		cen, cenZone := runDeployedCorefile(t, "central-plain-http", renderOverlay(t, "central-plain-http"), "",
+			k.UserKubeconfig(t, "system:serviceaccount:kube-system:coredns-central", saGroups...),
+			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL})
+		cen.waitReady(t, 60*time.Second)
+		t.Logf("central-plain-http ready after %v", time.Since(began).Round(time.Millisecond))
+		wl, _ := runDeployedCorefile(t, "workload-plain-http", renderOverlay(t, "workload-plain-http"), "", k.UserKubeconfig(t, saName, saGroups...),
+			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL, "GATEWAYDNS_CENTRAL": cenZone})
+		wl.waitReady(t, 60*time.Second)
+		waitFor(t, 10*time.Second, wl.DNS, "shop.us1.openmcp.cluster.", dns.TypeA, answersWith("198.51.100.7"))
+		t.Logf("workload-plain-http ready and answering through central after %v", time.Since(began).Round(time.Millisecond))
+		// Their shutdown (the Corefiles' 5s lameduck each) is not what this subtest is about.
+		wl.kill9(t)
+		cen.kill9(t)
+	})
 	t.Logf("TestDeploy took %v", time.Since(start).Round(time.Millisecond))
 }
 

@@ -25,8 +25,10 @@ import (
 // dryRunBeside is the guide's step before the switch: the writer of eu1 with the takeover's
 // lines and `dry-run`, beside the running external-dns, logs once per name what the takeover
 // would write (its own keys put, external-dns's keys and registry records of the name deleted)
-// and writes nothing. It is stopped afterwards.
-func (m *migration) dryRunBeside(t *testing.T, extra ...string) {
+// and writes nothing. It returns the would-be operations counted
+// (writer_dry_run_ops_total) once a full resync of every wanted name has run, and stops the
+// writer.
+func (m *migration) dryRunBeside(t *testing.T, extra ...string) (puts, deletes int) {
 	t.Helper()
 	w := m.writer(t, append(slices.Clone(extra), "dry-run")...)
 	defer w.stop(t)
@@ -52,6 +54,28 @@ func (m *migration) dryRunBeside(t *testing.T, extra ...string) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	// A resync that saw every wanted record has run (it sets writer_desired_records): the names
+	// have been planned both alone, as the sources added them, and in a full resync, which
+	// also visits the registry records' names.
+	w.waitMetric(t, 20*time.Second, `coredns_gatewaydns_writer_desired_records{owner="`+migOwner+`"}`,
+		func(v float64) bool { return int(v) == len(want) })
+	lines := map[string]int{}
+	prefix := `Dry run: owner "` + migOwner + `" would write `
+	for l := range strings.SplitSeq(w.log.String(), "\n") {
+		if _, rest, ok := strings.Cut(l, prefix); ok {
+			name, _, _ := strings.Cut(rest, " ")
+			lines[name]++
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(lines)) {
+		switch _, wanted := m.targets[name]; {
+		case !wanted:
+			t.Errorf("the dry run logged %d line(s) for %s, a name the cluster does not publish:\n%s", lines[name], name, w.log.String())
+		case lines[name] > 1 && !strings.HasPrefix(name, "dual."):
+			// The dual-stack name's keys change at each external-dns loop: its change may be new.
+			t.Errorf("the dry run logged %s %d times, want once:\n%s", name, lines[name], w.log.String())
+		}
+	}
 	for k, v := range keysUnder(t, m.cli, migPrefix) {
 		if _, ours := want[k]; ours || parseEtcdValue(v.Value).Owner == migOwner {
 			t.Errorf("the dry run wrote %s = %s", k, v.Value)
@@ -62,6 +86,9 @@ func (m *migration) dryRunBeside(t *testing.T, extra ...string) {
 			t.Errorf("the dry run counted %v writes (%s)", v, op)
 		}
 	}
+	p, _ := w.metric(`coredns_gatewaydns_writer_dry_run_ops_total{owner="` + migOwner + `",op="put"}`)
+	d, _ := w.metric(`coredns_gatewaydns_writer_dry_run_ops_total{owner="` + migOwner + `",op="delete"}`)
+	return int(p), int(d)
 }
 
 // plannedTakeover finds the dry run's line for name in log: it must put the writer's keys of

@@ -210,12 +210,18 @@ func TestMigrationFromExternalDNSWithoutRegistry(t *testing.T) {
 // the writer beside it, external-dns stopped), the guide's rollback: the writer stops and
 // external-dns comes back with the same owner id and --coredns-strictly-owned. It takes the
 // writer's keys as its own: every name stays answered, and a route deleted afterwards takes
-// its name's keys with it.
+// its name's keys with it. The cluster is then migrated again as the guide says a rolled-back
+// cluster must be, from strict ownership (3.4: external-dns stopped first, inside a loop that
+// writes), and the writer ends with exactly its own keys, every name answered throughout.
 func TestMigrationRollsBackToExternalDNS(t *testing.T) {
 	m := startMigration(t, false)
 	x := m.externalDNS(t, false)
 	m.waitPublished(t, x, "external-dns (TXT registry)")
 	w, _ := m.switchBeside(t, x, 1, migTXTOwner)
-	m.rollBack(t, w, "www")
+	const gone = "www"
+	x = m.rollBack(t, w, gone)
+	delete(m.targets, gone+"."+migDomain)
+	m.questions = slices.DeleteFunc(m.questions, func(q migQuestion) bool { return q.name == gone+"."+migDomain })
+	m.switchAfterStop(t, x, migTXTOwner)
 	t.Logf("total %s", time.Since(m.start).Round(time.Millisecond))
 }

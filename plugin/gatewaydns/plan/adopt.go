@@ -47,10 +47,12 @@ type registryEntry struct {
 //   - A key without owner at the name is taken over when its type is registered; a key whose
 //     owner field is Registry.Owner always (external-dns --coredns-strictly-owned wrote it).
 //
-// Keys of any other owner are never taken: only Registry.Owner's, or no owner's.
-func adoptable(in Input, cur []KV, reg []registryKV) map[string]bool {
+// Keys of any other owner are never taken: only Registry.Owner's, or no owner's. registry are
+// those of adopt that are registry records and nothing else (text only, no host): what a
+// change that deletes only them says of itself (Change.Registry).
+func adoptable(in Input, cur []KV, reg []registryKV) (adopt, registry map[string]bool) {
 	if in.Registry == nil {
-		return nil
+		return nil, nil
 	}
 	theirs := in.Registry.Owner
 	// registers: v is a registry record of theirs, in a key that is theirs, nobody's or ours.
@@ -62,11 +64,13 @@ func adoptable(in Input, cur []KV, reg []registryKV) map[string]bool {
 		return ok && owner == theirs
 	}
 	registered := make(map[string]bool)
-	adopt := make(map[string]bool)
+	adopt = make(map[string]bool)
+	registry = make(map[string]bool)
 	for _, r := range reg {
 		if v, err := record.ParseValue(r.Value); err == nil && v.Host == "" && registers(v) {
 			registered[r.Type] = true
 			adopt[r.Key] = true
+			registry[r.Key] = true
 		}
 	}
 	// Each value of the name parsed once; a value that does not parse as a record still has
@@ -84,6 +88,7 @@ func adoptable(in Input, cur []KV, reg []registryKV) map[string]bool {
 		if v.Owner != in.Owner && registers(v) {
 			registered[""] = true
 			adopt[kv.Key] = true
+			registry[kv.Key] = v.Host == ""
 		}
 	}
 	for i, kv := range cur {
@@ -99,7 +104,7 @@ func adoptable(in Input, cur []KV, reg []registryKV) map[string]bool {
 			}
 		}
 	}
-	return adopt
+	return adopt, registry
 }
 
 // registryTypes are the registry types that can speak for a value external-dns wrote. Its

@@ -179,6 +179,26 @@ func TestMakeDeletesARegistryRecordFoundForTwoNamesOnce(t *testing.T) {
 	}
 }
 
+// A name's change is the same whether its registry names are in scope or not (a full resync
+// visits them, a reconcile of the name alone does not): the registry record goes with the
+// change of the name it registers, and the registry name has no change of its own. A dry run,
+// which tells each change once, would otherwise tell the name twice and the registry record
+// as a name "gatewaydns would drop".
+func TestMakePlansARegistryRecordWithTheNameItRegistersWhateverTheScope(t *testing.T) {
+	reg := &txtregistry.Config{Owner: me}
+	e := ep(name, 300, "203.0.113.10")
+	rec := registryRecord(*reg, name, "a", me, "", 5)
+	ednsA := raw(name, "78b8eb29", edns("203.0.113.10", ""), 4)
+	want := []string{change(name, puts(key(me, name, "203.0.113.10")), rec.Key, ednsA.Key)}
+	for _, scope := range [][]string{{name}, {name, reg.Name(name, "a")}, {reg.Name(name, "a"), name, reg.Name(name, "cname")}} {
+		p := Make(Input{Prefix: "skydns", Owner: me, Synced: true, Names: scope,
+			Desired: []record.Endpoint{e}, Current: []KV{rec, ednsA}, Registry: reg})
+		if got := summarize(p).changes; !reflect.DeepEqual(got, want) {
+			t.Errorf("names %v: changes %q, want %q", scope, got, want)
+		}
+	}
+}
+
 // A writer plans a large reconcile in parts: with the parts sharing Input.Deleted, a registry
 // record found for names in two parts is deleted by the first part's change only, as in one plan.
 func TestMakeDeletesARegistryRecordFoundInTwoPartsOnce(t *testing.T) {
@@ -204,5 +224,28 @@ func TestMakeDeletesARegistryRecordFoundInTwoPartsOnce(t *testing.T) {
 	}
 	if !deleted[rec.Key] {
 		t.Errorf("Deleted = %v, want it to hold %s", deleted, rec.Key)
+	}
+}
+
+// A change that deletes external-dns's registry records and nothing else (a registry record
+// left for a name that has no record) says so, for a dry run logs it: it is no name with
+// records that the writer would drop. A name dropped with its records does not say it.
+func TestMakeSaysAChangeDeletesRegistryRecordsOnly(t *testing.T) {
+	reg := &txtregistry.Config{Owner: me}
+	rec := registryRecord(*reg, name, "aaaa", me, "", 5)
+	ednsA := raw(name, "78b8eb29", edns("203.0.113.10", ""), 4)
+	aRec := registryRecord(*reg, name, "a", me, "", 5)
+	for _, tc := range []struct {
+		what    string
+		current []KV
+		want    string
+	}{
+		{"a registry record alone", []KV{rec}, change(name, nil, rec.Key) + " (external-dns registry records only)"},
+		{"a name with its record and registry record", []KV{ednsA, aRec}, change(name, nil, aRec.Key, ednsA.Key)},
+	} {
+		p := Make(Input{Prefix: "skydns", Owner: me, Synced: true, Names: []string{name}, Current: tc.current, Registry: reg})
+		if got := summarize(p).changes; len(got) != 1 || got[0] != tc.want {
+			t.Errorf("%s: changes %q, want %q", tc.what, got, tc.want)
+		}
 	}
 }

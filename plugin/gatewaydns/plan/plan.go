@@ -16,6 +16,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net"
@@ -156,6 +157,9 @@ type Change struct {
 	Withdraws bool
 	// Adopted is how many of Deletes are keys taken over from external-dns (Input.Registry).
 	Adopted int
+	// Registry are the keys of Deletes that are external-dns's TXT registry records (counted
+	// in Adopted too).
+	Registry []string
 }
 
 // Ops is the number of etcd operations the change takes: its puts and deletes, and one for
@@ -258,20 +262,33 @@ func Make(in Input) Plan {
 	var p Plan
 	// A registry record can be found for two names (as one's typed registry record and as
 	// another's old-format one): only the first change deletes it, for one transaction must
-	// not name a key twice.
+	// not name a key twice. The names whose registry records these are go first, so that the
+	// record goes with the change of the name it registers whether or not its own registry
+	// name is in scope: a name's change is the same in a reconcile of that name alone and in
+	// a full resync (a dry run tells each change once, and would otherwise tell it twice,
+	// once with its registry records and once without, and the registry records as names of
+	// their own with deletes only).
 	deleted := in.Deleted
 	if deleted == nil {
 		deleted = make(map[string]bool)
 	}
-	for _, n := range names {
+	order := slices.Clone(names)
+	slices.SortStableFunc(order, func(a, b string) int {
+		return cmp.Compare(len(registries[a]), len(registries[b]))
+	})
+	for _, n := range order {
 		ep, want := desired[n]
 		planName(&p, in, n, ep, want, current[n], registry[n], deleted)
 	}
+	byName := func(a, b string) int { return strings.Compare(a, b) }
+	slices.SortStableFunc(p.Changes, func(a, b Change) int { return byName(a.Name, b.Name) })
+	slices.SortStableFunc(p.Conflicts, func(a, b Conflict) int { return byName(a.Name, b.Name) })
+	slices.SortStableFunc(p.Skipped, func(a, b Skip) int { return byName(a.Name, b.Name) })
 	return p
 }
 
 func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, cur []KV, reg []registryKV, deleted map[string]bool) {
-	adopt := adoptable(in, cur, reg)
+	adopt, registry := adoptable(in, cur, reg)
 	own := make(map[string]KV)
 	byKey := make(map[string]string, len(cur)) // key -> owner
 	claims := make(map[string]int64)           // other owner -> oldest create revision
@@ -402,6 +419,9 @@ func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, c
 			deleted[k] = true
 			if adopt[k] {
 				c.Adopted++
+			}
+			if registry[k] {
+				c.Registry = append(c.Registry, k)
 			}
 		}
 	}
@@ -554,7 +574,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return ks
 }
 
-// String is a short, stable description, for logs and test failures.
+// String is a short, stable description, for logs and test failures. A change that deletes
+// external-dns's TXT registry records and nothing else says so: it is no name with records that
+// the writer drops (a dry run's reader would take it for one).
 func (c Change) String() string {
 	var b strings.Builder
 	b.WriteString(c.Name)
@@ -563,6 +585,9 @@ func (c Change) String() string {
 	}
 	for _, d := range c.Deletes {
 		fmt.Fprintf(&b, " -%s", d)
+	}
+	if len(c.Puts) == 0 && len(c.Registry) > 0 && len(c.Registry) == len(c.Deletes) {
+		b.WriteString(" (external-dns registry records only)")
 	}
 	return b.String()
 }

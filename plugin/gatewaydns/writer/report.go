@@ -32,8 +32,6 @@ const (
 	reportConflict reportKind = iota
 	reportSkip
 	reportFailure
-	// reportPlanned is a dry run's change (dryrun.go): not a problem, so settled keeps it.
-	reportPlanned
 )
 
 // first records outcome as the name's latest of this kind and reports whether it is new.

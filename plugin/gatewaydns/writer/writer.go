@@ -238,6 +238,8 @@ type Writer struct {
 	guardsDenied atomic.Bool
 
 	reports reports
+	// planned is what a dry run told of each name (dryrun.go).
+	planned planned
 }
 
 // New checks cfg and fills in the defaults. Nothing runs until Run.

@@ -3,6 +3,7 @@ package writer_test
 import (
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,5 +118,34 @@ func TestWriterDryRunBesideRealWriterOfTheSameOwner(t *testing.T) {
 	}
 	if dryObs.get(func(o *wtObserver) bool { return o.puts+o.dels > 0 }) {
 		t.Fatal("the dry run reported commits")
+	}
+}
+
+// A dry run tells a name's change whole the first time, and afterwards only the operations its
+// plan gains (another writer replaced a key of the owner, as external-dns does with a
+// dual-stack name at every loop): each would-be put and delete is told, and counted, once.
+func TestWriterDryRunTellsOnlyTheOperationsAPlanGains(t *testing.T) {
+	e := testenv.StartEtcd(t)
+	cli := e.Client(t)
+	web := wtName("web")
+	wtPut(t, cli, "/skydns/cluster/openmcp/eu1/web/old1", `{"host":"10.0.0.9","owner":"c1"}`)
+	obs := &dryObserver{}
+	w, _ := wtStart(t, cli, writer.Config{Owner: "c1", Desired: wtWant(wtEP(web, "10.0.0.1")), Observer: obs, DryRun: true})
+	wtEventually(t, 10*time.Second, "the change told", func() bool { return obs.plannedCount() == 1 })
+
+	if _, err := cli.Delete(wtCtx(t), "/skydns/cluster/openmcp/eu1/web/old1"); err != nil {
+		t.Fatal(err)
+	}
+	wtPut(t, cli, "/skydns/cluster/openmcp/eu1/web/old2", `{"host":"10.0.0.9","owner":"c1"}`)
+	for range 2 {
+		if _, err := w.Resync(wtCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obs.dmu.Lock()
+	defer obs.dmu.Unlock()
+	if len(obs.planned) != 2 || !strings.HasPrefix(obs.planned[0], web+" +") || !strings.HasSuffix(obs.planned[0], " -/skydns/cluster/openmcp/eu1/web/old1") ||
+		obs.planned[1] != web+" -/skydns/cluster/openmcp/eu1/web/old2" {
+		t.Fatalf("told %q, want the whole change (its put, -old1), then -old2 alone", obs.planned)
 	}
 }
