@@ -49,7 +49,7 @@ var (
 	}, []string{"server", "owner"})
 	writerDryRun = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_dry_run_ops_total",
-		Help: "With dry-run: own keys the writer would have put or deleted, by operation, each planned change counted once (0 without dry-run).",
+		Help: "With dry-run: own keys the writer would have put or deleted, by operation, each would-be put and delete counted once (0 without dry-run).",
 	}, []string{"server", "owner", "op"})
 	writerLastSync = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_last_sync_timestamp_seconds",
