@@ -10,13 +10,18 @@
 #   make soak            the load, reload, outage and convergence tests at full length: 60s of dnsperf load and churn,
 #                        50 reloads, etcd outages of 300s for both roles, 5 minutes of seeded faults
 #   make lint            gofmt and go vet
-#   make image IMAGE=... the container image, named as deploy/overlays/*/kustomization.yaml images: says (needs a docker engine)
+#   make image           the container image for linux/amd64 and linux/arm64, no docker engine needed: an OCI layout,
+#                        a tarball per platform for docker/podman load and SBOMs in _output/image (IMAGE=... names it)
 
 GITCOMMIT ?= $(shell git describe --dirty --always 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X github.com/coredns/coredns/coremain.GitCommit=$(GITCOMMIT)
-# No default: this project publishes no image, so a name of its own would look like one. Name it
-# after your registry, as the overlays' images: do (deploy/README.md "The image").
-IMAGE     ?=
+# The base's name, which no registry serves: this project publishes no image, so a name of its
+# own would look like one. Name it after your registry, as the overlays' images: do
+# (deploy/README.md "The image").
+IMAGE     ?= gatewaydns-coredns:$(GITCOMMIT)
+IMAGE_OUT ?= _output/image
+# The repository declares no license yet; set an SPDX expression here once it does.
+LICENSES  ?= NOASSERTION
 GO        ?= go
 TESTFLAGS ?=
 
@@ -78,10 +83,22 @@ lint:
 	$(GO) vet ./...
 
 .PHONY: image
+# The binary `make build` makes, once per platform, put in an image by hack/image (Go,
+# go-containerregistry): the Dockerfile's image without a docker engine. Every file and the
+# config are stamped with the commit's time, so the same commit gives the same digests.
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 image:
-	@test -n "$(IMAGE)" || { echo "make image needs IMAGE=<registry>/gatewaydns-coredns:<tag>, the name the overlays' images: set (deploy/README.md); this project publishes no image"; exit 2; }
-	docker build -t $(IMAGE) .
+	@mkdir -p $(IMAGE_OUT)
+	@set -e; for p in $(IMAGE_PLATFORMS); do \
+		echo "--- go build $$p"; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "$(LDFLAGS)" \
+			-o $(IMAGE_OUT)/coredns-$${p%/*}-$${p#*/} ./cmd/coredns; \
+	done
+	$(GO) run ./hack/image -name $(IMAGE) -out $(IMAGE_OUT) \
+		-created $$(git log -1 --format=%ct) -revision $$(git rev-parse HEAD) -version $(GITCOMMIT) \
+		-source https://github.com/gatewaydns/gatewaydns -licenses $(LICENSES) \
+		$(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(IMAGE_OUT)/coredns-$(subst /,-,$(p)))
 
 .PHONY: clean
 clean:
-	rm -rf coredns .cache
+	rm -rf coredns .cache _output
