@@ -103,6 +103,39 @@ type built struct {
 // detector), on bin for this machine's platform, into a directory of the test's.
 func runImageTool(t *testing.T, bin, ref string) built {
 	t.Helper()
+	return runImageToolInto(t, bin, ref, t.TempDir())
+}
+
+var (
+	sharedOnce  sync.Once
+	sharedDir   string
+	sharedBuilt built
+	sharedErr   error
+)
+
+// sharedImage is one run of hack/image on the real binary that the tests which only read its
+// output share (each run compresses 80 MB): tagged with this process's id, so that a podman
+// store shared with other test runs keeps them apart.
+func sharedImage(t *testing.T) built {
+	t.Helper()
+	bin := corednsBinary(t)
+	sharedOnce.Do(func() {
+		if sharedDir, sharedErr = os.MkdirTemp("", "gatewaydns-image"); sharedErr != nil {
+			return
+		}
+		// A failure inside is reported by the test that asked first; the others see sharedErr.
+		sharedErr = fmt.Errorf("building the shared image failed in an earlier test")
+		sharedBuilt = runImageToolInto(t, bin, fmt.Sprintf("gatewaydns-coredns:test-%d", os.Getpid()), sharedDir)
+		sharedErr = nil
+	})
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return sharedBuilt
+}
+
+func runImageToolInto(t *testing.T, bin, ref, dir string) built {
+	t.Helper()
 	toolOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "gatewaydns-hack-image")
 		if err != nil {
@@ -117,7 +150,6 @@ func runImageTool(t *testing.T, bin, ref string) built {
 	if toolErr != nil {
 		t.Fatal(toolErr)
 	}
-	dir := t.TempDir()
 	plat := "linux/" + runtime.GOARCH
 	cmd := exec.Command(toolPath, "-name", ref, "-out", dir, "-created", "1795780800",
 		"-revision", "0123abc", "-version", "v0.1.0-test", "-licenses", "NOASSERTION",
@@ -279,9 +311,8 @@ func TestTheCapabilityIsWhatSetcapWrites(t *testing.T) {
 // `make image` twice from the same commit: the tool run twice on the real binary gives the same
 // index, tarball and SBOM, byte for byte.
 func TestTheSameInputsGiveTheSameDigestsAndFiles(t *testing.T) {
-	bin := corednsBinary(t)
-	a := runImageTool(t, bin, "gatewaydns-coredns:repro")
-	b := runImageTool(t, bin, "gatewaydns-coredns:repro")
+	a := sharedImage(t)
+	b := runImageTool(t, corednsBinary(t), fmt.Sprintf("gatewaydns-coredns:test-%d", os.Getpid()))
 	if a.Index != b.Index {
 		t.Errorf("index digest %s then %s from the same inputs", a.Index, b.Index)
 	}
@@ -443,4 +474,18 @@ func TestDockerfileYieldsTheSameConfig(t *testing.T) {
 			t.Errorf("Dockerfile sets no ENV %s", e)
 		}
 	}
+}
+
+// TestMain removes what the tests built once for all of them.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, p := range []string{toolPath, builtPath} {
+		if p != "" {
+			os.RemoveAll(filepath.Dir(p))
+		}
+	}
+	if sharedDir != "" {
+		os.RemoveAll(sharedDir)
+	}
+	os.Exit(code)
 }
