@@ -1,5 +1,6 @@
 # gatewaydns: CoreDNS with the gatewaydns plugin.
 #   make demo            build, start a landscape on loopback (TLS etcd, 2 clusters, 3 CoreDNS), dig it; make demo-down stops it
+#                        (builds only what it runs: the binary, etcd, etcdctl, kube-apiserver)
 #   make run             build, start a local etcd with example records, serve them on :1053
 #   make test            the whole test suite (race detector on), as CI runs it
 #   make build           ./coredns
@@ -39,17 +40,25 @@ test-binaries:
 	hack/build-promtool.sh bin
 	hack/build-external-dns.sh bin
 
+# What make demo runs (etcdctl: the commands it prints), and make run: not kubeadm, promtool
+# and external-dns, which only the tests run and which took most of a first demo's 18 minutes.
+.PHONY: demo-binaries run-binaries
+demo-binaries:
+	hack/build-test-binaries.sh bin etcd etcdctl kube-apiserver
+run-binaries:
+	hack/build-test-binaries.sh bin etcd etcdctl
+
 .PHONY: test
 test: build test-binaries
 	GATEWAYDNS_COREDNS=$(CURDIR)/coredns GATEWAYDNS_TEST_BIN=$(CURDIR)/bin \
 		$(GO) test -race -count=1 -timeout 25m $(TESTFLAGS) ./...
 
 .PHONY: run
-run: build test-binaries
+run: build run-binaries
 	hack/run-local.sh
 
 .PHONY: demo
-demo: build test-binaries
+demo: build demo-binaries
 	@echo "==> go run ./hack/demo up   (compiles the demo driver first: a minute on a fresh machine)"
 	@$(GO) run ./hack/demo up
 
