@@ -5,7 +5,7 @@
 #   make test            the whole test suite (race detector on), as CI runs it
 #   make build           ./coredns
 #   make generate        regenerate the plugin list from plugin.cfg
-#   make test-binaries   etcd, etcdctl, kube-apiserver, kubeadm, promtool and external-dns for the tests, into ./bin
+#   make test-binaries   etcd, etcdctl, kube-apiserver, kubeadm, promtool, external-dns and helm for the tests, into ./bin
 #   make fuzz            every fuzz target for FUZZTIME seconds (default 10)
 #   make bench           benchmarks vs the stock etcd, cache and hosts plugins and external-dns (BENCHFLAGS=...)
 #   make soak            the load, reload, outage and convergence tests at full length: 60s of dnsperf load and churn,
@@ -39,6 +39,13 @@ test-binaries:
 	hack/build-test-binaries.sh bin
 	hack/build-promtool.sh bin
 	hack/build-external-dns.sh bin
+	hack/build-helm.sh bin
+
+# deploy/chart reads deploy/monitoring from copies (helm reads no file outside the chart):
+# run after changing alerts.yaml or dashboard.json (TestChartMonitoringIsDeployMonitoring).
+.PHONY: chart-files
+chart-files:
+	cp deploy/monitoring/alerts.yaml deploy/monitoring/dashboard.json deploy/chart/files/
 
 # What make demo runs (etcdctl: the commands it prints), and make run: not kubeadm, promtool
 # and external-dns, which only the tests run and which took most of a first demo's 18 minutes.
