@@ -23,40 +23,8 @@ import (
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
-var (
-	buildOnce sync.Once
-	builtPath string
-	buildErr  error
-)
-
-// corednsBinary is the binary under test: $GATEWAYDNS_COREDNS when set (make test sets it to
-// the ./coredns that make build wrote), else built once for this test run.
-func corednsBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("GATEWAYDNS_COREDNS"); p != "" {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return abs
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gatewaydns-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtPath = filepath.Join(dir, "coredns")
-		out, err := exec.Command("go", "build", "-o", builtPath, "../cmd/coredns").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtPath
-}
+// corednsBinary is the binary under test (testenv.CoreDNSBinary).
+func corednsBinary(t *testing.T) string { return testenv.CoreDNSBinary(t) }
 
 // coreDNSProcess is the binary running one Corefile of corefile.d on loopback ports.
 type coreDNSProcess struct {

@@ -51,41 +51,8 @@ func testOptions(t *testing.T) Options {
 	}
 }
 
-var (
-	buildOnce sync.Once
-	builtPath string
-	buildErr  error
-)
-
-// corednsBinary is the binary `make build` makes: $GATEWAYDNS_COREDNS when set (make test sets
-// it), else built once for this test run as make build builds it.
-func corednsBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("GATEWAYDNS_COREDNS"); p != "" {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return abs
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gatewaydns-image-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtPath = filepath.Join(dir, "coredns")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", builtPath, "../../cmd/coredns")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtPath
-}
+// corednsBinary is the binary `make build` makes (testenv.CoreDNSBinary).
+func corednsBinary(t *testing.T) string { return testenv.CoreDNSBinary(t) }
 
 var (
 	toolOnce sync.Once
@@ -479,10 +446,9 @@ func TestDockerfileYieldsTheSameConfig(t *testing.T) {
 // TestMain removes what the tests built once for all of them.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, p := range []string{toolPath, builtPath} {
-		if p != "" {
-			os.RemoveAll(filepath.Dir(p))
-		}
+	testenv.RemoveBuiltCoreDNS()
+	if toolPath != "" {
+		os.RemoveAll(filepath.Dir(toolPath))
 	}
 	if sharedDir != "" {
 		os.RemoveAll(sharedDir)
