@@ -246,6 +246,27 @@ func TestChartDryRunApplies(t *testing.T) {
 	for _, ex := range chartExamples {
 		t.Run(ex.values, func(t *testing.T) { dryRunApply(t, k.Config, rendered[ex.values]) })
 	}
+	if t.Failed() {
+		return
+	}
+	// The overlays' Corefiles and RBAC run in TestDeploy; the namespaced variant is the chart's
+	// own: the binary runs its Corefile with only its RBAC and becomes ready (every informer of
+	// the namespaces it names synced, nothing cluster-wide refused).
+	t.Run("NamespacedCorefileRuns", func(t *testing.T) {
+		objs := rendered["workload-namespaced"]
+		k.InstallDNSEndpointCRD(t)
+		var rbac []*unstructured.Unstructured
+		for _, o := range objs {
+			if o.GroupVersionKind().Group == "rbac.authorization.k8s.io" || o.GetKind() == "ServiceAccount" {
+				rbac = append(rbac, o)
+			}
+		}
+		applyObjects(t, k.Config, rbac, false)
+		e := testenv.StartEtcd(t, testenv.WithEtcdTLS())
+		wl, _ := runDeployedCorefile(t, "workload-namespaced", objs, etcdCertsDir(t, e), k.UserKubeconfig(t, saName, saGroups...),
+			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL, "GATEWAYDNS_CENTRAL": "127.0.0.1:9"})
+		wl.waitReady(t, 60*time.Second)
+	})
 }
 
 // dryRunApply applies objs server-side with a dry run and strict field validation.
