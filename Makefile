@@ -1,22 +1,28 @@
 # gatewaydns: CoreDNS with the gatewaydns plugin.
 #   make demo            build, start a landscape on loopback (TLS etcd, 2 clusters, 3 CoreDNS), dig it; make demo-down stops it
+#                        (builds only what it runs: the binary, etcd, etcdctl, kube-apiserver)
 #   make run             build, start a local etcd with example records, serve them on :1053
 #   make test            the whole test suite (race detector on), as CI runs it
 #   make build           ./coredns
 #   make generate        regenerate the plugin list from plugin.cfg
-#   make test-binaries   etcd, etcdctl, kube-apiserver, kubeadm, promtool and external-dns for the tests, into ./bin
+#   make test-binaries   etcd, etcdctl, kube-apiserver, kubeadm, promtool, external-dns and helm for the tests, into ./bin
 #   make fuzz            every fuzz target for FUZZTIME seconds (default 10)
 #   make bench           benchmarks vs the stock etcd, cache and hosts plugins and external-dns (BENCHFLAGS=...)
 #   make soak            the load, reload, outage and convergence tests at full length: 60s of dnsperf load and churn,
 #                        50 reloads, etcd outages of 300s for both roles, 5 minutes of seeded faults
 #   make lint            gofmt and go vet
-#   make image IMAGE=... the container image, named as deploy/overlays/*/kustomization.yaml images: says (needs a docker engine)
+#   make image           the container image for linux/amd64 and linux/arm64, no docker engine needed: an OCI layout,
+#                        a tarball per platform for docker/podman load and SBOMs in _output/image (IMAGE=... names it)
 
 GITCOMMIT ?= $(shell git describe --dirty --always 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X github.com/coredns/coredns/coremain.GitCommit=$(GITCOMMIT)
-# No default: this project publishes no image, so a name of its own would look like one. Name it
-# after your registry, as the overlays' images: do (deploy/README.md "The image").
-IMAGE     ?=
+# The base's name, which no registry serves: this project publishes no image, so a name of its
+# own would look like one. Name it after your registry, as the overlays' images: do
+# (deploy/README.md "The image").
+IMAGE     ?= gatewaydns-coredns:$(GITCOMMIT)
+IMAGE_OUT ?= _output/image
+# The repository declares no license yet; set an SPDX expression here once it does.
+LICENSES  ?= NOASSERTION
 GO        ?= go
 TESTFLAGS ?=
 
@@ -33,6 +39,21 @@ test-binaries:
 	hack/build-test-binaries.sh bin
 	hack/build-promtool.sh bin
 	hack/build-external-dns.sh bin
+	hack/build-helm.sh bin
+
+# deploy/chart reads deploy/monitoring from copies (helm reads no file outside the chart):
+# run after changing alerts.yaml or dashboard.json (TestChartMonitoringIsDeployMonitoring).
+.PHONY: chart-files
+chart-files:
+	cp deploy/monitoring/alerts.yaml deploy/monitoring/dashboard.json deploy/chart/files/
+
+# What make demo runs (etcdctl: the commands it prints), and make run: not kubeadm, promtool
+# and external-dns, which only the tests run and which took most of a first demo's 18 minutes.
+.PHONY: demo-binaries run-binaries
+demo-binaries:
+	hack/build-test-binaries.sh bin etcd etcdctl kube-apiserver
+run-binaries:
+	hack/build-test-binaries.sh bin etcd etcdctl
 
 .PHONY: test
 test: build test-binaries
@@ -40,11 +61,11 @@ test: build test-binaries
 		$(GO) test -race -count=1 -timeout 25m $(TESTFLAGS) ./...
 
 .PHONY: run
-run: build test-binaries
+run: build run-binaries
 	hack/run-local.sh
 
 .PHONY: demo
-demo: build test-binaries
+demo: build demo-binaries
 	@echo "==> go run ./hack/demo up   (compiles the demo driver first: a minute on a fresh machine)"
 	@$(GO) run ./hack/demo up
 
@@ -78,10 +99,22 @@ lint:
 	$(GO) vet ./...
 
 .PHONY: image
+# The binary `make build` makes, once per platform, put in an image by hack/image (Go,
+# go-containerregistry): the Dockerfile's image without a docker engine. Every file and the
+# config are stamped with the commit's time, so the same commit gives the same digests.
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 image:
-	@test -n "$(IMAGE)" || { echo "make image needs IMAGE=<registry>/gatewaydns-coredns:<tag>, the name the overlays' images: set (deploy/README.md); this project publishes no image"; exit 2; }
-	docker build -t $(IMAGE) .
+	@mkdir -p $(IMAGE_OUT)
+	@set -e; for p in $(IMAGE_PLATFORMS); do \
+		echo "--- go build $$p"; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "$(LDFLAGS)" \
+			-o $(IMAGE_OUT)/coredns-$${p%/*}-$${p#*/} ./cmd/coredns; \
+	done
+	$(GO) run ./hack/image -name $(IMAGE) -out $(IMAGE_OUT) \
+		-created $$(git log -1 --format=%ct) -revision $$(git rev-parse HEAD) -version $(GITCOMMIT) \
+		-source https://github.com/gatewaydns/gatewaydns -licenses $(LICENSES) \
+		$(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(IMAGE_OUT)/coredns-$(subst /,-,$(p)))
 
 .PHONY: clean
 clean:
-	rm -rf coredns .cache
+	rm -rf coredns .cache _output

@@ -3,7 +3,11 @@
 #   kube-apiserver and kubeadm (k8s.io/kubernetes), etcd and etcdctl (go.etcd.io/etcd)
 # from the Go module proxy, at the versions pinned in tools/go.mod.
 #
-# Usage: hack/build-test-binaries.sh [OUTDIR]      (default: <repo>/bin)
+# Usage: hack/build-test-binaries.sh [OUTDIR [NAME...]]      (default: <repo>/bin, all four)
+#
+# NAMEs (etcd, etcdctl, kube-apiserver, kubeadm) build only those: `make demo` and `make run`
+# ask for what they run, so a first demo does not wait for kubeadm (or, in the Makefile, for
+# promtool and external-dns), which only the tests run.
 #
 # A binary that already exists and is newer than tools/go.mod, tools/go.sum
 # and this script is kept, so a second run is fast. FORCE=1 rebuilds all.
@@ -13,6 +17,15 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="${ROOT}/tools"
 OUTDIR="${1:-${ROOT}/bin}"
+shift || true
+ALL=(etcd etcdctl kube-apiserver kubeadm)
+WANT=("$@")
+[[ ${#WANT[@]} -gt 0 ]] || WANT=("${ALL[@]}")
+for w in "${WANT[@]}"; do
+	[[ " ${ALL[*]} " == *" ${w} "* ]] || { printf '[build-test-binaries] ERROR: unknown binary %s (want: %s)\n' "${w}" "${ALL[*]}" >&2; exit 2; }
+done
+# wanted NAME: NAME was asked for.
+wanted() { [[ " ${WANT[*]} " == *" $1 "* ]]; }
 mkdir -p "${OUTDIR}"
 OUTDIR="$(cd "${OUTDIR}" && pwd)"
 
@@ -49,6 +62,7 @@ up_to_date() {
 build() {
 	local name="$1" pkg="$2"
 	shift 2
+	wanted "${name}" || return 0
 	local out="${OUTDIR}/${name}"
 	if up_to_date "${out}"; then
 		log "${name}: up to date (${out})"
@@ -94,6 +108,7 @@ build kubeadm k8s.io/kubernetes/cmd/kubeadm -tags selinux,notest -ldflags "${kub
 check_version() {
 	local bin="$1" want="$2" out
 	shift 2
+	wanted "$(basename "${bin}")" || return 0
 	out="$("${bin}" "$@" 2>&1)" || die "${bin} $* failed: ${out}"
 	grep -qxF -- "${want}" <<<"${out}" ||
 		die "${bin} $* does not print '${want}' (stale or broken binary? FORCE=1 rebuilds):"$'\n'"${out}"
@@ -103,4 +118,4 @@ check_version "${OUTDIR}/kube-apiserver" "Kubernetes ${KUBE_VERSION}" --version
 check_version "${OUTDIR}/kubeadm" "${KUBE_VERSION}" version -o short
 check_version "${OUTDIR}/etcd" "etcd Version: ${ETCD_VERSION}" --version
 check_version "${OUTDIR}/etcdctl" "etcdctl version: ${ETCD_VERSION}" version
-log "done in $((SECONDS - total_start))s: kube-apiserver and kubeadm ${KUBE_VERSION}, etcd ${ETCD_VERSION}, etcdctl ${ETCD_VERSION} in ${OUTDIR}"
+log "done in $((SECONDS - total_start))s: ${WANT[*]} (kube-apiserver and kubeadm ${KUBE_VERSION}, etcd and etcdctl ${ETCD_VERSION}) in ${OUTDIR}"

@@ -22,8 +22,8 @@ import (
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
-// corednsBinary is the binary under test (corednsproc.Binary).
-func corednsBinary(t *testing.T) string { return corednsproc.Binary(t) }
+// corednsBinary is the binary under test (testenv.CoreDNSBinary).
+func corednsBinary(t *testing.T) string { return testenv.CoreDNSBinary(t) }
 
 // coreDNSProcess is the binary running one Corefile of corefile.d on loopback ports.
 type coreDNSProcess struct {

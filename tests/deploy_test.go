@@ -168,17 +168,7 @@ func TestDeploy(t *testing.T) {
 
 	t.Run("Corefiles", func(t *testing.T) {
 		e := testenv.StartEtcd(t, testenv.WithEtcdTLS())
-		// The pods' /etc/gatewaydns/etcd, from the test etcd's client certificate.
-		certs := t.TempDir()
-		for name, src := range map[string]string{"ca.crt": e.TLS.CAFile, "tls.crt": e.TLS.ClientCertFile, "tls.key": e.TLS.ClientKeyFile} {
-			b, err := os.ReadFile(src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(certs, name), b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
+		certs := etcdCertsDir(t, e)
 		c := e.Client(t)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -280,6 +270,23 @@ func TestDeploy(t *testing.T) {
 		cen.kill9(t)
 	})
 	t.Logf("TestDeploy took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// etcdCertsDir is the pods' /etc/gatewaydns/etcd (the Secret gatewaydns-etcd), from the test
+// etcd's client certificate.
+func etcdCertsDir(t *testing.T, e *testenv.Etcd) string {
+	t.Helper()
+	certs := t.TempDir()
+	for name, src := range map[string]string{"ca.crt": e.TLS.CAFile, "tls.crt": e.TLS.ClientCertFile, "tls.key": e.TLS.ClientKeyFile} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(certs, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certs
 }
 
 var (

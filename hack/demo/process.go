@@ -30,7 +30,7 @@ func (d *demo) up() int {
 	}
 	for _, b := range []string{filepath.Join(d.root, "coredns"), filepath.Join(d.root, "bin", "etcd"), filepath.Join(d.root, "bin", "kube-apiserver")} {
 		if fi, err := os.Stat(b); err != nil || fi.Mode()&0o111 == 0 {
-			fmt.Fprintf(os.Stderr, "demo: %s is missing: run `make demo`, which builds it (make build test-binaries)\n", d.rel(b))
+			fmt.Fprintf(os.Stderr, "demo: %s is missing: run `make demo`, which builds it (make build demo-binaries)\n", d.rel(b))
 			return 1
 		}
 	}

@@ -1,57 +1,15 @@
-// Package corednsproc runs the built coredns binary for end-to-end tests: which binary, free
-// loopback ports, and a Corefile's health, ready and prometheus listeners moved onto them.
+// Package corednsproc runs the built coredns binary (testenv.CoreDNSBinary) for end-to-end
+// tests: free loopback ports, and a Corefile's health, ready and prometheus listeners moved
+// onto them.
 package corednsproc
 
 import (
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
-	"sync"
 	"testing"
 )
-
-var (
-	buildOnce sync.Once
-	builtPath string
-	buildErr  error
-)
-
-// Binary is the binary under test: $GATEWAYDNS_COREDNS when set (make test sets it to the
-// ./coredns that make build wrote), else built once for this test run.
-func Binary(t testing.TB) string {
-	t.Helper()
-	if p := os.Getenv("GATEWAYDNS_COREDNS"); p != "" {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return abs
-	}
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gatewaydns-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtPath = filepath.Join(dir, "coredns")
-		_, file, _, _ := runtime.Caller(0)
-		root := filepath.Join(filepath.Dir(file), "..", "..")
-		cmd := exec.Command("go", "build", "-o", builtPath, "./cmd/coredns")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return builtPath
-}
 
 // FreePort is a loopback port free for both UDP and TCP, as a DNS listener needs.
 func FreePort(t testing.TB) int {

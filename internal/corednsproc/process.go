@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gatewaydns/gatewaydns/internal/child"
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
 // Process is the binary running one Corefile on loopback ports, its output in a log file that
@@ -41,7 +42,7 @@ func Start(t testing.TB, name, corefile string, env ...string) *Process {
 	if err := os.WriteFile(conf, []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(Binary(t), "-conf", conf, "-dns.port", fmt.Sprint(ports[0]))
+	cmd := exec.Command(testenv.CoreDNSBinary(t), "-conf", conf, "-dns.port", fmt.Sprint(ports[0]))
 	cmd.Env = append(os.Environ(), env...)
 	proc, err := child.Start(name, filepath.Join(dir, name+".log"), cmd)
 	if err != nil {

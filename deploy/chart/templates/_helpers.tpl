@@ -1,0 +1,80 @@
+{{/* The labels every object carries: those of the stock CoreDNS objects it replaces. */}}
+{{- define "gatewaydns.labels" -}}
+k8s-app: kube-dns
+{{- end }}
+
+{{/* The image: repository@digest, or repository:tag. */}}
+{{- define "gatewaydns.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{- end -}}
+{{- end }}
+
+{{/* The role, checked. */}}
+{{- define "gatewaydns.role" -}}
+{{- if not (has .Values.role (list "workload" "central")) -}}
+{{- fail (printf "role: %q is neither workload nor central" .Values.role) -}}
+{{- end -}}
+{{ .Values.role }}
+{{- end }}
+
+{{/* The Corefile: cluster.local as kubeadm's CoreDNS serves it, and the zone for the role. */}}
+{{- define "gatewaydns.corefile" -}}
+.:53 {
+    errors
+    health {
+        lameduck 5s
+    }
+    ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 30
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf {
+        max_concurrent 1000
+    }
+    cache 30 {
+        disable success cluster.local
+        disable denial cluster.local
+    }
+    loop
+    reload
+    loadbalance
+}
+{{- if eq (include "gatewaydns.role" .) "central" }}
+{{ .Values.zone }}:53 {{ .Values.zone }}:5353 {
+    errors
+    ready
+    prometheus :9153
+    gatewaydns {
+        endpoint {$GATEWAYDNS_ETCD_ENDPOINTS}
+        tls /etc/gatewaydns/etcd/tls.crt /etc/gatewaydns/etcd/tls.key /etc/gatewaydns/etcd/ca.crt
+    }
+    loadbalance
+}
+{{- else }}
+{{ .Values.zone }}:53 {
+    errors
+    ready
+    prometheus :9153
+    gatewaydns {
+        endpoint {$GATEWAYDNS_ETCD_ENDPOINTS}
+        tls /etc/gatewaydns/etcd/tls.crt /etc/gatewaydns/etcd/tls.key /etc/gatewaydns/etcd/ca.crt
+        owner {$GATEWAYDNS_OWNER}
+        domain-filter {$GATEWAYDNS_DOMAIN}
+        sources {{ join " " .Values.sources }}
+{{- if eq .Values.rbac.gatewaydns "namespaced" }}
+        namespaces {{ join " " .Values.rbac.namespaces }}
+        gateway-namespace {{ .Values.rbac.gatewayNamespace }}
+        service-types {{ join " " .Values.rbac.serviceTypes }}
+{{- end }}
+        publish-only
+    }
+    forward . {$GATEWAYDNS_CENTRAL}
+}
+{{- end }}
+{{- end }}

@@ -1,0 +1,301 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gatewaydns/gatewaydns/internal/kustomize"
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
+)
+
+// chartExample is one values file of deploy/chart/examples and what it must render the same as.
+type chartExample struct {
+	values  string // examples/<values>.yaml
+	overlay string // deploy/overlays/<overlay>, or "" for none
+	rbac    string // deploy/<rbac> whose objects the chart's gatewaydns RBAC must be, or ""
+	extras  []string
+}
+
+var chartExamples = []chartExample{
+	{values: "workload", overlay: "workload", rbac: "rbac-gatewaydns",
+		extras: []string{"PrometheusRule.monitoring.coreos.com kube-system/gatewaydns", "ConfigMap kube-system/gatewaydns-dashboard"}},
+	{values: "central", overlay: "central"},
+	{values: "workload-namespaced", rbac: "rbac-gatewaydns-namespaced"},
+}
+
+// helm runs bin/helm (hack/build-helm.sh) with its caches and configuration in the test's
+// directory, never the user's.
+func helm(t *testing.T, args ...string) []byte {
+	t.Helper()
+	bin := testenv.ToolBinary(t, "helm", "hack/build-helm.sh")
+	home := t.TempDir()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+	}
+	return out
+}
+
+func chartDir(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "deploy", "chart")
+}
+
+// renderChart is `helm template` of the chart with examples/<values>.yaml.
+func renderChart(t *testing.T, values string) []*unstructured.Unstructured {
+	t.Helper()
+	dir := chartDir(t)
+	out := helm(t, "template", "gatewaydns", dir, "--namespace", "kube-system", "-f", filepath.Join(dir, "examples", values+".yaml"))
+	f := filepath.Join(t.TempDir(), "rendered.yaml")
+	if err := os.WriteFile(f, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := kustomize.ReadYAMLObjects(f)
+	if err != nil {
+		t.Fatalf("helm template -f examples/%s.yaml: %v", values, err)
+	}
+	return objs
+}
+
+var corefileComment = regexp.MustCompile(`(?m)^\s*#.*\n|^\s*\n`)
+
+// comparableDeploy is objs with what may differ between the chart and the overlays made equal:
+// the Corefile's comments, the generated ConfigMap's hash (each checked to be the one its
+// Deployment mounts), the order of the env list (a patch merges it in its own order). The
+// Secret gatewaydns-etcd is left out: the overlays generate a stub of it, the chart takes an
+// existing one (etcd.tlsSecret). Kinds outside keep are left out.
+func comparableDeploy(t *testing.T, objs []*unstructured.Unstructured, keep func(*unstructured.Unstructured) bool) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	var generated string
+	for _, o := range objs {
+		if !keep(o) || o.GetKind() == "Secret" && o.GetName() == "gatewaydns-etcd" {
+			continue
+		}
+		o = o.DeepCopy()
+		if o.GetKind() == "ConfigMap" && strings.HasPrefix(o.GetName(), "coredns-") {
+			generated = o.GetName()
+			o.SetName("coredns-HASH")
+			cf, _, _ := unstructured.NestedString(o.Object, "data", "Corefile")
+			_ = unstructured.SetNestedField(o.Object, corefileComment.ReplaceAllString(cf, ""), "data", "Corefile")
+		}
+		if o.GetKind() == "Deployment" {
+			vols, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "volumes")
+			for _, v := range vols {
+				if cm, ok := v.(map[string]any)["configMap"].(map[string]any); ok && cm["name"] != generated && generated != "" {
+					t.Errorf("the Deployment mounts ConfigMap %v, the Corefile is in %s", cm["name"], generated)
+				}
+				if cm, ok := v.(map[string]any)["configMap"].(map[string]any); ok {
+					cm["name"] = "coredns-HASH"
+				}
+			}
+			_ = unstructured.SetNestedSlice(o.Object, vols, "spec", "template", "spec", "volumes")
+			cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			for _, c := range cs {
+				c := c.(map[string]any)
+				env, _ := c["env"].([]any)
+				slices.SortFunc(env, func(a, b any) int {
+					return strings.Compare(a.(map[string]any)["name"].(string), b.(map[string]any)["name"].(string))
+				})
+			}
+			_ = unstructured.SetNestedSlice(o.Object, cs, "spec", "template", "spec", "containers")
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func isRBAC(o *unstructured.Unstructured) bool {
+	return o.GroupVersionKind().Group == "rbac.authorization.k8s.io" && !strings.HasPrefix(o.GetName(), "system:")
+}
+
+// The chart renders, for each example values file, the objects of the matching Kustomize
+// overlay (same kinds, names, RBAC rules, Corefile, Deployment), plus only the monitoring
+// objects it is asked for; and helm lint passes on it with each.
+func TestChartRendersTheOverlays(t *testing.T) {
+	dir := chartDir(t)
+	helm(t, "lint", "--strict", dir)
+	for _, ex := range chartExamples {
+		t.Run(ex.values, func(t *testing.T) {
+			helm(t, "lint", "--strict", dir, "-f", filepath.Join(dir, "examples", ex.values+".yaml"))
+			chart := renderChart(t, ex.values)
+			if ex.overlay != "" {
+				overlay := renderOverlay(t, ex.overlay)
+				inOverlay := map[string]bool{}
+				for _, o := range overlay {
+					inOverlay[kustomize.ID(o)] = true
+				}
+				var extras []string
+				for _, o := range chart {
+					if !inOverlay[kustomize.ID(o)] && !(o.GetKind() == "ConfigMap" && strings.HasPrefix(o.GetName(), "coredns-")) {
+						extras = append(extras, kustomize.ID(o))
+					}
+				}
+				if !slices.Equal(slices.Sorted(slices.Values(extras)), slices.Sorted(slices.Values(ex.extras))) {
+					t.Errorf("the chart adds %q to the overlay's objects, want %q", extras, ex.extras)
+				}
+				notExtra := func(o *unstructured.Unstructured) bool { return !slices.Contains(ex.extras, kustomize.ID(o)) }
+				for _, d := range kustomize.Diff(comparableDeploy(t, chart, notExtra), comparableDeploy(t, overlay, notExtra)) {
+					t.Errorf("chart vs overlays/%s: %s", ex.overlay, d)
+				}
+			}
+			if ex.rbac != "" {
+				want, err := kustomize.Render(filepath.Join(filepath.Dir(dir), ex.rbac))
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range kustomize.Diff(comparableDeploy(t, chart, isRBAC), comparableDeploy(t, want, isRBAC)) {
+					t.Errorf("chart vs %s: %s", ex.rbac, d)
+				}
+			}
+		})
+	}
+}
+
+// The chart's copies of deploy/monitoring are the files themselves (helm reads nothing outside
+// the chart, and no symlink): `make chart-files` copies them after a change there.
+func TestChartMonitoringIsDeployMonitoring(t *testing.T) {
+	dir := chartDir(t)
+	for _, name := range []string{"alerts.yaml", "dashboard.json"} {
+		want, err := os.ReadFile(filepath.Join(filepath.Dir(dir), "monitoring", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "files", name))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("deploy/chart/files/%s is not deploy/monitoring/%s (%v): run `make chart-files`", name, name, err)
+		}
+	}
+	// And the chart puts them in its objects whole.
+	objs := renderChart(t, "workload")
+	var rules map[string]any
+	alerts, _ := os.ReadFile(filepath.Join(filepath.Dir(dir), "monitoring", "alerts.yaml"))
+	if err := yaml.Unmarshal(alerts, &rules); err != nil {
+		t.Fatal(err)
+	}
+	if spec := findObj(t, objs, "PrometheusRule", "gatewaydns").Object["spec"]; !reflect.DeepEqual(spec, rules) {
+		t.Errorf("the PrometheusRule's spec is not deploy/monitoring/alerts.yaml")
+	}
+	dashboard, _ := os.ReadFile(filepath.Join(filepath.Dir(dir), "monitoring", "dashboard.json"))
+	got, _, _ := unstructured.NestedString(findObj(t, objs, "ConfigMap", "gatewaydns-dashboard").Object, "data", "gatewaydns.json")
+	if strings.TrimSpace(got) != strings.TrimSpace(string(dashboard)) {
+		t.Errorf("the dashboard ConfigMap does not hold deploy/monitoring/dashboard.json")
+	}
+}
+
+// prometheusRuleCRD is enough of prometheus-operator's CRD for the API server to take a
+// PrometheusRule (its schema is not what is tested: the rules are, by promtool in
+// tests/monitoring_test.go).
+func prometheusRuleCRD() *apiextensionsv1.CustomResourceDefinition {
+	preserve := true
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheusrules.monitoring.coreos.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "monitoring.coreos.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "prometheusrules", Singular: "prometheusrule", Kind: "PrometheusRule", ListKind: "PrometheusRuleList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &preserve}}}},
+		},
+	}
+}
+
+// Every object of every example is accepted by a real kube-apiserver: server-side apply,
+// dry run, strict field validation.
+func TestChartDryRunApplies(t *testing.T) {
+	rendered := map[string][]*unstructured.Unstructured{}
+	for _, ex := range chartExamples {
+		rendered[ex.values] = renderChart(t, ex.values)
+	}
+	k := testenv.StartKubeAPIServer(t)
+	if _, err := envtest.InstallCRDs(k.Config, envtest.CRDInstallOptions{
+		CRDs: []*apiextensionsv1.CustomResourceDefinition{prometheusRuleCRD()}, MaxTime: 30 * time.Second,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The namespaces the namespaced RBAC example names, as a cluster would have them.
+	for _, ns := range []string{"team-a", "infra"} {
+		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+		applyObjects(t, k.Config, []*unstructured.Unstructured{o}, false)
+	}
+	for _, ex := range chartExamples {
+		t.Run(ex.values, func(t *testing.T) { dryRunApply(t, k.Config, rendered[ex.values]) })
+	}
+	if t.Failed() {
+		return
+	}
+	// The overlays' Corefiles and RBAC run in TestDeploy; the namespaced variant is the chart's
+	// own: the binary runs its Corefile with only its RBAC and becomes ready (every informer of
+	// the namespaces it names synced, nothing cluster-wide refused).
+	t.Run("NamespacedCorefileRuns", func(t *testing.T) {
+		objs := rendered["workload-namespaced"]
+		k.InstallDNSEndpointCRD(t)
+		var rbac []*unstructured.Unstructured
+		for _, o := range objs {
+			if o.GroupVersionKind().Group == "rbac.authorization.k8s.io" || o.GetKind() == "ServiceAccount" {
+				rbac = append(rbac, o)
+			}
+		}
+		applyObjects(t, k.Config, rbac, false)
+		e := testenv.StartEtcd(t, testenv.WithEtcdTLS())
+		wl, _ := runDeployedCorefile(t, "workload-namespaced", objs, etcdCertsDir(t, e), k.UserKubeconfig(t, saName, saGroups...),
+			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL, "GATEWAYDNS_CENTRAL": "127.0.0.1:9"})
+		wl.waitReady(t, 60*time.Second)
+	})
+}
+
+// dryRunApply applies objs server-side with a dry run and strict field validation.
+func dryRunApply(t *testing.T, cfg *rest.Config, objs []*unstructured.Unstructured) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	opts := metav1.ApplyOptions{FieldManager: "helm", Force: true, DryRun: []string{metav1.DryRunAll}}
+	for _, o := range objs {
+		ri := objectClient(t, cfg, o)
+		var err error
+		for attempt := 0; ; attempt++ {
+			var body []byte
+			if body, err = yaml.Marshal(o.Object); err != nil {
+				break
+			}
+			_, err = ri.Patch(ctx, o.GetName(), "application/apply-patch+yaml", body, metav1.PatchOptions{
+				FieldManager: opts.FieldManager, Force: &opts.Force, DryRun: opts.DryRun,
+				FieldValidation: metav1.FieldValidationStrict,
+			})
+			// kube-system is created by the API server shortly after it starts.
+			if err != nil && apierrors.IsNotFound(err) && attempt < 50 {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			break
+		}
+		if err != nil {
+			t.Errorf("%s: server-side dry-run apply refused: %v", kustomize.ID(o), err)
+		}
+	}
+}
