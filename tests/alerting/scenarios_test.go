@@ -295,6 +295,8 @@ func centralKilled(t *testing.T, l *landscape) {
 		{"GatewayDNSInstanceDown", anyState, k, rec.at(down)}, {"GatewayDNSInstanceDown", firing, rec.at(down), end},
 		{"GatewayDNSServeDown", anyState, k, rec.at(down)}, {"GatewayDNSServeDown", firing, rec.at(down), end},
 		{"GatewayDNSForwardUnhealthy", anyState, k, rec.at(unhealthy)}, {"GatewayDNSForwardUnhealthy", firing, rec.at(unhealthy), end},
+		// The only gatewaydns process is gone: pending, it would fire after its 5 minutes.
+		{"GatewayDNSAbsent", notFiring, k, end},
 	}
 	runPromtool(t, promtoolTests(t, t.Name(), rec, want))
 }
