@@ -66,7 +66,9 @@ k8s-app: kube-dns
         tls /etc/gatewaydns/etcd/tls.crt /etc/gatewaydns/etcd/tls.key /etc/gatewaydns/etcd/ca.crt
         owner {$GATEWAYDNS_OWNER}
         domain-filter {$GATEWAYDNS_DOMAIN}
-        sources {{ join " " .Values.sources }}
+{{- with .Values.sources }}
+        sources {{ join " " . }}
+{{- end }}
 {{- if eq .Values.rbac.gatewaydns "namespaced" }}
         namespaces {{ join " " .Values.rbac.namespaces }}
         gateway-namespace {{ .Values.rbac.gatewayNamespace }}
