@@ -51,11 +51,16 @@ type config struct {
 	minLeaseTTL    uint32
 	maxLeaseTTL    uint32
 	negativeTTL    uint32
-	leaseGrace     time.Duration // how long a key deleted by its lease's expiry is still answered
-	noApexFallback bool
-	explain        bool
-	exactNames     bool     // answer a name from its own key and record-id children only
-	fall           []string // nil: no fallthrough; empty: every zone
+	negativeTTLSet bool
+	apex           *apex // the SOA's fields and the nameservers
+	// transferSynthetic puts into a transfer what the plugin synthesises too: an SRV record
+	// for every address (port 0 where none is stored) and the record-id names.
+	transferSynthetic bool
+	leaseGrace        time.Duration // how long a key deleted by its lease's expiry is still answered
+	noApexFallback    bool
+	explain           bool
+	exactNames        bool     // answer a name from its own key and record-id children only
+	fall              []string // nil: no fallthrough; empty: every zone
 
 	publish     *publishConfig // nil: this stanza does not publish
 	publishOnly bool           // publish, and leave answering the zone to the plugins after it
@@ -105,6 +110,7 @@ func parse(c *caddy.Controller) (*config, error) {
 		maxLeaseTTL: index.DefaultMaxLeaseTTL,
 		negativeTTL: index.DefaultNegativeTTL,
 		leaseGrace:  mirror.DefaultGrace,
+		apex:        newApex(),
 	}
 	if !c.Next() {
 		return nil, c.ArgErr()
@@ -246,14 +252,22 @@ func parseOption(c *caddy.Controller, opt string, args []string, cfg *config, ro
 		if len(args) != 1 {
 			return c.Errf("negative-ttl needs exactly one duration")
 		}
-		ttl, err := parseTTL(args[0])
-		if err == nil && ttl > index.MaxNegativeTTL {
-			err = fmt.Errorf("at most %ds: CoreDNS gives the SOA record a TTL of at most that, and resolvers cache a negative answer for the smaller of the two", index.MaxNegativeTTL)
-		}
-		if err != nil {
+		if err := setNegativeTTL(args[0], cfg); err != nil {
 			return c.Errf("invalid negative-ttl %q: %v", args[0], err)
 		}
-		cfg.negativeTTL = ttl
+	case "soa":
+		if err := parseSOA(args, cfg.apex, cfg); err != nil {
+			return c.Errf("%v", err)
+		}
+	case "nameserver":
+		if err := parseNameserver(args, cfg.apex, cfg.zones); err != nil {
+			return c.Errf("%v", err)
+		}
+	case "transfer-synthetic":
+		if len(args) != 0 {
+			return c.Errf("transfer-synthetic takes no arguments")
+		}
+		cfg.transferSynthetic = true
 	case "publish-only":
 		if len(args) != 0 {
 			return c.Errf("publish-only takes no arguments")
@@ -280,6 +294,22 @@ func parseOption(c *caddy.Controller, opt string, args []string, cfg *config, ro
 	default:
 		return c.Errf("unknown property '%s'", opt)
 	}
+	return nil
+}
+
+// setNegativeTTL sets the SOA minimum, given as negative-ttl or as soa minimum: once.
+func setNegativeTTL(value string, cfg *config) error {
+	if cfg.negativeTTLSet {
+		return errors.New("given twice (negative-ttl and soa minimum are the same field)")
+	}
+	ttl, err := parseTTL(value)
+	if err == nil && ttl > index.MaxNegativeTTL {
+		err = fmt.Errorf("at most %ds: CoreDNS gives the SOA record a TTL of at most that, and resolvers cache a negative answer for the smaller of the two", index.MaxNegativeTTL)
+	}
+	if err != nil {
+		return err
+	}
+	cfg.negativeTTL, cfg.negativeTTLSet = ttl, true
 	return nil
 }
 

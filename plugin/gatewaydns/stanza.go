@@ -43,7 +43,7 @@ type stanza struct {
 
 func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 	st := &stanza{cfg: cfg, transfers: newTransferRuns()}
-	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, Explain: cfg.explain, stanza: st}
+	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, Explain: cfg.explain, stanza: st, apex: cfg.apex}
 	if cfg.fall != nil {
 		g.Fall.SetZonesFromArgs(cfg.fall)
 	}

@@ -69,8 +69,10 @@ func transferred(t *testing.T, g *GatewayDNS, zone string, serial uint32) []dns.
 	return rrs
 }
 
-func TestTransferHoldsEachNamesOwnRecordsBetweenTwoSOAs(t *testing.T) {
-	g := loadedStanza(t, "gatewaydns zone.test", transferFixture)
+// With transfer-synthetic, a transfer holds what the plugin answers for each name: SRV records
+// of every address (port 0 where none is stored) and the record-id names too.
+func TestASyntheticTransferHoldsEachNamesAnswersBetweenTwoSOAs(t *testing.T) {
+	g := loadedStanza(t, "gatewaydns zone.test {\n transfer-synthetic\n}", transferFixture)
 	rrs := transferred(t, g, "zone.test.", 0)
 	var got []string
 	for _, rr := range rrs[1 : len(rrs)-1] {
@@ -160,10 +162,10 @@ func TestIXFRFromACurrentSerialIsTheSOAAloneAndFromAnOlderOneTheWholeZone(t *tes
 	}
 }
 
-// The point of exact names: a plain zone made of the transfer, served by the stock file
+// The point of exact names: a plain zone made of the synthetic transfer, served by the stock file
 // plugin, answers every name and every question as the plugin does.
 func TestAZoneLoadedFromTheTransferAnswersAsExactNames(t *testing.T) {
-	g := loadedStanza(t, "gatewaydns zone.test {\n exact-names\n}", transferFixture)
+	g := loadedStanza(t, "gatewaydns zone.test {\n exact-names\n transfer-synthetic\n}", transferFixture)
 	z := file.NewZone("zone.test.", "")
 	for _, rr := range transferred(t, g, "zone.test.", 0)[1:] {
 		if err := z.Insert(rr); err != nil {
@@ -302,7 +304,7 @@ func TestPlainNamesTransferAsTheLookupsMakeThem(t *testing.T) {
 			t.Fatal("not loaded")
 		}
 		opt := plugin.Options{NoApexFallback: g.NoApexFallback}
-		x := newZoneWriter(z, false, opt)
+		x := newZoneWriter(z, newApex(), false, true, opt)
 		plain := 0
 		for i := range z.Len() {
 			name := z.Name(i)
@@ -310,7 +312,7 @@ func TestPlainNamesTransferAsTheLookupsMakeThem(t *testing.T) {
 				continue
 			}
 			plain++
-			want := zoneRecords(z, name, false, opt)
+			want := zoneRecords(z, newApex(), name, false, opt)
 			got := x.appendName(nil, i)
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("%s:\n got %v\nwant %v", name, got, want)
