@@ -76,7 +76,12 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	if zone == "" || b == nil {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
-	queried()
+	if state.QType() != dns.TypeSOA {
+		// A secondary asks for the SOA right before the transfer that a NOTIFY starts: counted
+		// as a query, it would pace that very transfer (transfer.go), and a secondary on a quiet
+		// primary would follow a change hundreds of milliseconds late.
+		queried()
+	}
 	if !b.Loaded() || !b.serves(zone) {
 		return dns.RcodeServerFailure, errNotLoaded
 	}
