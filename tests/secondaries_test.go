@@ -19,6 +19,7 @@ type enterpriseSecondary struct {
 	DNS     string // host:port
 	primary string // host:port
 	tsig    *tsigKey
+	persist bool // Knot keeps its copy across a restart (in its journal), and its timers
 	dir     string
 	cmd     *exec.Cmd
 	log     *processLog
@@ -73,7 +74,7 @@ template:
     storage: "{{.Dir}}"
     zonefile-sync: -1
     zonefile-load: none
-    journal-content: none
+    journal-content: {{if .Persist}}all{{else}}none{{end}}
 zone:
   - domain: openmcp.cluster
     master: primary
@@ -118,7 +119,8 @@ func (s *enterpriseSecondary) start(t *testing.T) {
 	data := struct {
 		Dir, Port, PrimaryPort string
 		Key                    *struct{ Name, Secret string }
-	}{Dir: s.dir, Port: port, PrimaryPort: pport}
+		Persist                bool
+	}{Dir: s.dir, Port: port, PrimaryPort: pport, Persist: s.persist}
 	if s.tsig != nil {
 		data.Key = &struct{ Name, Secret string }{s.tsig.name, s.tsig.secret}
 	}

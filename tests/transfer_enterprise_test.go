@@ -67,7 +67,7 @@ func startEnterprisePrimary(t *testing.T, etcdURL string, secondaries ...*enterp
 		to = append(to, s.DNS)
 	}
 	// One secondary per `to` argument: a variable expands to one argument.
-	src := strings.Replace(readCorefile(t, "primary.Corefile"), "to {$GATEWAYDNS_SECONDARIES}", "to "+strings.Join(to, " "), 1)
+	src := strings.ReplaceAll(readCorefile(t, "primary.Corefile"), "{$GATEWAYDNS_SECONDARIES}", strings.Join(to, " "))
 	primary := startCorefile(t, "primary.Corefile", src, "GATEWAYDNS_ETCD_ENDPOINTS="+etcdURL)
 	primary.waitReady(t, 30*time.Second)
 	return primary
@@ -197,4 +197,65 @@ func head(s []string) string {
 		return fmt.Sprintf("%v ... (%d)", s[:5], len(s))
 	}
 	return fmt.Sprint(s)
+}
+
+// TestAKnotRequiringTSIGOnNotifyAndBackFromADowntimeFollowsTheZone runs Knot requiring TSIG on
+// NOTIFY (the key of the primary's tsig plugin), keeping its copy across a restart: it follows
+// a change within 2 s (an unsigned NOTIFY it refuses, and then waits for its refresh, 7200 s);
+// stopped during 10 changes, it holds the last of them within 5 s of its return (the NOTIFY is
+// sent until it answers; its own refresh timer would wait hours).
+func TestAKnotRequiringTSIGOnNotifyAndBackFromADowntimeFollowsTheZone(t *testing.T) {
+	etcd := testenv.StartEtcd(t)
+	cli := etcd.Client(t)
+	enterpriseCorpus(t, cli, 500)
+	key := &tsigKey{name: "xfr.openmcp.cluster.", secret: "c2VjcmV0LWZvci1ub3RpZnktMzItYnl0ZXMtbG9uZw=="}
+	knot := newEnterpriseSecondary(t, "knot", "", key)
+	knot.persist = true
+	src := strings.ReplaceAll(readCorefile(t, "primary.Corefile"), "{$GATEWAYDNS_SECONDARIES}", knot.DNS)
+	const transfer = "    transfer {"
+	if !strings.Contains(src, transfer) {
+		t.Fatalf("primary.Corefile has no %q line to add the tsig plugin before", transfer)
+	}
+	src = strings.Replace(src, transfer, fmt.Sprintf("    tsig {\n        secret %s %s\n    }\n%s", key.name, key.secret, transfer), 1)
+	primary := startCorefile(t, "primary.Corefile", src, "GATEWAYDNS_ETCD_ENDPOINTS="+etcd.ClientURL)
+	primary.waitReady(t, 30*time.Second)
+	knot.primary = primary.DNS
+	knot.start(t)
+	waitSerial(t, 30*time.Second, primary.DNS, knot)
+
+	took := followsWithin(t, cli, "signed.c2.openmcp.cluster.", knot)["knot"]
+	if took > 2*time.Second {
+		t.Errorf("Knot requiring TSIG on NOTIFY answered a new name %s after its put, want within 2s", took)
+	}
+	if !strings.Contains(knot.log.String(), "notify, incoming") {
+		t.Errorf("Knot took no NOTIFY:\n%s", knot.log.String())
+	}
+
+	knot.stop(t)
+	for i := range 10 {
+		if _, err := cli.Put(context.Background(), fmt.Sprintf("/skydns/cluster/openmcp/c4/down%d/3e6bee2e", i), `{"host":"203.0.113.8"}`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The primary has tried, and counted the NOTIFY failed: Knot is down.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		metrics, _ := httpGet("http://" + primary.Metrics + "/metrics")
+		if strings.Contains(metrics, `coredns_gatewaydns_notifies_total{result="failed"`) && !strings.Contains(metrics, `coredns_gatewaydns_notifies_total{result="failed",server="dns://:`+strings.Split(primary.DNS, ":")[1]+`",zones="openmcp.cluster."} 0`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the primary counted no failed NOTIFY within 10s of Knot's stop:\n%s", metrics)
+		}
+	}
+	knot.start(t)
+	restarted := time.Now()
+	waitSerial(t, 10*time.Second, primary.DNS, knot)
+	back := time.Since(restarted)
+	if back > 5*time.Second {
+		t.Errorf("Knot held the last of 10 changes made while it was down %s after its return, want within 5s", back)
+	}
+	if r := ask(t, "udp", knot.DNS, "down9.c4.openmcp.cluster.", dns.TypeA); !hasAnswer(r) {
+		t.Errorf("Knot, back: down9.c4 A = %v", r)
+	}
+	t.Logf("Knot requiring TSIG on NOTIFY followed a change in %s, and held 10 changes made while it was down %s after its return", took.Round(time.Millisecond), back.Round(time.Millisecond))
 }

@@ -56,6 +56,8 @@ type config struct {
 	// transferSynthetic puts into a transfer what the plugin synthesises too: an SRV record
 	// for every address (port 0 where none is stored) and the record-id names.
 	transferSynthetic bool
+	notify            notifyConfig  // where NOTIFYs go, and the key they are signed with
+	notifyAt          string        // the file and line of notify-key, for its error at startup
 	leaseGrace        time.Duration // how long a key deleted by its lease's expiry is still answered
 	noApexFallback    bool
 	explain           bool
@@ -89,7 +91,11 @@ func setup(c *caddy.Controller) error {
 		}
 		starting.add(st)
 		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && !cfg.publishOnly {
-			st.notifyThrough(g, t)
+			keyName, key, _, err := cfg.notify.signingKey(dnsserver.GetConfig(c).TsigSecret)
+			if err != nil {
+				return plugin.Error(pluginName, fmt.Errorf("%s: %w", cfg.notifyAt, err))
+			}
+			st.notifyThrough(g, t, keyName, key)
 		}
 		return nil
 	})
@@ -137,6 +143,9 @@ func parse(c *caddy.Controller) (*config, error) {
 		}
 		if err := parseOption(c, opt, args, cfg, root); err != nil {
 			return nil, err
+		}
+		if opt == "notify-key" {
+			cfg.notifyAt = fmt.Sprintf("%s:%d", c.File(), c.Line())
 		}
 	}
 	if publishing || cfg.publishOnly {
@@ -261,6 +270,10 @@ func parseOption(c *caddy.Controller, opt string, args []string, cfg *config, ro
 		}
 	case "nameserver":
 		if err := parseNameserver(args, cfg.apex, cfg.zones); err != nil {
+			return c.Errf("%v", err)
+		}
+	case "notify", "notify-source", "notify-key":
+		if err := parseNotify(opt, args, &cfg.notify); err != nil {
 			return c.Errf("%v", err)
 		}
 	case "transfer-synthetic":

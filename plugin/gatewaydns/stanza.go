@@ -175,8 +175,8 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 }
 
 // notifyThrough starts sending the transfer plugin's NOTIFYs for the stanza's zones; stop ends it.
-func (s *stanza) notifyThrough(g *GatewayDNS, t *transfer.Transfer) {
-	n := startNotifier(g, t)
+func (s *stanza) notifyThrough(g *GatewayDNS, t *transfer.Transfer, keyName, key string) {
+	n := startNotifier(g, t, keyName, key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.notify = n
