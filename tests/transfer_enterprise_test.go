@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -171,6 +172,27 @@ func TestKnotAndNSDHoldTheZoneAsPublished(t *testing.T) {
 		t.Errorf("NSD answered a new name %s after its put, want within 2s", took["nsd"])
 	}
 	t.Logf("a new name answered by Knot %s and NSD %s after its put", took["knot"].Round(time.Millisecond), took["nsd"].Round(time.Millisecond))
+
+	// They took the change by IXFR, the difference alone (RFC 1995), and hold the primary's
+	// zone record for record again.
+	waitSerial(t, 10*time.Second, primary.DNS, knot, nsd)
+	want = axfrText(t, primary.DNS)
+	slices.Sort(want)
+	for _, s := range []*enterpriseSecondary{knot, nsd} {
+		got := axfrText(t, s.DNS)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			missing, extra := diffSorted(want, got)
+			t.Errorf("%s after an IXFR holds %d records, the primary's AXFR %d: missing %v, extra %v", s.kind, len(got), len(want), head(missing), head(extra))
+		}
+	}
+	if !strings.Contains(knot.log.String(), "IXFR, incoming, remote "+primary.DNS[:strings.IndexByte(primary.DNS, ':')]) || strings.Count(knot.log.String(), "AXFR-style IXFR") > 0 {
+		t.Errorf("Knot did not take the change by a true IXFR:\n%s", knot.log.String())
+	}
+	metrics, _ := httpGet("http://" + primary.Metrics + "/metrics")
+	if !regexp.MustCompile(`coredns_gatewaydns_transfers_total\{kind="incremental"[^}]*\} [1-9]`).MatchString(metrics) {
+		t.Errorf("the primary counted no incremental transfer:\n%s", metrics)
+	}
 }
 
 // diffSorted is what want holds and got not, and the other way, both sorted.

@@ -18,8 +18,8 @@ import (
 // IXFR of the stanza's zones from the index: a copy of the zone's names at one revision
 // (index.Index.Zone), turned into records while the transfer is sent, paced so that queries
 // go first (pacer), by a goroutine the stanza owns (transferRuns). An IXFR is answered with
-// the SOA alone when the secondary is current, and with the whole zone otherwise, as RFC 1995
-// allows: the index keeps no history.
+// the SOA alone when the secondary is current, with the difference from a transfer the journal
+// holds (transfer_ixfr.go), and with the whole zone otherwise, as RFC 1995 allows.
 func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	b := g.current()
 	if b == nil || !slices.Contains(g.Zones, zone) {
@@ -48,23 +48,51 @@ func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, erro
 		transfers.WithLabelValues(server, zones, "current").Inc()
 		return run.run(func(x *xfrRun) { x.send(soa) }), nil
 	}
-	transfers.WithLabelValues(server, zones, "full").Inc()
+	var old *xfrSnapshot
+	if serial != 0 {
+		old = g.stanza.journal.get(zone, serial)
+	}
+	kind := map[bool]string{false: "full", true: "incremental"}[old != nil]
+	transfers.WithLabelValues(server, zones, kind).Inc()
 	return run.run(func(x *xfrRun) {
+		w := newZoneWriter(z, g.apexOf(), dns.IsSubDomain("arpa.", zone), g.stanza.cfg.transferSynthetic, opt)
+		snap := newSnapshotter(z.Serial(request.Request{}), z.Len())
+		if old != nil && snap.s != nil {
+			// The zone now, collected, then the difference sent.
+			var buf []dns.RR
+			for i := range z.Len() {
+				buf = w.appendName(buf[:0], i)
+				snap.add(buf)
+				if i%xfrBatch == 0 {
+					if x.runs.ctx.Err() != nil {
+						return
+					}
+					pace.pause()
+				}
+			}
+			g.stanza.journal.put(zone, snap.s)
+			x.sendIncremental(soa[0].(*dns.SOA), old, snap.s, pace.pause)
+			return
+		}
 		if !x.send(soa) {
 			return
 		}
-		w := newZoneWriter(z, g.apexOf(), dns.IsSubDomain("arpa.", zone), g.stanza.cfg.transferSynthetic, opt)
 		batch := make([]dns.RR, 0, xfrBatch)
 		for i := range z.Len() {
 			batch = w.appendName(batch, i)
 			if len(batch) < xfrBatch {
 				continue
 			}
+			snap.add(batch)
 			if !x.send(batch) {
 				return
 			}
 			batch = make([]dns.RR, 0, xfrBatch)
 			pace.pause()
+		}
+		snap.add(batch)
+		if snap.s != nil {
+			g.stanza.journal.put(zone, snap.s)
 		}
 		if len(batch) > 0 && !x.send(batch) {
 			return
