@@ -12,6 +12,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin/transfer"
+	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -84,9 +85,10 @@ func TestNotifiesAreSignedWithTheKeyTheStanzaNames(t *testing.T) {
 
 // notifyListener is a secondary that answers NOTIFYs and notes when each came.
 type notifyListener struct {
-	addr string
-	mu   sync.Mutex
-	at   []time.Time
+	addr  string
+	mu    sync.Mutex
+	at    []time.Time
+	zones []string // the zones of every NOTIFY taken, in order
 }
 
 func listenForNotifies(t *testing.T) *notifyListener {
@@ -113,9 +115,12 @@ func listenForNotifiesWith(t *testing.T, secrets map[string]string, refuse int) 
 		case refuse > 0:
 			refuse--
 			m.Rcode = dns.RcodeRefused
-		case r.Opcode == dns.OpcodeNotify && r.Question[0].Name == "zone.test.":
+		case r.Opcode == dns.OpcodeNotify:
 			l.mu.Lock()
-			l.at = append(l.at, time.Now())
+			l.zones = append(l.zones, r.Question[0].Name)
+			if r.Question[0].Name == "zone.test." {
+				l.at = append(l.at, time.Now())
+			}
 			l.mu.Unlock()
 		}
 		if signed {
@@ -276,13 +281,14 @@ func TestADeadSecondaryDelaysNeitherTheOthersNorTheStop(t *testing.T) {
 // (down, or still loading) gets the NOTIFY again, with back-off, past the tries that count it
 // as failed, until it takes it.
 func TestANotifyIsSentAgainUntilTheSecondaryAnswersIt(t *testing.T) {
-	l := listenForNotifiesWith(t, nil, notifyTries+1)
+	l := listenForNotifiesWith(t, nil, notifyTries)
 	start := time.Now()
 	notifying(t, l.addr)
 	at := l.waitNotifies(t, 1, 5*time.Second)
-	// The tries: at once, then after 0.25, 0.5, 1 and 2 s.
+	// The tries: at once, then after 0.25, 0.5 and 1 s; the third counts it failed, the
+	// fourth is taken.
 	if took := at[0].Sub(start); took < notifyRetryMin*(1+2+4) {
-		t.Errorf("answered %s after the start, before the back-off of %d tries", took, notifyTries+1)
+		t.Errorf("answered %s after the start, before the back-off of %d tries", took, notifyTries)
 	}
 }
 
@@ -298,5 +304,50 @@ func TestNotifiesAreSignedForASecondaryThatRequiresTSIG(t *testing.T) {
 	at := l.waitNotifies(t, 2, 2*time.Second)
 	if took := at[1].Sub(changed); took > time.Second {
 		t.Errorf("the signed NOTIFY of a change came %s after it, want within 1s", took)
+	}
+}
+
+// TestAChangeOutsideAZoneNeitherMovesItsSerialNorNotifiesIt: a stanza serving zone.test and
+// its child eu1.zone.test (one watch, the parent's prefix) gives each zone its own serial: a
+// change in the parent outside the child moves the parent's serial alone, and NOTIFYs the
+// parent alone; a change in the child moves both (the parent holds the child's names too).
+func TestAChangeOutsideAZoneNeitherMovesItsSerialNorNotifiesIt(t *testing.T) {
+	l := listenForNotifies(t)
+	g := loadedStanza(t, "gatewaydns zone.test eu1.zone.test {\n notify "+l.addr+"\n}", transferFixture)
+	n := startNotifier(g, transferPlugin(t, "transfer zone.test eu1.zone.test {\n to "+l.addr+"\n}"), "", "")
+	t.Cleanup(n.stop)
+	serials := func() string {
+		b := g.current()
+		return fmt.Sprint(b.Serial(request.Request{Zone: "zone.test."}), " ", b.Serial(request.Request{Zone: "eu1.zone.test."}))
+	}
+	l.waitNotifies(t, 1, 2*time.Second)
+	waitZones := func(want int) []string {
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			l.mu.Lock()
+			zones := slices.Clone(l.zones)
+			l.mu.Unlock()
+			if len(zones) >= want {
+				return zones
+			}
+		}
+		t.Fatalf("fewer than %d NOTIFYs within 2s", want)
+		return nil
+	}
+	if got := serials(); got != "16 16" {
+		t.Errorf("serials after the load: %s, want 16 16 (the last change, in eu1)", got)
+	}
+	before := len(waitZones(2)) // one per zone at the load
+	g.stanza.index.Apply([]record.Change{{KV: at(100, "/skydns/test/zone/outside/1", `{"host":"10.9.0.1"}`)}})
+	if got := serials(); got != "100 16" {
+		t.Errorf("serials after a change outside eu1: %s, want 100 16", got)
+	}
+	l.waitNotifies(t, 2, 2*time.Second)
+	g.stanza.index.Apply([]record.Change{{KV: at(101, "/skydns/test/zone/eu1/inside/1", `{"host":"10.9.0.2"}`)}})
+	if got := serials(); got != "101 101" {
+		t.Errorf("serials after a change inside eu1: %s, want 101 101", got)
+	}
+	zones := waitZones(before + 3)
+	if got := fmt.Sprint(zones[before:]); got != "[zone.test. zone.test. eu1.zone.test.]" && got != "[zone.test. eu1.zone.test. zone.test.]" {
+		t.Errorf("NOTIFYs after a change outside eu1, then one inside: %s, want zone.test. alone, then both", got)
 	}
 }

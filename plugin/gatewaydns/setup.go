@@ -344,6 +344,15 @@ func parseTTL(s string) (uint32, error) {
 // zonePrefixes are the etcd key prefixes of the zones' records, e.g. "/skydns/cluster/openmcp/"
 // for openmcp.cluster: the server reads and watches only these, so an etcd role with read on
 // its zones is all it needs. A zone inside another is covered by the outer one's prefix.
+// zoneKeyPrefixes are the key prefixes of zones, one each, nested ones too: each zone's serial.
+func zoneKeyPrefixes(prefix string, zones []string) []string {
+	out := make([]string, 0, len(zones))
+	for _, z := range zones {
+		out = append(out, strings.TrimSuffix(msg.Path(z, prefix), "/")+"/")
+	}
+	return out
+}
+
 func zonePrefixes(prefix string, zones []string) []string {
 	var all []string
 	for _, z := range zones {

@@ -55,12 +55,13 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 	st.prefixes = zonePrefixes(cfg.prefix, cfg.zones)
 	var own *feed // the feed outlives the stanza when the next instance shares it: not st.own
 	st.index = index.New(index.Options{
-		Prefix:      cfg.prefix,
-		Prefixes:    st.prefixes,
-		MinLeaseTTL: cfg.minLeaseTTL,
-		NegativeTTL: &cfg.negativeTTL,
-		MaxLeaseTTL: cfg.maxLeaseTTL,
-		ExactNames:  cfg.exactNames,
+		Prefix:       cfg.prefix,
+		Prefixes:     st.prefixes,
+		ZonePrefixes: zoneKeyPrefixes(cfg.prefix, cfg.zones),
+		MinLeaseTTL:  cfg.minLeaseTTL,
+		NegativeTTL:  &cfg.negativeTTL,
+		MaxLeaseTTL:  cfg.maxLeaseTTL,
+		ExactNames:   cfg.exactNames,
 		Invalid: func(key string, err error) {
 			invalidRecords.WithLabelValues(cfg.server, zones).Inc()
 			log.Warningf("Skipping a value that cannot be served: %v", err)

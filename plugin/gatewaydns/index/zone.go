@@ -94,7 +94,7 @@ func (ix *Index) zone(origin string, pause func()) (z *Zone, ok bool) {
 	}
 	ix.mu.RLock()
 	gen := ix.gen
-	z.Revision = ix.serials[ix.prefixOf(msg.Path(origin, ix.opts.Prefix)+"/")]
+	z.Revision = ix.serials[ix.zonePrefixOf(msg.Path(origin, ix.opts.Prefix)+"/")]
 	z.ttls = ix.leaseTTLs(maps.Clone(ix.leases))
 	t := ix.tree
 	id, depth := t.walk(t.root, labels)
