@@ -132,18 +132,11 @@ func TestKnotAndNSDHoldTheZoneAsPublished(t *testing.T) {
 	}
 	waitSerial(t, 30*time.Second, primary.DNS, knot, nsd)
 
-	want := axfrText(t, primary.DNS)
-	if dups := len(want) - len(slices.Compact(slices.Sorted(slices.Values(want)))); dups > 0 {
+	want := sameZone(t, "", primary.DNS, knot, nsd)
+	if dups := len(want) - len(slices.Compact(slices.Clone(want))); dups > 0 {
 		t.Errorf("the primary's AXFR holds %d duplicate records", dups)
 	}
-	slices.Sort(want)
 	for _, s := range []*enterpriseSecondary{knot, nsd} {
-		got := axfrText(t, s.DNS)
-		slices.Sort(got)
-		if !slices.Equal(got, want) {
-			missing, extra := diffSorted(want, got)
-			t.Errorf("%s holds %d records, the primary's AXFR %d: missing %v, extra %v", s.kind, len(got), len(want), head(missing), head(extra))
-		}
 		for _, q := range []struct {
 			name  string
 			qtype uint16
@@ -176,16 +169,7 @@ func TestKnotAndNSDHoldTheZoneAsPublished(t *testing.T) {
 	// They took the change by IXFR, the difference alone (RFC 1995), and hold the primary's
 	// zone record for record again.
 	waitSerial(t, 10*time.Second, primary.DNS, knot, nsd)
-	want = axfrText(t, primary.DNS)
-	slices.Sort(want)
-	for _, s := range []*enterpriseSecondary{knot, nsd} {
-		got := axfrText(t, s.DNS)
-		slices.Sort(got)
-		if !slices.Equal(got, want) {
-			missing, extra := diffSorted(want, got)
-			t.Errorf("%s after an IXFR holds %d records, the primary's AXFR %d: missing %v, extra %v", s.kind, len(got), len(want), head(missing), head(extra))
-		}
-	}
+	sameZone(t, " after an IXFR", primary.DNS, knot, nsd)
 	if !strings.Contains(knot.log.String(), "IXFR, incoming, remote "+primary.DNS[:strings.IndexByte(primary.DNS, ':')]) || strings.Count(knot.log.String(), "AXFR-style IXFR") > 0 {
 		t.Errorf("Knot did not take the change by a true IXFR:\n%s", knot.log.String())
 	}
@@ -193,6 +177,23 @@ func TestKnotAndNSDHoldTheZoneAsPublished(t *testing.T) {
 	if !regexp.MustCompile(`coredns_gatewaydns_transfers_total\{kind="incremental"[^}]*\} [1-9]`).MatchString(metrics) {
 		t.Errorf("the primary counted no incremental transfer:\n%s", metrics)
 	}
+}
+
+// sameZone checks that each secondary holds the primary's AXFR record for record, and returns
+// that AXFR, sorted.
+func sameZone(t *testing.T, when, primary string, secondaries ...*enterpriseSecondary) []string {
+	t.Helper()
+	want := axfrText(t, primary)
+	slices.Sort(want)
+	for _, s := range secondaries {
+		got := axfrText(t, s.DNS)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			missing, extra := diffSorted(want, got)
+			t.Errorf("%s%s holds %d records, the primary's AXFR %d: missing %v, extra %v", s.kind, when, len(got), len(want), head(missing), head(extra))
+		}
+	}
+	return want
 }
 
 // diffSorted is what want holds and got not, and the other way, both sorted.

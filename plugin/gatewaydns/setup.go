@@ -16,7 +16,6 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
-	"github.com/coredns/coredns/plugin/etcd/msg"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	coreparse "github.com/coredns/coredns/plugin/pkg/parse"
 	mwtls "github.com/coredns/coredns/plugin/pkg/tls"
@@ -264,23 +263,10 @@ func parseOption(c *caddy.Controller, opt string, args []string, cfg *config, ro
 		if err := setNegativeTTL(args[0], cfg); err != nil {
 			return c.Errf("invalid negative-ttl %q: %v", args[0], err)
 		}
-	case "soa":
-		if err := parseSOA(args, cfg.apex, cfg); err != nil {
+	case "soa", "nameserver", "notify", "notify-source", "notify-key", "transfer-synthetic":
+		if err := parseTransferOption(opt, args, cfg); err != nil {
 			return c.Errf("%v", err)
 		}
-	case "nameserver":
-		if err := parseNameserver(args, cfg.apex, cfg.zones); err != nil {
-			return c.Errf("%v", err)
-		}
-	case "notify", "notify-source", "notify-key":
-		if err := parseNotify(opt, args, &cfg.notify); err != nil {
-			return c.Errf("%v", err)
-		}
-	case "transfer-synthetic":
-		if len(args) != 0 {
-			return c.Errf("transfer-synthetic takes no arguments")
-		}
-		cfg.transferSynthetic = true
 	case "publish-only":
 		if len(args) != 0 {
 			return c.Errf("publish-only takes no arguments")
@@ -310,22 +296,6 @@ func parseOption(c *caddy.Controller, opt string, args []string, cfg *config, ro
 	return nil
 }
 
-// setNegativeTTL sets the SOA minimum, given as negative-ttl or as soa minimum: once.
-func setNegativeTTL(value string, cfg *config) error {
-	if cfg.negativeTTLSet {
-		return errors.New("given twice (negative-ttl and soa minimum are the same field)")
-	}
-	ttl, err := parseTTL(value)
-	if err == nil && ttl > index.MaxNegativeTTL {
-		err = fmt.Errorf("at most %ds: CoreDNS gives the SOA record a TTL of at most that, and resolvers cache a negative answer for the smaller of the two", index.MaxNegativeTTL)
-	}
-	if err != nil {
-		return err
-	}
-	cfg.negativeTTL, cfg.negativeTTLSet = ttl, true
-	return nil
-}
-
 // parseTTL reads seconds ("30") or a Go duration ("5m"), as the stock etcd plugin does.
 func parseTTL(s string) (uint32, error) {
 	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
@@ -344,20 +314,8 @@ func parseTTL(s string) (uint32, error) {
 // zonePrefixes are the etcd key prefixes of the zones' records, e.g. "/skydns/cluster/openmcp/"
 // for openmcp.cluster: the server reads and watches only these, so an etcd role with read on
 // its zones is all it needs. A zone inside another is covered by the outer one's prefix.
-// zoneKeyPrefixes are the key prefixes of zones, one each, nested ones too: each zone's serial.
-func zoneKeyPrefixes(prefix string, zones []string) []string {
-	out := make([]string, 0, len(zones))
-	for _, z := range zones {
-		out = append(out, strings.TrimSuffix(msg.Path(z, prefix), "/")+"/")
-	}
-	return out
-}
-
 func zonePrefixes(prefix string, zones []string) []string {
-	var all []string
-	for _, z := range zones {
-		all = append(all, strings.TrimSuffix(msg.Path(z, prefix), "/")+"/")
-	}
+	all := zoneKeyPrefixes(prefix, zones)
 	slices.Sort(all)
 	var out []string
 	for _, p := range all {

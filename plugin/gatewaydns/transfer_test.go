@@ -74,11 +74,7 @@ func transferred(t *testing.T, g *GatewayDNS, zone string, serial uint32) []dns.
 func TestASyntheticTransferHoldsEachNamesAnswersBetweenTwoSOAs(t *testing.T) {
 	g := loadedStanza(t, "gatewaydns zone.test {\n transfer-synthetic\n}", transferFixture)
 	rrs := transferred(t, g, "zone.test.", 0)
-	var got []string
-	for _, rr := range rrs[1 : len(rrs)-1] {
-		got = append(got, strings.ReplaceAll(rr.String(), "\t", " "))
-	}
-	slices.Sort(got)
+	got := betweenSOAs(rrs)
 	want := []string{
 		"*.apps.zone.test. 300 IN A 10.1.0.1",
 		"*.apps.zone.test. 300 IN SRV 10 100 0 1.*.apps.zone.test.",
@@ -144,6 +140,16 @@ func TestASyntheticTransferHoldsEachNamesAnswersBetweenTwoSOAs(t *testing.T) {
 	if first.Serial != 16 || last.Serial != 16 {
 		t.Errorf("SOA serials %d and %d, want 16, the last change's revision", first.Serial, last.Serial)
 	}
+}
+
+// betweenSOAs is a transfer's records but its first and last (the SOAs), as sorted text.
+func betweenSOAs(rrs []dns.RR) []string {
+	var out []string
+	for _, rr := range rrs[1 : len(rrs)-1] {
+		out = append(out, strings.ReplaceAll(rr.String(), "\t", " "))
+	}
+	slices.Sort(out)
+	return out
 }
 
 func TestIXFRFromACurrentSerialIsTheSOAAloneAndFromAnOlderOneTheWholeZone(t *testing.T) {

@@ -34,20 +34,15 @@ func noteSerial(serials map[string]int64, zones []string, key string, rev int64)
 }
 
 // zonePrefixOf is the longest of Options.ZonePrefixes that key lies under, "" when none.
-func (ix *Index) zonePrefixOf(key string) string {
-	best := ""
-	for _, p := range ix.opts.ZonePrefixes {
-		if len(p) > len(best) && strings.HasPrefix(key, p) {
-			best = p
-		}
-	}
-	return best
-}
+func (ix *Index) zonePrefixOf(key string) string { return longestPrefix(ix.opts.ZonePrefixes, key) }
 
 // prefixOf is the longest of Options.Prefixes that key lies under, "" when none.
-func (ix *Index) prefixOf(key string) string {
+func (ix *Index) prefixOf(key string) string { return longestPrefix(ix.opts.Prefixes, key) }
+
+// longestPrefix is the longest of prefixes that key starts with, "" when none.
+func longestPrefix(prefixes []string, key string) string {
 	best := ""
-	for _, p := range ix.opts.Prefixes {
+	for _, p := range prefixes {
 		if len(p) > len(best) && strings.HasPrefix(key, p) {
 			best = p
 		}
