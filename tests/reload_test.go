@@ -45,12 +45,13 @@ zone.test:%s {
     gatewaydns {
         endpoint %s
         min-lease-ttl %ds
+        notify %s
     }
     transfer {
         to %s
     }
 }
-`, n, strings.TrimPrefix(p.DNS, "127.0.0.1:"), p.Ready, p.Metrics, p.PProf, endpoint, 30+n, p.DNS)
+`, n, strings.TrimPrefix(p.DNS, "127.0.0.1:"), p.Ready, p.Metrics, p.PProf, endpoint, 30+n, p.DNS, p.DNS)
 }
 
 func startReloading(t *testing.T, endpoint string) *reloadingProcess {

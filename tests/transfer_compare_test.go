@@ -33,7 +33,7 @@ type corpus struct {
 }
 
 // alikeQuestions are the questions a secondary answers as the primary does (README, "What a
-// secondary answers"): every type for every name but a CNAME's, for which the CNAME question,
+// transfer holds"): every type for every name but a CNAME's, for which the CNAME question,
 // and A, AAAA and TXT where the target has such records.
 func (c corpus) alikeQuestions() []question {
 	var qs []question
@@ -88,7 +88,7 @@ func reportDiffs(t *testing.T, diffs []string) {
 }
 
 // checkCNAMEDifferences pins what a secondary answers instead for a CNAME's other questions
-// (README, "What a secondary answers"): the CNAME, and the target's own answer to the question,
+// (README, "What a transfer holds"): the CNAME, and the target's own answer to the question,
 // where the primary answers an SRV question with SRV records of the name itself (its host as
 // target) and the others (MX, NS, and A, AAAA, TXT the target has none of) with NODATA.
 func checkCNAMEDifferences(t *testing.T, primary, secondary string, c corpus) (asked int) {

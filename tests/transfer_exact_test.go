@@ -38,7 +38,7 @@ func withAncestors(names []string, zone string) []string {
 }
 
 // TestASecondaryOfAnExactNamesPrimaryAnswersEveryNameAlike runs corefile.d/primary.Corefile
-// with exact-names beside a secondary: the secondary answers every name as the primary does,
+// with exact-names and transfer-synthetic beside a secondary: the secondary answers every name as the primary does,
 // also the names with names below them, the apex, and names that do not exist, for every type
 // and SOA (the CNAMEs' other questions as the README says), and the primary answers NXDOMAIN and
 // NODATA as a plain zone does.
@@ -50,7 +50,7 @@ func TestASecondaryOfAnExactNamesPrimaryAnswersEveryNameAlike(t *testing.T) {
 		if !strings.Contains(s, endpoint) {
 			t.Fatalf("primary.Corefile has no %q line to add exact-names after", endpoint)
 		}
-		return strings.Replace(s, endpoint, endpoint+"\n        exact-names", 1)
+		return strings.Replace(s, endpoint, endpoint+"\n        exact-names\n        transfer-synthetic", 1)
 	})
 
 	for _, tc := range []struct {

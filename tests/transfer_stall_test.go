@@ -17,8 +17,9 @@ import (
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
-// stallNames is how many keys the stalled transfers' zone holds: its transfer (some 7 MB, four
-// records of some 45 bytes per key) is larger than what the kernel buffers on both sides of a
+// stallNames is how many keys the stalled transfers' zone holds: its transfer (some 8 MB, four
+// records of some 50 bytes per key: a name's A and SRV records, and its record key's, whose
+// port makes the SRV records) is larger than what the kernel buffers on both sides of a
 // loopback connection (4 MB at most on the server's), so a client that stops reading stops the
 // transfer midway.
 const stallNames = 40000
@@ -27,7 +28,7 @@ func putStallNames(t *testing.T, cli *clientv3.Client) {
 	t.Helper()
 	var ops []clientv3.Op
 	for i := range stallNames {
-		ops = append(ops, clientv3.OpPut(fmt.Sprintf("/skydns/test/zone/s%05d/1", i), fmt.Sprintf(`{"host":"10.40.%d.%d"}`, i/256, i%256)))
+		ops = append(ops, clientv3.OpPut(fmt.Sprintf("/skydns/test/zone/s%05d/1", i), fmt.Sprintf(`{"host":"10.40.%d.%d","port":8080}`, i/256, i%256)))
 		if len(ops) == 100 || i == stallNames-1 {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			_, err := cli.Txn(ctx).Then(ops...).Commit()

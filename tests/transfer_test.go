@@ -65,6 +65,17 @@ func xfrCorpus(t *testing.T, cli *clientv3.Client, n int) corpus {
 	return c
 }
 
+// withTransferSynthetic adds transfer-synthetic to primary.Corefile's gatewaydns stanza.
+func withTransferSynthetic(t *testing.T) func(string) string {
+	return func(s string) string {
+		const endpoint = "endpoint {$GATEWAYDNS_ETCD_ENDPOINTS}"
+		if !strings.Contains(s, endpoint) {
+			t.Fatalf("primary.Corefile has no %q line to add transfer-synthetic after", endpoint)
+		}
+		return strings.Replace(s, endpoint, endpoint+"\n        transfer-synthetic", 1)
+	}
+}
+
 func serialOf(t *testing.T, addr string) uint32 {
 	r, err := exchange("udp", addr, "openmcp.cluster.", dns.TypeSOA)
 	if err != nil || len(r.Answer) == 0 {
@@ -101,7 +112,10 @@ func TestSecondaryHoldsTheZoneAndFollowsChangesByNotify(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	cli := etcd.Client(t)
 	c := xfrCorpus(t, cli, 10000)
-	primary, secondary := primaryWithSecondary(t, etcd.ClientURL, func(s string) string { return s })
+	// transfer-synthetic: the secondary holds what the primary answers for every name, record-id
+	// names and SRV records of addresses too, so that every question compares
+	// (transfer_enterprise_test.go pins the default transfer against Knot and NSD).
+	primary, secondary := primaryWithSecondary(t, etcd.ClientURL, withTransferSynthetic(t))
 
 	start := time.Now()
 	qs := append(c.alikeQuestions(), question{"openmcp.cluster.", dns.TypeNS}, question{"openmcp.cluster.", dns.TypeSOA})

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 )
@@ -21,7 +20,7 @@ func (g *GatewayDNS) explain(ctx context.Context, b *backend, zone string, state
 		if b.IsNameError(err) {
 			rcode, err = dns.RcodeNameError, nil
 		}
-		return plugin.BackendError(ctx, b, zone, rcode, state, err, plugin.Options{})
+		return g.backendError(b, zone, rcode, state, err)
 	}
 	m := new(dns.Msg)
 	m.SetReply(state.Req)

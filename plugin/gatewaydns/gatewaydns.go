@@ -31,6 +31,7 @@ type GatewayDNS struct {
 	Explain        bool // answer CHAOS TXT questions with where each record came from
 
 	stanza *stanza // the roles behind the handler
+	apex   *apex   // the SOA's fields and the nameservers; nil for the stock ones
 }
 
 // backend is the index with upstream lookups added: the plugin.ServiceBackend that CoreDNS's
@@ -75,7 +76,12 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	if zone == "" || b == nil {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 	}
-	queried()
+	if state.QType() != dns.TypeSOA {
+		// A secondary asks for the SOA right before the transfer that a NOTIFY starts: counted
+		// as a query, it would pace that very transfer (transfer.go), and a secondary on a quiet
+		// primary would follow a change hundreds of milliseconds late.
+		queried()
+	}
 	if !b.Loaded() || !b.serves(zone) {
 		return dns.RcodeServerFailure, errNotLoaded
 	}
@@ -88,18 +94,18 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	}
 
 	opt := plugin.Options{NoApexFallback: g.NoApexFallback}
-	records, extra, truncated, err := lookup(ctx, b, zone, state, opt)
+	records, extra, truncated, err := lookup(ctx, b, g.apexOf(), zone, state, opt)
 	if err != nil && b.IsNameError(err) {
 		if g.Fall.Through(state.Name()) {
 			return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
 		}
-		return plugin.BackendError(ctx, b, zone, dns.RcodeNameError, state, nil, opt)
+		return g.backendError(b, zone, dns.RcodeNameError, state, nil)
 	}
 	if err != nil {
-		return plugin.BackendError(ctx, b, zone, dns.RcodeServerFailure, state, err, opt)
+		return g.backendError(b, zone, dns.RcodeServerFailure, state, err)
 	}
 	if len(records) == 0 {
-		return plugin.BackendError(ctx, b, zone, dns.RcodeSuccess, state, nil, opt)
+		return g.backendError(b, zone, dns.RcodeSuccess, state, nil)
 	}
 
 	m := new(dns.Msg)
@@ -112,9 +118,24 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	return dns.RcodeSuccess, nil
 }
 
-// lookup finds the records that answer the question, as the stock etcd plugin finds them. b
-// is the live backend, or a zone being transferred (transfer.go).
-func lookup(ctx context.Context, b plugin.ServiceBackend, zone string, state request.Request, opt plugin.Options) (records, extra []dns.RR, truncated bool, err error) {
+// lookup finds the records that answer the question, as the stock etcd plugin finds them, with
+// the SOA and NS records of the stanza's apex (apex.go). b is the live backend, or a zone being
+// transferred (transfer.go).
+func lookup(ctx context.Context, b plugin.ServiceBackend, a *apex, zone string, state request.Request, opt plugin.Options) (records, extra []dns.RR, truncated bool, err error) {
+	qtype := state.QType()
+	if glue := a.glue(state.Name(), qtype); len(glue) > 0 {
+		// A nameserver's glue, beside whatever the name has in etcd: what a secondary holds.
+		records, extra, truncated, err = lookupBackend(ctx, b, a, zone, state, opt)
+		if err != nil && !b.IsNameError(err) {
+			return nil, nil, false, err
+		}
+		return append(glue, records...), extra, truncated, nil
+	}
+	return lookupBackend(ctx, b, a, zone, state, opt)
+}
+
+// lookupBackend is lookup without the nameservers' glue.
+func lookupBackend(ctx context.Context, b plugin.ServiceBackend, a *apex, zone string, state request.Request, opt plugin.Options) (records, extra []dns.RR, truncated bool, err error) {
 	switch qtype := state.QType(); qtype {
 	case dns.TypeA, dns.TypeAAAA:
 		if live, ok := b.(*backend); ok && state.Name() != zone {
@@ -141,13 +162,13 @@ func lookup(ctx context.Context, b plugin.ServiceBackend, zone string, state req
 		// The etcd plugin answers the zone's SOA to an SOA question for any name; a plain zone
 		// only at its apex, and NODATA or NXDOMAIN below it, as exact names do.
 		if live, ok := b.(*backend); !ok || !live.ExactNames() || state.Name() == zone {
-			records, err = plugin.SOA(ctx, b, zone, state, opt)
+			records = []dns.RR{a.soa(b, zone, state)}
 			break
 		}
 		_, _, err = plugin.A(ctx, b, zone, state, nil, opt)
 	case dns.TypeNS:
 		if state.Name() == zone {
-			records, extra, err = plugin.NS(ctx, b, zone, state, opt)
+			records, extra, err = a.ns(ctx, b, zone, state, opt)
 			break
 		}
 		fallthrough

@@ -129,7 +129,7 @@ func metricsAtZero(server, zones string) {
 var (
 	transfers = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "transfers_total",
-		Help: "Zone transfers asked for, by kind (full: the whole zone; current: an IXFR from a secondary that was up to date; busy: refused while as many run as may).",
+		Help: "Zone transfers asked for, by kind (full: the whole zone; incremental: an IXFR answered with the difference; current: an IXFR from a secondary that was up to date; busy: refused while as many run as may).",
 	}, []string{"server", "zones", "kind"})
 	notifies = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "notifies_total",
@@ -138,7 +138,7 @@ var (
 )
 
 func transferMetricsAtZero(server, zones string) {
-	for _, kind := range []string{"full", "current", "busy"} {
+	for _, kind := range []string{"full", "incremental", "current", "busy"} {
 		transfers.WithLabelValues(server, zones, kind)
 	}
 	for _, result := range []string{"ok", "failed"} {

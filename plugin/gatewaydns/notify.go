@@ -8,8 +8,8 @@ import (
 	"github.com/coredns/coredns/request"
 )
 
-// The notifier tells the transfer plugin's secondaries (its `to` addresses) that a zone
-// changed: within a second of a change, one NOTIFY per zone and secondary for a burst of
+// The notifier tells the secondaries (the notify option's addresses, else the transfer
+// plugin's `to` through its Notify) that a zone changed: within a second of a change, one NOTIFY per zone and secondary for a burst of
 // changes, sent to each secondary on its own (notifySender), so that one that does not answer
 // delays no other. It looks at the zones' serials rather than hooking into the
 // index: the index may be shared with the next instance across a reload, the notifier is the
@@ -28,10 +28,10 @@ type notifier struct {
 }
 
 // startNotifier sends a NOTIFY for each zone once it has loaded, and after every change.
-func startNotifier(g *GatewayDNS, t *transfer.Transfer) *notifier {
+func startNotifier(g *GatewayDNS, t *transfer.Transfer, keyName, key string) *notifier {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &notifier{cancel: cancel, done: make(chan struct{})}
-	s := newNotifySender(ctx, g, t)
+	s := newNotifySender(ctx, g, t, keyName, key)
 	go func() {
 		defer close(n.done)
 		n.run(ctx, g, s)

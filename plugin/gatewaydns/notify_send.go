@@ -11,16 +11,21 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/rcode"
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/backoff"
 )
 
-// A NOTIFY waits notifyTry for its answer and is sent up to notifyTries times (RFC 1996 4.7:
-// sent again until answered), as the transfer plugin does, but with a shorter wait: a secondary
-// answers a NOTIFY at once, in milliseconds across a WAN; three seconds without an answer
-// means it is down, and the next change notifies it again. Each secondary is sent to on its
-// own, so the wait delays nothing else.
+// A NOTIFY waits notifyTry for its answer, and is sent again until it is answered (RFC 1996
+// 4.7), after a back-off of notifyRetryMin doubling up to notifyRetryMax: a secondary that was
+// down gets the NOTIFY within notifyRetryMax of its return, rather than at its refresh (hours),
+// for one small packet every few seconds meanwhile. After notifyTries tries the NOTIFY counts as
+// failed and is logged (once, until that secondary answers again); it is still sent. Each
+// secondary is sent to on its own, so the wait delays nothing else.
 const (
-	notifyTry   = time.Second
-	notifyTries = 3
+	notifyTry      = time.Second
+	notifyTries    = 3
+	notifyRetryMin = 250 * time.Millisecond
+	notifyRetryMax = 2 * time.Second
 )
 
 // flight is one zone's NOTIFY to one secondary; addr is empty for the transfer plugin's
@@ -35,6 +40,7 @@ type notifySender struct {
 	server, zones string                  // the metrics' labels
 	targets       map[string]notifyTarget // nil: through the transfer plugin's Notify
 	t             *transfer.Transfer
+	keyName, key  string // the TSIG key NOTIFYs are signed with; "": unsigned
 
 	flights sync.WaitGroup
 	mu      sync.Mutex
@@ -42,16 +48,25 @@ type notifySender struct {
 	failing map[string]bool    // secondaries whose last NOTIFY failed, so that it is logged once
 }
 
-func newNotifySender(ctx context.Context, g *GatewayDNS, t *transfer.Transfer) *notifySender {
-	targets, ok := notifyTargets(t, g.Zones)
-	if !ok {
-		log.Warningf("The transfer plugin's secondaries cannot be read (a CoreDNS other than v1.15?): NOTIFYs go through its Notify, to one secondary after another")
+func newNotifySender(ctx context.Context, g *GatewayDNS, t *transfer.Transfer, keyName, key string) *notifySender {
+	var targets map[string]notifyTarget
+	if n := g.stanza.cfg.notify; len(n.to) > 0 {
+		targets = map[string]notifyTarget{}
+		for _, zone := range g.Zones {
+			targets[zone] = notifyTarget{to: n.to, source: n.source}
+		}
 	}
 	return &notifySender{
 		ctx: ctx, server: g.stanza.cfg.server, zones: strings.Join(g.Zones, " "),
-		targets: targets, t: t,
+		targets: targets, t: t, keyName: keyName, key: key,
 		again: map[flight]*uint32{}, failing: map[string]bool{},
 	}
+}
+
+// notifyTarget is where the NOTIFYs of one zone go.
+type notifyTarget struct {
+	to     []string
+	source net.IP
 }
 
 // send NOTIFYs the secondaries of zone, now at serial.
@@ -77,7 +92,7 @@ func (s *notifySender) start(f flight, source net.IP, serial uint32) {
 	s.mu.Unlock()
 	s.flights.Go(func() {
 		for {
-			s.report(f, serial, s.notify(f, source))
+			s.report(f, serial, s.notify(f, source, serial))
 			s.mu.Lock()
 			next := s.again[f]
 			if next != nil && s.ctx.Err() == nil {
@@ -94,22 +109,29 @@ func (s *notifySender) start(f flight, source net.IP, serial uint32) {
 	})
 }
 
-// notify sends one NOTIFY until it is answered, at most notifyTries times; a stop ends it at
-// once.
-func (s *notifySender) notify(f flight, source net.IP) error {
+// notify sends one NOTIFY until it is answered, signed when the sender has a key; a stop ends
+// it at once. Through the transfer plugin (no notify option), its Notify's own tries.
+func (s *notifySender) notify(f flight, source net.IP, serial uint32) error {
 	if f.addr == "" {
 		return s.t.Notify(f.zone)
 	}
-	m := new(dns.Msg)
-	m.SetNotify(f.zone)
 	c := &dns.Client{Timeout: notifyTry}
 	if source != nil {
 		c.Dialer = &net.Dialer{Timeout: notifyTry, LocalAddr: &net.UDPAddr{IP: source}}
 	}
+	if s.keyName != "" {
+		c.TsigSecret = map[string]string{s.keyName: s.key}
+	}
+	wait := backoff.New(notifyRetryMin, notifyRetryMax)
 	var err error
-	for range notifyTries {
+	for try := 1; ; try++ {
 		if s.ctx.Err() != nil {
 			return s.ctx.Err()
+		}
+		m := new(dns.Msg)
+		m.SetNotify(f.zone)
+		if s.keyName != "" {
+			m.SetTsig(s.keyName, dns.HmacSHA256, 300, time.Now().Unix())
 		}
 		var r *dns.Msg
 		if r, err = exchangeUntilDone(s.ctx, c, m, f.addr); err == nil {
@@ -118,8 +140,13 @@ func (s *notifySender) notify(f flight, source net.IP) error {
 			}
 			err = fmt.Errorf("rcode %s", rcode.ToString(r.Rcode))
 		}
+		if try == notifyTries {
+			s.report(f, serial, fmt.Errorf("%d tries: %w; sent again until it is answered", notifyTries, err))
+		}
+		if !wait.Sleep(s.ctx) {
+			return s.ctx.Err()
+		}
 	}
-	return fmt.Errorf("%d tries: %w", notifyTries, err)
 }
 
 // exchangeUntilDone is c.Exchange, ended early by ctx: miekg/dns only keeps to a context's

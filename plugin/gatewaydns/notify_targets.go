@@ -1,90 +1,73 @@
 package gatewaydns
 
 import (
+	"fmt"
 	"net"
-	"reflect"
 	"slices"
 
-	"github.com/coredns/coredns/plugin"
-	"github.com/coredns/coredns/plugin/transfer"
+	coreparse "github.com/coredns/coredns/plugin/pkg/parse"
+	"github.com/miekg/dns"
 )
 
-// notifyTarget is where the NOTIFYs of one zone go: the transfer plugin's `to` addresses
-// (host:port, without `*`) of its stanza for the zone, sent from its `source`, if any.
-type notifyTarget struct {
-	to     []string
-	source net.IP
+// notifyConfig is where the stanza sends its NOTIFYs: its own list (the notify option), read
+// from the Corefile rather than from the transfer plugin's unexported fields. Without it the
+// transfer plugin's exported Notify sends them to its `to` list: unsigned, one secondary after
+// another, a few tries each.
+type notifyConfig struct {
+	to     []string // host:port
+	source net.IP   // nil: the system picks the source address
+	key    string   // the tsig plugin's key to sign with; "": the only one, or the first by name
 }
 
-// notifyTargets reads, for each zone, what the transfer plugin's own Notify would send to. The
-// plugin keeps its stanzas unexported, and its Notify cannot serve here: it sends to one
-// secondary after another, 3 tries of 2 s each, so one that does not answer holds up the
-// others, and the stanza's other zones, by 6 s. So they are read by reflection, read only (a
-// test pins it to the plugin's setup), and sent to by the notifier itself. ok is false when the
-// plugin's fields are not what this reads (another CoreDNS version): then the notifier falls
-// back to the plugin's Notify.
-func notifyTargets(t *transfer.Transfer, zones []string) (targets map[string]notifyTarget, ok bool) {
-	v := reflect.ValueOf(t)
-	if v.Kind() != reflect.Pointer || v.IsNil() {
-		return nil, false
-	}
-	xfrs := v.Elem().FieldByName("xfrs")
-	if !xfrs.IsValid() || xfrs.Kind() != reflect.Slice {
-		return nil, false
-	}
-	type stanza struct {
-		zones  []string
-		target notifyTarget
-	}
-	var stanzas []stanza
-	for i := range xfrs.Len() {
-		x := xfrs.Index(i)
-		if x.Kind() != reflect.Pointer || x.IsNil() || x.Elem().Kind() != reflect.Struct {
-			return nil, false
+// parseNotify reads "notify ADDRESS..." (repeatable), "notify-source ADDRESS" and
+// "notify-key NAME".
+func parseNotify(opt string, args []string, n *notifyConfig) error {
+	switch opt {
+	case "notify":
+		if len(args) == 0 {
+			return fmt.Errorf("notify needs the secondaries' ADDRESSes (host or host:port)")
 		}
-		x = x.Elem()
-		zs, to, source := x.FieldByName("Zones"), x.FieldByName("to"), x.FieldByName("source")
-		if !isStrings(zs) || !isStrings(to) || !source.IsValid() || source.Type() != reflect.TypeFor[net.IP]() {
-			return nil, false
+		hosts, err := coreparse.HostPortOrFile(args...)
+		if err != nil {
+			return fmt.Errorf("notify: %w", err)
 		}
-		s := stanza{zones: stringsOf(zs)}
-		for _, addr := range stringsOf(to) {
-			if addr != "*" {
-				s.target.to = append(s.target.to, addr)
+		for _, h := range hosts {
+			if !slices.Contains(n.to, h) {
+				n.to = append(n.to, h)
 			}
 		}
-		if !source.IsNil() {
-			s.target.source = slices.Clone(net.IP(source.Bytes()))
+	case "notify-source":
+		if len(args) != 1 || net.ParseIP(args[0]) == nil {
+			return fmt.Errorf("notify-source needs one IP address, the NOTIFYs' source")
 		}
-		stanzas = append(stanzas, s)
+		n.source = net.ParseIP(args[0])
+	case "notify-key":
+		if len(args) != 1 {
+			return fmt.Errorf("notify-key needs the NAME of a key of the tsig plugin")
+		}
+		n.key = dns.CanonicalName(args[0])
 	}
-	targets = map[string]notifyTarget{}
-	for _, zone := range zones {
-		// The transfer plugin's choice (longestMatch): the longest matching zone, the greater
-		// name of two as long.
-		best, found := "", -1
-		for i, s := range stanzas {
-			z := plugin.Zones(s.zones).Matches(zone)
-			if z != "" && (len(z) > len(best) || (len(z) == len(best) && z > best)) {
-				best, found = z, i
-			}
-		}
-		if found >= 0 && len(stanzas[found].target.to) > 0 {
-			targets[zone] = stanzas[found].target
-		}
-	}
-	return targets, true
+	return nil
 }
 
-func isStrings(v reflect.Value) bool {
-	return v.IsValid() && v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String
-}
-
-// stringsOf copies a []string field, exported or not.
-func stringsOf(v reflect.Value) []string {
-	out := make([]string, v.Len())
-	for i := range out {
-		out[i] = v.Index(i).String()
+// signingKey is the TSIG key NOTIFYs are signed with, from the server block's tsig plugin
+// (name -> secret): the one notify-key names, else the only one, else the first by name. ok
+// is false when there is no key to sign with; err names a notify-key the tsig plugin lacks.
+func (n *notifyConfig) signingKey(secrets map[string]string) (name, secret string, ok bool, err error) {
+	if n.key != "" {
+		s, found := secrets[n.key]
+		if !found {
+			return "", "", false, fmt.Errorf("notify-key %s: the tsig plugin of the server block has no such key", n.key)
+		}
+		return n.key, s, true, nil
 	}
-	return out
+	if len(secrets) == 0 {
+		return "", "", false, nil
+	}
+	names := make([]string, 0, len(secrets))
+	for k := range secrets {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names[0], secrets[names[0]], true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin/transfer"
+	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -30,43 +32,72 @@ func transferPlugin(t *testing.T, lines string) *transfer.Transfer {
 	return dnsserver.GetConfig(c).Plugin[0](nil).(*transfer.Transfer)
 }
 
-func TestNotifyTargetsAreWhatTheTransferPluginWouldNotify(t *testing.T) {
-	tr := transferPlugin(t, `transfer zone.test other.test {
-    to 127.0.0.1:5300 10.0.0.1 *
+func TestTheNotifyOptionsNameTheSecondariesAndTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		stanza  string
+		want    string
+		wantErr string
+	}{
+		{"notify 127.0.0.1:5300 10.0.0.1\nnotify 10.0.0.2 10.0.0.1", "[127.0.0.1:5300 10.0.0.1:53 10.0.0.2:53] <nil> ", ""},
+		{"notify 10.0.0.1\nnotify-source 127.0.0.2\nnotify-key Key.Example", "[10.0.0.1:53] 127.0.0.2 key.example.", ""},
+		{"notify", "", "notify needs the secondaries' ADDRESSes"},
+		{"notify-source nowhere", "", "notify-source needs one IP address"},
+		{"notify-key", "", "notify-key needs the NAME"},
+	} {
+		cfg, err := parse(caddy.NewTestController("dns", "gatewaydns zone.test {\n"+tc.stanza+"\n}"))
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "Testfile:") {
+				t.Errorf("%q: error %v, want one naming the line and saying %q", tc.stanza, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.stanza, err)
+		}
+		if got := fmt.Sprintf("%v %v %s", cfg.notify.to, cfg.notify.source, cfg.notify.key); got != tc.want {
+			t.Errorf("%q: %s, want %s", tc.stanza, got, tc.want)
+		}
+	}
 }
-transfer sub.zone.test {
-    to 10.0.0.2
-    source 127.0.0.1
-}
-transfer any.test {
-    to *
-}`)
-	got, ok := notifyTargets(tr, []string{"zone.test.", "sub.zone.test.", "deep.sub.zone.test.", "other.test.", "any.test.", "none.test."})
-	if !ok {
-		t.Fatal("the transfer plugin's stanzas could not be read: its fields changed")
-	}
-	want := map[string]notifyTarget{
-		"zone.test.":          {to: []string{"127.0.0.1:5300", "10.0.0.1:53"}},
-		"other.test.":         {to: []string{"127.0.0.1:5300", "10.0.0.1:53"}},
-		"sub.zone.test.":      {to: []string{"10.0.0.2:53"}, source: net.ParseIP("127.0.0.1")},
-		"deep.sub.zone.test.": {to: []string{"10.0.0.2:53"}, source: net.ParseIP("127.0.0.1")},
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("targets\n got %v\nwant %v", got, want)
-	}
-	if targets, ok := notifyTargets(nil, []string{"zone.test."}); ok || targets != nil {
-		t.Errorf("no transfer plugin: %v, %v", targets, ok)
+
+// The key NOTIFYs are signed with: notify-key's, else the only one of the tsig plugin, else the
+// first by name; none without tsig.
+func TestNotifiesAreSignedWithTheKeyTheStanzaNames(t *testing.T) {
+	secrets := map[string]string{"b.key.": "c2VjcmV0Qg==", "a.key.": "c2VjcmV0QQ=="}
+	for _, tc := range []struct {
+		key     string
+		secrets map[string]string
+		want    string
+	}{
+		{"", nil, " false <nil>"},
+		{"", map[string]string{"b.key.": "x"}, "b.key. true <nil>"},
+		{"", secrets, "a.key. true <nil>"},
+		{"b.key.", secrets, "b.key. true <nil>"},
+		{"c.key.", secrets, " false notify-key c.key.: the tsig plugin of the server block has no such key"},
+	} {
+		n := notifyConfig{key: tc.key}
+		name, _, ok, err := n.signingKey(tc.secrets)
+		if got := fmt.Sprintf("%s %v %v", name, ok, err); got != tc.want {
+			t.Errorf("notify-key %q, keys %v: %s, want %s", tc.key, tc.secrets, got, tc.want)
+		}
 	}
 }
 
 // notifyListener is a secondary that answers NOTIFYs and notes when each came.
 type notifyListener struct {
-	addr string
-	mu   sync.Mutex
-	at   []time.Time
+	addr  string
+	mu    sync.Mutex
+	at    []time.Time
+	zones []string // the zones of every NOTIFY taken, in order
 }
 
 func listenForNotifies(t *testing.T) *notifyListener {
+	return listenForNotifiesWith(t, nil, 0)
+}
+
+// listenForNotifiesWith is listenForNotifies, requiring NOTIFYs signed with one of secrets
+// when given (others are refused), and refusing the first refuse NOTIFYs.
+func listenForNotifiesWith(t *testing.T, secrets map[string]string, refuse int) *notifyListener {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -74,14 +105,28 @@ func listenForNotifies(t *testing.T) *notifyListener {
 	}
 	l := &notifyListener{addr: pc.LocalAddr().String()}
 	started := make(chan struct{})
-	srv := &dns.Server{PacketConn: pc, NotifyStartedFunc: func() { close(started) }, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-		if r.Opcode == dns.OpcodeNotify && r.Question[0].Name == "zone.test." {
-			l.mu.Lock()
-			l.at = append(l.at, time.Now())
-			l.mu.Unlock()
-		}
+	srv := &dns.Server{PacketConn: pc, TsigSecret: secrets, NotifyStartedFunc: func() { close(started) }, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
 		m := new(dns.Msg)
 		m.SetReply(r)
+		signed := r.IsTsig() != nil && w.TsigStatus() == nil
+		switch {
+		case secrets != nil && !signed:
+			m.Rcode = dns.RcodeNotAuth
+		case refuse > 0:
+			refuse--
+			m.Rcode = dns.RcodeRefused
+		case r.Opcode == dns.OpcodeNotify:
+			l.mu.Lock()
+			l.zones = append(l.zones, r.Question[0].Name)
+			if r.Question[0].Name == "zone.test." {
+				l.at = append(l.at, time.Now())
+			}
+			l.mu.Unlock()
+		}
+		if signed {
+			t := r.IsTsig()
+			m.SetTsig(t.Hdr.Name, t.Algorithm, 300, time.Now().Unix())
+		}
 		_ = w.WriteMsg(m)
 	})}
 	go func() { _ = srv.ActivateAndServe() }()
@@ -112,13 +157,14 @@ func (l *notifyListener) waitNotifies(t *testing.T, n int, limit time.Duration) 
 // notifying runs a notifier for a loaded zone.test stanza whose transfer plugin sends to the
 // addresses to; change makes a change to the zone.
 func notifying(t *testing.T, to ...string) (n *notifier, change func()) {
+	return notifyingSigned(t, "", "", to...)
+}
+
+// notifyingSigned is notifying with NOTIFYs signed with the key keyName, when not "".
+func notifyingSigned(t *testing.T, keyName, key string, to ...string) (n *notifier, change func()) {
 	t.Helper()
-	g := loadedStanza(t, "gatewaydns zone.test", transferFixture)
-	lines := "transfer zone.test {\n to"
-	for _, addr := range to {
-		lines += " " + addr
-	}
-	n = startNotifier(g, transferPlugin(t, lines+"\n}"))
+	g := loadedStanza(t, "gatewaydns zone.test {\n notify "+strings.Join(to, " ")+"\n}", transferFixture)
+	n = startNotifier(g, transferPlugin(t, "transfer zone.test {\n to "+strings.Join(to, " ")+"\n}"), keyName, key)
 	t.Cleanup(n.stop)
 	rev := int64(100)
 	return n, func() {
@@ -228,5 +274,80 @@ func TestADeadSecondaryDelaysNeitherTheOthersNorTheStop(t *testing.T) {
 	n.stop()
 	if took := time.Since(start); took > notifyTry/2 {
 		t.Errorf("stop took %s with a NOTIFY to a dead secondary in flight", took)
+	}
+}
+
+// TestANotifyIsSentAgainUntilTheSecondaryAnswersIt: a secondary that refuses the first tries
+// (down, or still loading) gets the NOTIFY again, with back-off, past the tries that count it
+// as failed, until it takes it.
+func TestANotifyIsSentAgainUntilTheSecondaryAnswersIt(t *testing.T) {
+	l := listenForNotifiesWith(t, nil, notifyTries)
+	start := time.Now()
+	notifying(t, l.addr)
+	at := l.waitNotifies(t, 1, 5*time.Second)
+	// The tries: at once, then after 0.25, 0.5 and 1 s; the third counts it failed, the
+	// fourth is taken.
+	if took := at[0].Sub(start); took < notifyRetryMin*(1+2+4) {
+		t.Errorf("answered %s after the start, before the back-off of %d tries", took, notifyTries)
+	}
+}
+
+// TestNotifiesAreSignedForASecondaryThatRequiresTSIG: with a key, each NOTIFY is signed, and a
+// secondary requiring it takes the first one.
+func TestNotifiesAreSignedForASecondaryThatRequiresTSIG(t *testing.T) {
+	secrets := map[string]string{"xfr.key.": "c2VjcmV0LXNlY3JldC1zZWNyZXQ="}
+	l := listenForNotifiesWith(t, secrets, 0)
+	_, change := notifyingSigned(t, "xfr.key.", secrets["xfr.key."], l.addr)
+	l.waitNotifies(t, 1, 2*time.Second)
+	change()
+	changed := time.Now()
+	at := l.waitNotifies(t, 2, 2*time.Second)
+	if took := at[1].Sub(changed); took > time.Second {
+		t.Errorf("the signed NOTIFY of a change came %s after it, want within 1s", took)
+	}
+}
+
+// TestAChangeOutsideAZoneNeitherMovesItsSerialNorNotifiesIt: a stanza serving zone.test and
+// its child eu1.zone.test (one watch, the parent's prefix) gives each zone its own serial: a
+// change in the parent outside the child moves the parent's serial alone, and NOTIFYs the
+// parent alone; a change in the child moves both (the parent holds the child's names too).
+func TestAChangeOutsideAZoneNeitherMovesItsSerialNorNotifiesIt(t *testing.T) {
+	l := listenForNotifies(t)
+	g := loadedStanza(t, "gatewaydns zone.test eu1.zone.test {\n notify "+l.addr+"\n}", transferFixture)
+	n := startNotifier(g, transferPlugin(t, "transfer zone.test eu1.zone.test {\n to "+l.addr+"\n}"), "", "")
+	t.Cleanup(n.stop)
+	serials := func() string {
+		b := g.current()
+		return fmt.Sprint(b.Serial(request.Request{Zone: "zone.test."}), " ", b.Serial(request.Request{Zone: "eu1.zone.test."}))
+	}
+	l.waitNotifies(t, 1, 2*time.Second)
+	waitZones := func(want int) []string {
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			l.mu.Lock()
+			zones := slices.Clone(l.zones)
+			l.mu.Unlock()
+			if len(zones) >= want {
+				return zones
+			}
+		}
+		t.Fatalf("fewer than %d NOTIFYs within 2s", want)
+		return nil
+	}
+	if got := serials(); got != "16 16" {
+		t.Errorf("serials after the load: %s, want 16 16 (the last change, in eu1)", got)
+	}
+	before := len(waitZones(2)) // one per zone at the load
+	g.stanza.index.Apply([]record.Change{{KV: at(100, "/skydns/test/zone/outside/1", `{"host":"10.9.0.1"}`)}})
+	if got := serials(); got != "100 16" {
+		t.Errorf("serials after a change outside eu1: %s, want 100 16", got)
+	}
+	l.waitNotifies(t, 2, 2*time.Second)
+	g.stanza.index.Apply([]record.Change{{KV: at(101, "/skydns/test/zone/eu1/inside/1", `{"host":"10.9.0.2"}`)}})
+	if got := serials(); got != "101 101" {
+		t.Errorf("serials after a change inside eu1: %s, want 101 101", got)
+	}
+	zones := waitZones(before + 3)
+	if got := fmt.Sprint(zones[before:]); got != "[zone.test. zone.test. eu1.zone.test.]" && got != "[zone.test. eu1.zone.test. zone.test.]" {
+		t.Errorf("NOTIFYs after a change outside eu1, then one inside: %s, want zone.test. alone, then both", got)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
-	"github.com/coredns/coredns/plugin/etcd/msg"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	coreparse "github.com/coredns/coredns/plugin/pkg/parse"
 	mwtls "github.com/coredns/coredns/plugin/pkg/tls"
@@ -51,11 +50,18 @@ type config struct {
 	minLeaseTTL    uint32
 	maxLeaseTTL    uint32
 	negativeTTL    uint32
-	leaseGrace     time.Duration // how long a key deleted by its lease's expiry is still answered
-	noApexFallback bool
-	explain        bool
-	exactNames     bool     // answer a name from its own key and record-id children only
-	fall           []string // nil: no fallthrough; empty: every zone
+	negativeTTLSet bool
+	apex           *apex // the SOA's fields and the nameservers
+	// transferSynthetic puts into a transfer what the plugin synthesises too: an SRV record
+	// for every address (port 0 where none is stored) and the record-id names.
+	transferSynthetic bool
+	notify            notifyConfig  // where NOTIFYs go, and the key they are signed with
+	notifyAt          string        // the file and line of notify-key, for its error at startup
+	leaseGrace        time.Duration // how long a key deleted by its lease's expiry is still answered
+	noApexFallback    bool
+	explain           bool
+	exactNames        bool     // answer a name from its own key and record-id children only
+	fall              []string // nil: no fallthrough; empty: every zone
 
 	publish     *publishConfig // nil: this stanza does not publish
 	publishOnly bool           // publish, and leave answering the zone to the plugins after it
@@ -84,7 +90,11 @@ func setup(c *caddy.Controller) error {
 		}
 		starting.add(st)
 		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && !cfg.publishOnly {
-			st.notifyThrough(g, t)
+			keyName, key, _, err := cfg.notify.signingKey(dnsserver.GetConfig(c).TsigSecret)
+			if err != nil {
+				return plugin.Error(pluginName, fmt.Errorf("%s: %w", cfg.notifyAt, err))
+			}
+			st.notifyThrough(g, t, keyName, key)
 		}
 		return nil
 	})
@@ -105,6 +115,7 @@ func parse(c *caddy.Controller) (*config, error) {
 		maxLeaseTTL: index.DefaultMaxLeaseTTL,
 		negativeTTL: index.DefaultNegativeTTL,
 		leaseGrace:  mirror.DefaultGrace,
+		apex:        newApex(),
 	}
 	if !c.Next() {
 		return nil, c.ArgErr()
@@ -131,6 +142,9 @@ func parse(c *caddy.Controller) (*config, error) {
 		}
 		if err := parseOption(c, opt, args, cfg, root); err != nil {
 			return nil, err
+		}
+		if opt == "notify-key" {
+			cfg.notifyAt = fmt.Sprintf("%s:%d", c.File(), c.Line())
 		}
 	}
 	if publishing || cfg.publishOnly {
@@ -246,14 +260,13 @@ func parseOption(c *caddy.Controller, opt string, args []string, cfg *config, ro
 		if len(args) != 1 {
 			return c.Errf("negative-ttl needs exactly one duration")
 		}
-		ttl, err := parseTTL(args[0])
-		if err == nil && ttl > index.MaxNegativeTTL {
-			err = fmt.Errorf("at most %ds: CoreDNS gives the SOA record a TTL of at most that, and resolvers cache a negative answer for the smaller of the two", index.MaxNegativeTTL)
-		}
-		if err != nil {
+		if err := setNegativeTTL(args[0], cfg); err != nil {
 			return c.Errf("invalid negative-ttl %q: %v", args[0], err)
 		}
-		cfg.negativeTTL = ttl
+	case "soa", "nameserver", "notify", "notify-source", "notify-key", "transfer-synthetic":
+		if err := parseTransferOption(opt, args, cfg); err != nil {
+			return c.Errf("%v", err)
+		}
 	case "publish-only":
 		if len(args) != 0 {
 			return c.Errf("publish-only takes no arguments")
@@ -302,10 +315,7 @@ func parseTTL(s string) (uint32, error) {
 // for openmcp.cluster: the server reads and watches only these, so an etcd role with read on
 // its zones is all it needs. A zone inside another is covered by the outer one's prefix.
 func zonePrefixes(prefix string, zones []string) []string {
-	var all []string
-	for _, z := range zones {
-		all = append(all, strings.TrimSuffix(msg.Path(z, prefix), "/")+"/")
-	}
+	all := zoneKeyPrefixes(prefix, zones)
 	slices.Sort(all)
 	var out []string
 	for _, p := range all {

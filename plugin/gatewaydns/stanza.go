@@ -39,11 +39,12 @@ type stanza struct {
 	notify  *notifier          // NOTIFYs the transfer plugin's secondaries; nil without one
 
 	transfers *transferRuns // the zone transfers being sent
+	journal   xfrJournal    // the records of the last transfers, for IXFR (transfer_ixfr.go)
 }
 
 func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 	st := &stanza{cfg: cfg, transfers: newTransferRuns()}
-	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, Explain: cfg.explain, stanza: st}
+	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, Explain: cfg.explain, stanza: st, apex: cfg.apex}
 	if cfg.fall != nil {
 		g.Fall.SetZonesFromArgs(cfg.fall)
 	}
@@ -54,12 +55,13 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 	st.prefixes = zonePrefixes(cfg.prefix, cfg.zones)
 	var own *feed // the feed outlives the stanza when the next instance shares it: not st.own
 	st.index = index.New(index.Options{
-		Prefix:      cfg.prefix,
-		Prefixes:    st.prefixes,
-		MinLeaseTTL: cfg.minLeaseTTL,
-		NegativeTTL: &cfg.negativeTTL,
-		MaxLeaseTTL: cfg.maxLeaseTTL,
-		ExactNames:  cfg.exactNames,
+		Prefix:       cfg.prefix,
+		Prefixes:     st.prefixes,
+		ZonePrefixes: zoneKeyPrefixes(cfg.prefix, cfg.zones),
+		MinLeaseTTL:  cfg.minLeaseTTL,
+		NegativeTTL:  &cfg.negativeTTL,
+		MaxLeaseTTL:  cfg.maxLeaseTTL,
+		ExactNames:   cfg.exactNames,
 		Invalid: func(key string, err error) {
 			invalidRecords.WithLabelValues(cfg.server, zones).Inc()
 			log.Warningf("Skipping a value that cannot be served: %v", err)
@@ -175,8 +177,8 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 }
 
 // notifyThrough starts sending the transfer plugin's NOTIFYs for the stanza's zones; stop ends it.
-func (s *stanza) notifyThrough(g *GatewayDNS, t *transfer.Transfer) {
-	n := startNotifier(g, t)
+func (s *stanza) notifyThrough(g *GatewayDNS, t *transfer.Transfer, keyName, key string) {
+	n := startNotifier(g, t, keyName, key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.notify = n

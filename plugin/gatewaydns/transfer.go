@@ -1,7 +1,6 @@
 package gatewaydns
 
 import (
-	"context"
 	"errors"
 	"runtime"
 	"slices"
@@ -13,16 +12,14 @@ import (
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
-
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 )
 
 // Transfer implements transfer.Transferer, so that the stock transfer plugin serves AXFR and
 // IXFR of the stanza's zones from the index: a copy of the zone's names at one revision
 // (index.Index.Zone), turned into records while the transfer is sent, paced so that queries
 // go first (pacer), by a goroutine the stanza owns (transferRuns). An IXFR is answered with
-// the SOA alone when the secondary is current, and with the whole zone otherwise, as RFC 1995
-// allows: the index keeps no history.
+// the SOA alone when the secondary is current, with the difference from a transfer the journal
+// holds (transfer_ixfr.go), and with the whole zone otherwise, as RFC 1995 allows.
 func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	b := g.current()
 	if b == nil || !slices.Contains(g.Zones, zone) {
@@ -46,32 +43,56 @@ func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, erro
 		return nil, errNotLoaded
 	}
 	opt := plugin.Options{NoApexFallback: g.NoApexFallback}
-	soa, err := plugin.SOA(context.Background(), z, zone, request.Request{}, opt)
-	if err != nil {
-		run.end()
-		return nil, err
-	}
+	soa := []dns.RR{g.apexOf().soa(z, zone, request.Request{})}
 	if serial != 0 && !serialAfter(z.Serial(request.Request{}), serial) {
 		transfers.WithLabelValues(server, zones, "current").Inc()
 		return run.run(func(x *xfrRun) { x.send(soa) }), nil
 	}
-	transfers.WithLabelValues(server, zones, "full").Inc()
+	var old *xfrSnapshot
+	if serial != 0 {
+		old = g.stanza.journal.get(zone, serial)
+	}
+	kind := map[bool]string{false: "full", true: "incremental"}[old != nil]
+	transfers.WithLabelValues(server, zones, kind).Inc()
 	return run.run(func(x *xfrRun) {
+		w := newZoneWriter(z, g.apexOf(), dns.IsSubDomain("arpa.", zone), g.stanza.cfg.transferSynthetic, opt)
+		snap := newSnapshotter(z.Serial(request.Request{}), z.Len())
+		if old != nil && snap.s != nil {
+			// The zone now, collected, then the difference sent.
+			var buf []dns.RR
+			for i := range z.Len() {
+				buf = w.appendName(buf[:0], i)
+				snap.add(buf)
+				if i%xfrBatch == 0 {
+					if x.runs.ctx.Err() != nil {
+						return
+					}
+					pace.pause()
+				}
+			}
+			g.stanza.journal.put(zone, snap.s)
+			x.sendIncremental(soa[0].(*dns.SOA), old, snap.s, pace.pause)
+			return
+		}
 		if !x.send(soa) {
 			return
 		}
-		w := newZoneWriter(z, dns.IsSubDomain("arpa.", zone), opt)
 		batch := make([]dns.RR, 0, xfrBatch)
 		for i := range z.Len() {
 			batch = w.appendName(batch, i)
 			if len(batch) < xfrBatch {
 				continue
 			}
+			snap.add(batch)
 			if !x.send(batch) {
 				return
 			}
 			batch = make([]dns.RR, 0, xfrBatch)
 			pace.pause()
+		}
+		snap.add(batch)
+		if snap.s != nil {
+			g.stanza.journal.put(zone, snap.s)
 		}
 		if len(batch) > 0 && !x.send(batch) {
 			return
@@ -148,81 +169,5 @@ func (p *pacer) pause() {
 	p.worked = now
 }
 
-// zoneWriter makes the records of the names of a zone being transferred.
-type zoneWriter struct {
-	z       *index.Zone
-	reverse bool
-	opt     plugin.Options
-}
-
-func newZoneWriter(z *index.Zone, reverse bool, opt plugin.Options) *zoneWriter {
-	return &zoneWriter{z: z, reverse: reverse, opt: opt}
-}
-
-// appendName appends the records of the zone's i-th name to dst: those of zoneRecords. A
-// plain name's (index.Zone.Plain, nearly every name) are made from its addresses and services
-// by the code that answers questions, without the six lookups zoneRecords makes.
-func (x *zoneWriter) appendName(dst []dns.RR, i int) []dns.RR {
-	name := x.z.Name(i)
-	if x.reverse || name == x.z.Origin {
-		return append(dst, zoneRecords(x.z, name, x.reverse, x.opt)...)
-	}
-	services, v4, v6, ok := x.z.Plain(i)
-	if !ok {
-		return append(dst, zoneRecords(x.z, name, x.reverse, x.opt)...)
-	}
-	if len(services) == 0 {
-		return dst // an empty non-terminal
-	}
-	// What zoneRecords asks, in its order: a CNAME, which a plain name has not; the A and
-	// AAAA records, as addressRecords answers them; no TXT and no MX (no text, no mail); and the
-	// SRV records, which plugin.SRV would make of the name's services, one per address.
-	dst = appendAddressRecords(dst, name, dns.TypeA, v4)
-	dst = appendAddressRecords(dst, name, dns.TypeAAAA, v6)
-	return appendPlainSRV(dst, name, services)
-}
-
 // serialAfter reports whether serial a is after b in RFC 1982 arithmetic.
 func serialAfter(a, b uint32) bool { return a != b && int32(a-b) > 0 } // #nosec G115 -- RFC 1982
-
-// zoneQuestions are what a name's records in a transfer are made of: the answers to these
-// questions, as the live plugin gives them (lookup), that are owned by the name itself. A
-// CNAME, where a name has one, stands alone (RFC 1034 3.6.2).
-var zoneQuestions = []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeSRV, dns.TypeMX}
-
-// zoneRecords are the records of one name in a transfer of z: what the plugin answers for the
-// name with exact names, without the records of other names (CNAME targets, glue), which the
-// zone holds at their own names.
-func zoneRecords(z *index.Zone, name string, reverse bool, opt plugin.Options) []dns.RR {
-	ctx := context.Background()
-	ask := func(qtype uint16) []dns.RR {
-		m := new(dns.Msg)
-		m.SetQuestion(name, qtype)
-		records, _, _, err := lookup(ctx, z, z.Origin, request.Request{Req: m, Zone: z.Origin}, opt)
-		if err != nil {
-			return nil
-		}
-		own := records[:0]
-		for _, rr := range records {
-			if h := rr.Header(); h.Rrtype == qtype && strings.EqualFold(h.Name, name) {
-				own = append(own, rr)
-			}
-		}
-		return own
-	}
-	if reverse {
-		return ask(dns.TypePTR)
-	}
-	var rrs []dns.RR
-	if name != z.Origin {
-		if cn := ask(dns.TypeCNAME); len(cn) > 0 {
-			return cn[:1]
-		}
-	} else {
-		rrs = append(rrs, ask(dns.TypeNS)...)
-	}
-	for _, qtype := range zoneQuestions {
-		rrs = append(rrs, ask(qtype)...)
-	}
-	return rrs
-}

@@ -69,14 +69,12 @@ func transferred(t *testing.T, g *GatewayDNS, zone string, serial uint32) []dns.
 	return rrs
 }
 
-func TestTransferHoldsEachNamesOwnRecordsBetweenTwoSOAs(t *testing.T) {
-	g := loadedStanza(t, "gatewaydns zone.test", transferFixture)
+// With transfer-synthetic, a transfer holds what the plugin answers for each name: SRV records
+// of every address (port 0 where none is stored) and the record-id names too.
+func TestASyntheticTransferHoldsEachNamesAnswersBetweenTwoSOAs(t *testing.T) {
+	g := loadedStanza(t, "gatewaydns zone.test {\n transfer-synthetic\n}", transferFixture)
 	rrs := transferred(t, g, "zone.test.", 0)
-	var got []string
-	for _, rr := range rrs[1 : len(rrs)-1] {
-		got = append(got, strings.ReplaceAll(rr.String(), "\t", " "))
-	}
-	slices.Sort(got)
+	got := betweenSOAs(rrs)
 	want := []string{
 		"*.apps.zone.test. 300 IN A 10.1.0.1",
 		"*.apps.zone.test. 300 IN SRV 10 100 0 1.*.apps.zone.test.",
@@ -144,6 +142,16 @@ func TestTransferHoldsEachNamesOwnRecordsBetweenTwoSOAs(t *testing.T) {
 	}
 }
 
+// betweenSOAs is a transfer's records but its first and last (the SOAs), as sorted text.
+func betweenSOAs(rrs []dns.RR) []string {
+	var out []string
+	for _, rr := range rrs[1 : len(rrs)-1] {
+		out = append(out, strings.ReplaceAll(rr.String(), "\t", " "))
+	}
+	slices.Sort(out)
+	return out
+}
+
 func TestIXFRFromACurrentSerialIsTheSOAAloneAndFromAnOlderOneTheWholeZone(t *testing.T) {
 	g := loadedStanza(t, "gatewaydns zone.test", transferFixture)
 	full := len(transferred(t, g, "zone.test.", 0))
@@ -160,10 +168,10 @@ func TestIXFRFromACurrentSerialIsTheSOAAloneAndFromAnOlderOneTheWholeZone(t *tes
 	}
 }
 
-// The point of exact names: a plain zone made of the transfer, served by the stock file
+// The point of exact names: a plain zone made of the synthetic transfer, served by the stock file
 // plugin, answers every name and every question as the plugin does.
 func TestAZoneLoadedFromTheTransferAnswersAsExactNames(t *testing.T) {
-	g := loadedStanza(t, "gatewaydns zone.test {\n exact-names\n}", transferFixture)
+	g := loadedStanza(t, "gatewaydns zone.test {\n exact-names\n transfer-synthetic\n}", transferFixture)
 	z := file.NewZone("zone.test.", "")
 	for _, rr := range transferred(t, g, "zone.test.", 0)[1:] {
 		if err := z.Insert(rr); err != nil {
@@ -302,7 +310,7 @@ func TestPlainNamesTransferAsTheLookupsMakeThem(t *testing.T) {
 			t.Fatal("not loaded")
 		}
 		opt := plugin.Options{NoApexFallback: g.NoApexFallback}
-		x := newZoneWriter(z, false, opt)
+		x := newZoneWriter(z, newApex(), false, true, opt)
 		plain := 0
 		for i := range z.Len() {
 			name := z.Name(i)
@@ -310,7 +318,7 @@ func TestPlainNamesTransferAsTheLookupsMakeThem(t *testing.T) {
 				continue
 			}
 			plain++
-			want := zoneRecords(z, name, false, opt)
+			want := zoneRecords(z, newApex(), name, false, opt)
 			got := x.appendName(nil, i)
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("%s:\n got %v\nwant %v", name, got, want)

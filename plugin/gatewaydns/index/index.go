@@ -64,6 +64,10 @@ type Options struct {
 	// Prefixes are the key prefixes the index mirrors, each loaded on its own (one per zone,
 	// so that a server needs read access to its zones only); the root when empty.
 	Prefixes []string
+	// ZonePrefixes are the key prefixes of the zones, each with a serial of its own
+	// (serial.go); nested zones are each their own, where Prefixes holds the outer one only.
+	// Prefixes when empty.
+	ZonePrefixes []string
 	// ExactNames answers a name from its own key and its record-id children only, as a plain
 	// zone (and a secondary that transferred it) would: see names.go. Off: the stock plugin's
 	// subtree reads and query wildcards.
@@ -118,6 +122,9 @@ func New(opts Options) *Index {
 	root := record.Root(opts.Prefix)
 	if len(opts.Prefixes) == 0 {
 		opts.Prefixes = []string{root}
+	}
+	if len(opts.ZonePrefixes) == 0 {
+		opts.ZonePrefixes = opts.Prefixes
 	}
 	return &Index{
 		opts:           opts,

@@ -102,9 +102,7 @@ func (l *Loading) Add(kvs []record.KV) {
 				d.Add(kv.Key, kv.Revision)
 			}
 		}
-		if p := ix.prefixOf(kv.Key); p != "" {
-			l.serials[p] = max(l.serials[p], kv.Revision)
-		}
+		noteSerial(l.serials, ix.opts.ZonePrefixes, kv.Key, kv.Revision)
 		switch {
 		case l.errs[i] != nil:
 			l.rejected = append(l.rejected, rejection{kv, l.errs[i]})

@@ -18,17 +18,31 @@ import (
 // it. The watcher replays the history between the two (Replayed), so that a server that loads
 // fresh ends at the same serial as one that followed the deletes as they came.
 
-// noteChangeLocked moves the serial of the prefix holding key to rev, if that is later.
+// noteChangeLocked moves the serial of each zone holding key to rev, if that is later: a
+// change outside a zone (in a parent zone the same stanza serves) leaves its serial alone.
 func (ix *Index) noteChangeLocked(key string, rev int64) {
-	if p := ix.prefixOf(key); p != "" && rev > ix.serials[p] {
-		ix.serials[p] = rev
+	noteSerial(ix.serials, ix.opts.ZonePrefixes, key, rev)
+}
+
+// noteSerial moves serials[p] to rev for each of zones (key prefixes) that key lies under.
+func noteSerial(serials map[string]int64, zones []string, key string, rev int64) {
+	for _, p := range zones {
+		if strings.HasPrefix(key, p) && rev > serials[p] {
+			serials[p] = rev
+		}
 	}
 }
 
+// zonePrefixOf is the longest of Options.ZonePrefixes that key lies under, "" when none.
+func (ix *Index) zonePrefixOf(key string) string { return longestPrefix(ix.opts.ZonePrefixes, key) }
+
 // prefixOf is the longest of Options.Prefixes that key lies under, "" when none.
-func (ix *Index) prefixOf(key string) string {
+func (ix *Index) prefixOf(key string) string { return longestPrefix(ix.opts.Prefixes, key) }
+
+// longestPrefix is the longest of prefixes that key starts with, "" when none.
+func longestPrefix(prefixes []string, key string) string {
 	best := ""
-	for _, p := range ix.opts.Prefixes {
+	for _, p := range prefixes {
 		if len(p) > len(best) && strings.HasPrefix(key, p) {
 			best = p
 		}
@@ -42,8 +56,11 @@ func (ix *Index) Replayed(prefix string, rev int64) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	ix.gen++
-	if rev > ix.serials[prefix] {
-		ix.serials[prefix] = rev
+	// Which key the change was is not known: every zone within prefix takes it.
+	for _, p := range ix.opts.ZonePrefixes {
+		if strings.HasPrefix(p, prefix) && rev > ix.serials[p] {
+			ix.serials[p] = rev
+		}
 	}
 }
 
@@ -53,7 +70,7 @@ func (ix *Index) Revision(name string) int64 {
 	key := msg.Path(name, ix.opts.Prefix) + "/"
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return ix.serials[ix.prefixOf(key)]
+	return ix.serials[ix.zonePrefixOf(key)]
 }
 
 // Serial implements plugin.ServiceBackend: the revision of the zone's last change, as a SOA

@@ -94,7 +94,7 @@ func (ix *Index) zone(origin string, pause func()) (z *Zone, ok bool) {
 	}
 	ix.mu.RLock()
 	gen := ix.gen
-	z.Revision = ix.serials[ix.prefixOf(msg.Path(origin, ix.opts.Prefix)+"/")]
+	z.Revision = ix.serials[ix.zonePrefixOf(msg.Path(origin, ix.opts.Prefix)+"/")]
 	z.ttls = ix.leaseTTLs(maps.Clone(ix.leases))
 	t := ix.tree
 	id, depth := t.walk(t.root, labels)
@@ -315,13 +315,7 @@ func (z *Zone) Records(_ context.Context, state request.Request, exact bool) ([]
 		// msg.Path reads it as one dot, and so does the zone.
 		name = strings.ReplaceAll(name, "..", ".")
 	}
-	if z.byName == nil {
-		z.byName = make(map[string]int, len(z.names))
-		for i, zn := range z.names {
-			z.byName[zn.name] = i
-		}
-	}
-	i, ok := z.byName[name]
+	i, ok := z.Position(name)
 	if !ok {
 		return nil, ErrNotFound
 	}
@@ -360,3 +354,39 @@ func (z *Zone) Serial(request.Request) uint32 {
 func (z *Zone) MinTTL(request.Request) uint32 { return z.minTTL }
 
 var _ plugin.ServiceBackend = (*Zone)(nil)
+
+// RecordID tells whether the zone's i-th name is a record id: a leaf below another name of the
+// zone whose label is 8 lower-case hex digits, the key element gatewaydns and external-dns give
+// each record of a name (".../app/3e6bee2e"). Its records are its parent's (names.go); the
+// name itself is a storage detail, which a transfer leaves out unless a record points at it.
+func (z *Zone) RecordID(i int) bool {
+	if i == 0 || !z.names[i].own {
+		return false
+	}
+	name := z.names[i].name
+	if i+1 < len(z.names) && strings.HasSuffix(z.names[i+1].name, "."+name) {
+		return false // it has names below it: they follow it (parents first)
+	}
+	label, _, _ := strings.Cut(name, ".")
+	if len(label) != 8 {
+		return false
+	}
+	for j := range len(label) {
+		if c := label[j]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Position is the position of name (lower case) among the zone's names.
+func (z *Zone) Position(name string) (int, bool) {
+	if z.byName == nil {
+		z.byName = make(map[string]int, len(z.names))
+		for i, zn := range z.names {
+			z.byName[zn.name] = i
+		}
+	}
+	i, ok := z.byName[name]
+	return i, ok
+}
