@@ -23,26 +23,17 @@ var publishedFixture = append(slices.Clone(transferFixture),
 )
 
 // TestATransferHoldsTheRecordsAsPublished pins the default transfer: what a person would
-// write in a zone file, with no SRV of port 0, no record-id names but those an SRV record
-// targets, an SRV record's port and an MX record kept.
+// write in a zone file, with no SRV of port 0, no record-id names (the writers' 8 hex digits,
+// the 1 and 2 of keys written by hand) but those an SRV or MX record targets, an SRV record's
+// port and an MX record kept.
 func TestATransferHoldsTheRecordsAsPublished(t *testing.T) {
 	g := loadedStanza(t, "gatewaydns zone.test", publishedFixture)
 	rrs := transferred(t, g, "zone.test.", 0)
 	got := betweenSOAs(rrs)
 	want := []string{
 		"*.apps.zone.test. 300 IN A 10.1.0.1",
-		"1.*.apps.zone.test. 300 IN A 10.1.0.1",
 		"1._https.tcp.svc.zone.test. 300 IN A 10.0.0.6",
-		"1._https.tcp.svc.zone.test. 300 IN SRV 10 100 443 1._https.tcp.svc.zone.test.",
-		"1.alias.zone.test. 300 IN CNAME app.zone.test.",
-		"1.clash.zone.test. 300 IN A 10.0.0.4",
 		"1.mail.zone.test. 300 IN A 10.0.0.5",
-		"1.mail.zone.test. 300 IN MX 20 1.mail.zone.test.",
-		"1.txt.zone.test. 300 IN TXT \"hello\"",
-		"1.v6.zone.test. 300 IN AAAA 2001:db8::1",
-		"1.web.eu1.zone.test. 300 IN A 10.2.0.1",
-		"1.www.web.eu1.zone.test. 300 IN A 10.2.0.2",
-		"2.clash.zone.test. 300 IN CNAME app.zone.test.",
 		"_api._tcp.ep.zone.test. 300 IN A 10.4.0.2",
 		"_api._tcp.ep.zone.test. 300 IN SRV 10 100 9443 abcdef01._api._tcp.ep.zone.test.",
 		"_https.tcp.svc.zone.test. 300 IN A 10.0.0.6",

@@ -356,9 +356,10 @@ func (z *Zone) MinTTL(request.Request) uint32 { return z.minTTL }
 var _ plugin.ServiceBackend = (*Zone)(nil)
 
 // RecordID tells whether the zone's i-th name is a record id: a leaf below another name of the
-// zone whose label is 8 lower-case hex digits, the key element gatewaydns and external-dns give
-// each record of a name (".../app/3e6bee2e"). Its records are its parent's (names.go); the
-// name itself is a storage detail, which a transfer leaves out unless a record points at it.
+// zone whose label is a record label (recordLabel: the 8 hex digits gatewaydns and external-dns
+// give each record of a name, ".../app/3e6bee2e", or the x1 or 1 of keys written by hand). Its
+// records are its parent's (names.go); the name itself is a storage detail, which a transfer
+// leaves out unless a record points at it. The clash count reads keys the same way.
 func (z *Zone) RecordID(i int) bool {
 	if i == 0 || !z.names[i].own {
 		return false
@@ -368,15 +369,7 @@ func (z *Zone) RecordID(i int) bool {
 		return false // it has names below it: they follow it (parents first)
 	}
 	label, _, _ := strings.Cut(name, ".")
-	if len(label) != 8 {
-		return false
-	}
-	for j := range len(label) {
-		if c := label[j]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return recordLabel(label)
 }
 
 // Position is the position of name (lower case) among the zone's names.
