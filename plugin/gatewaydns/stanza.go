@@ -28,7 +28,7 @@ type stanza struct {
 	publish  publishRole
 
 	// serving is what the handler answers from: the feed's index once it has loaded, until
-	// then a bridge's (see feedRegistry.bridge), if there is one.
+	// then a bridge's (see bridgeFor), if there is one.
 	serving atomic.Pointer[backend]
 
 	mu      sync.Mutex

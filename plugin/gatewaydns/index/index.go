@@ -1,5 +1,5 @@
 // Package index is the in-memory zone that the serve path answers from. It mirrors the etcd
-// keys under one prefix as a tree of path elements, and answers the lookups that the stock
+// keys under its prefixes (one per zone, below one root) as a tree of path elements, and answers the lookups that the stock
 // etcd plugin makes with one etcd read per query (subtree, exact key, query wildcards), plus
 // RFC 4592 wildcards for stored "*" names. It implements the lookup half of
 // plugin.ServiceBackend, so that CoreDNS's own plugin.A, plugin.SRV, ... build the answers.
@@ -77,7 +77,7 @@ type Options struct {
 	MaxRecords int
 }
 
-// Index holds the records of one prefix.
+// Index holds the records under one root, loaded prefix by prefix (Options.Prefixes).
 type Index struct {
 	opts Options
 	root string // record.Root(prefix)

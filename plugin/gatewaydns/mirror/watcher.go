@@ -75,9 +75,11 @@ var (
 )
 
 // Watcher mirrors every key under a prefix into a Sink: one paged Get at a single revision,
-// then a Watch from the revision after it. A compacted revision or a failed consistency check
-// triggers a fresh Get; any other failure resumes the watch from the last revision applied,
-// with back-off, while the Sink keeps what it has.
+// then a Watch from the revision after it. A failed consistency check, or a compacted revision
+// the Sink has not caught up to, triggers a fresh Get (a compaction of the history just after
+// the load, or of the Sink's own revision alone, only moves where the watch starts). Any other
+// failure resumes the watch from the last revision applied, with back-off, while the Sink
+// keeps what it has.
 type Watcher struct {
 	Client   *clientv3.Client
 	Prefix   string // e.g. "/skydns/"

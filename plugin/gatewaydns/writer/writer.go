@@ -50,8 +50,9 @@ type Desired interface {
 	Endpoint(name string) (ep record.Endpoint, ok bool)
 	// Names are all the names wanted, for the full resync.
 	Names() []string
-	// Synced is false while a source has not synced (or lost the Kubernetes API): the writer
-	// then deletes nothing.
+	// Synced is false until every source has synced once (it stays true after, whatever the
+	// Kubernetes API does: a source that loses it keeps its last state): the writer deletes
+	// nothing before.
 	Synced() bool
 	// SyncedC is closed when every source has synced: the leader then runs a full resync, so
 	// that deletes held back before it happen at once, not at the next periodic resync.
