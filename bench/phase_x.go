@@ -34,12 +34,7 @@ func (h *harness) phaseX() error {
 	if err := os.WriteFile(input, []byte(dnsperfInput(d.Queries(mixFull, 20000))), 0o644); err != nil {
 		return fmt.Errorf("writing the query file: %w", err)
 	}
-	want := map[string]bool{}
-	for _, names := range [][]string{d.A, d.AAAA, d.CNAME, d.SRV, d.Subtree} {
-		for _, name := range names {
-			want[strings.ToLower(dns.Fqdn(name))] = true
-		}
-	}
+	want := datasetNames(d)
 	x.names = len(want)
 
 	body := fmt.Sprintf("transfer {\n    to *\n}\ngatewaydns {\n    endpoint %s\n    path /%s\n}", h.etcd.ClientURL, path)
@@ -179,47 +174,33 @@ func (h *harness) whileTransferring(srv *coreDNS, lp dnsperf.Options, input, per
 type xfer struct {
 	took              time.Duration
 	records, messages int
-	names             int // distinct owner names
+	bytes             int64 // read from the connection: the messages with their length prefixes
+	names             int   // distinct owner names
 	types             map[string]int
 }
 
-// axfr transfers zone from server over TCP with dns.Transfer and checks the transfer is
-// complete: no error, the SOA first and last, and every name of want among the owners.
+// axfr transfers zone from server over TCP (xfrIn) and checks the transfer is complete: no
+// error, the SOA first and last, and every name of want among the owners.
 func axfr(server, zone string, want map[string]bool) (xfer, error) {
-	t := &dns.Transfer{DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second}
 	m := new(dns.Msg)
 	m.SetAxfr(dns.Fqdn(zone))
-	start := time.Now()
-	ch, err := t.In(m, server)
-	if err != nil {
-		return xfer{}, err
-	}
 	var (
 		x           = xfer{types: map[string]int{}}
 		first, last dns.RR
 		seen        = map[string]bool{}
-		ferr        error
 	)
-	for env := range ch {
-		if env.Error != nil {
-			ferr = env.Error
-			continue // drain
+	wire, err := xfrIn(server, m, func(rr dns.RR) {
+		if first == nil {
+			first = rr
 		}
-		x.messages++
-		for _, rr := range env.RR {
-			if first == nil {
-				first = rr
-			}
-			last = rr
-			x.records++
-			x.types[dns.TypeToString[rr.Header().Rrtype]]++
-			seen[strings.ToLower(rr.Header().Name)] = true
-		}
-	}
-	x.took = time.Since(start)
-	x.names = len(seen)
-	if ferr != nil {
-		return x, fmt.Errorf("after %d records: %w", x.records, ferr)
+		last = rr
+		x.records++
+		x.types[dns.TypeToString[rr.Header().Rrtype]]++
+		seen[strings.ToLower(rr.Header().Name)] = true
+	})
+	x.took, x.messages, x.bytes, x.names = wire.took, wire.messages, wire.bytes, len(seen)
+	if err != nil {
+		return x, fmt.Errorf("after %d records: %w", x.records, err)
 	}
 	if _, ok := first.(*dns.SOA); !ok {
 		return x, fmt.Errorf("the transfer does not begin with the SOA: %v", first)

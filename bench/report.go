@@ -213,6 +213,10 @@ func renderReport(r *results, chart string) string {
 		}
 	}
 
+	if i := r.i; i != nil {
+		renderIXFR(p, i)
+	}
+
 	if len(r.notes) > 0 {
 		p("## Notes")
 		p("")

@@ -23,6 +23,7 @@ type results struct {
 	p *pResults
 	w *wResults
 	x *xResults
+	i *iResults
 }
 
 // qResults: phase Q, query throughput and latency per backend and mix.
