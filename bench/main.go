@@ -27,6 +27,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/gatewaydns/gatewaydns/internal/secondary"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -45,6 +46,9 @@ type options struct {
 	writerLimit  string // phase W: the writer's GOMEMLIMIT
 	xrecords     int
 	inames       []int
+	secondaries  bool
+	secRate      int
+	secDuration  time.Duration
 	clients      int
 	threads      int
 	outstanding  int
@@ -71,6 +75,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.writerLimit, "writer-memlimit", "", "phase W: the writer's GOMEMLIMIT, e.g. 320MiB as deploy/ sets it (none when empty)")
 	fs.IntVar(&o.xrecords, "xrecords", 100000, "phase X: records in etcd, transferred by AXFR while queries are measured")
 	inames := fs.String("inames", "1000000", "phase I: names in the zone (comma-separated sizes), one record of which changes before the IXFR")
+	fs.BoolVar(&o.secondaries, "secondaries", true, "phase X: a third condition, Knot and NSD following the zone as secondaries while it changes (apt-get install knot nsd; `make bench` does)")
+	fs.IntVar(&o.secRate, "secondaries-rate", 100, "phase X: changes a second while the secondaries follow")
+	fs.DurationVar(&o.secDuration, "secondaries-duration", time.Minute, "phase X: length of each latency run while the secondaries follow")
 	fs.IntVar(&o.clients, "c", 8, "dnsperf -c")
 	fs.IntVar(&o.threads, "T", 2, "dnsperf -T")
 	fs.IntVar(&o.outstanding, "q", 200, "dnsperf -q")
@@ -265,6 +272,13 @@ func (h *harness) setup() error {
 	}
 	if _, err := exec.LookPath("dnsperf"); err != nil && (h.opt.has("Q") || h.opt.has("S") || h.opt.has("C") || h.opt.has("X")) {
 		return fmt.Errorf("dnsperf not found: apt-get install dnsperf (`make bench` does)")
+	}
+	if h.opt.has("X") && h.opt.secondaries {
+		for _, b := range []string{"knotd", "nsd"} {
+			if _, err := secondary.Binary(b); err != nil {
+				return fmt.Errorf("%w (`make bench` installs them; -secondaries=false runs phase X without)", err)
+			}
+		}
 	}
 	if h.opt.pin && runtime.NumCPU() >= 2 {
 		if _, err := exec.LookPath("taskset"); err == nil {
