@@ -22,6 +22,7 @@ type secLag struct {
 	lags          []float64     // seconds, one a poll, 0 when current
 	lag           latencyStats  // of lags
 	worstAt       time.Duration // when the worst lag was seen, since the watch began
+	churning      float64       // the worst lag while the churn ran, seconds
 	serials       int           // distinct serials it answered: the zones it took in
 	caughtUp      time.Duration // from the end of the churn to the primary's serial; -1 if never
 	last          uint32        // the serial it last answered
@@ -86,6 +87,9 @@ func watchLag(primary string, secs []*secondaryProc, churned <-chan struct{}, ca
 				l.worstAt = now.Sub(start)
 			}
 			l.lags = append(l.lags, lag)
+			if ended.IsZero() {
+				l.churning = max(l.churning, lag)
+			}
 		}
 		if !ended.IsZero() && (all || time.Since(ended) > catchUp) {
 			for _, l := range out {

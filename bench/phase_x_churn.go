@@ -89,13 +89,14 @@ func (h *harness) whileSecondariesFollow(srv *coreDNS, secs []*secondaryProc, ch
 			all.worstAt = l.worstAt
 		}
 		all.polls, all.missed, all.serials = all.polls+l.polls, all.missed+l.missed, all.serials+l.serials
+		all.churning = max(all.churning, l.churning)
 		all.lags = append(all.lags, l.lags...)
 		all.lag = summarize(all.lags)
 		if l.caughtUp < 0 || all.caughtUp >= 0 && l.caughtUp > all.caughtUp {
 			all.caughtUp = l.caughtUp
 		}
-		logf("X: %s: worst lag %s (at %v), p99 %s, mean %s; %d serials; %d of %d polls unanswered; caught up %s after the churn",
-			l.kind, ms(l.lag.max), l.worstAt.Round(100*time.Millisecond), ms(l.lag.p99), ms(l.lag.mean), l.serials, l.missed, l.polls, caughtUpString(l.caughtUp))
+		logf("X: %s: worst lag %s (at %v; %s while churning), p99 %s, mean %s; %d serials; %d of %d polls unanswered; caught up %s after the churn",
+			l.kind, ms(l.lag.max), l.worstAt.Round(100*time.Millisecond), ms(l.churning), ms(l.lag.p99), ms(l.lag.mean), l.serials, l.missed, l.polls, caughtUpString(l.caughtUp))
 	}
 
 	// Every name back for the next AXFRs, which check that the zone is complete.
@@ -161,15 +162,18 @@ func renderSecondaries(p func(string, ...any), x *xResults) {
 	p("caught up after the churn. Then the records the churn left deleted are put back (%d in all).", sx.restored)
 	p("Transfers the server answered meanwhile: %s; NOTIFYs: %s.", kindsString(sx.kinds), countsFloat(sx.notifies))
 	p("")
-	p("| secondary | polls | unanswered | worst lag | when | p99 lag | mean lag | serials taken | caught up after the churn |")
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p("When: since the churn of that round began. Worst while churning: before the churn ended (the")
+	p("lag afterwards is a secondary that did not follow the last change).")
+	p("")
+	p("| secondary | polls | unanswered | worst lag | when | worst while churning | p99 lag | mean lag | serials taken | caught up after the churn |")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, kind := range secondary.Kinds {
 		l := sx.lags[kind]
 		if l == nil {
 			continue
 		}
-		p("| %s | %d | %d | %s | %v | %s | %s | %d | %s |", kind, l.polls, l.missed, ms(l.lag.max), l.worstAt.Round(100*time.Millisecond),
-			ms(l.lag.p99), ms(l.lag.mean), l.serials, caughtUpString(l.caughtUp))
+		p("| %s | %d | %d | %s | %v | %s | %s | %s | %d | %s |", kind, l.polls, l.missed, ms(l.lag.max), l.worstAt.Round(100*time.Millisecond),
+			ms(l.churning), ms(l.lag.p99), ms(l.lag.mean), l.serials, caughtUpString(l.caughtUp))
 	}
 }
 
