@@ -95,6 +95,8 @@ BENCHFLAGS ?=
 bench: build test-binaries
 	@command -v dnsperf >/dev/null 2>&1 || { echo "--- installing dnsperf"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dnsperf >/dev/null; }
+	@command -v knotd >/dev/null 2>&1 && command -v nsd >/dev/null 2>&1 || { echo "--- installing knot and nsd (phase X's secondaries)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq knot nsd >/dev/null; }
 	$(GO) run ./bench $(BENCHFLAGS)
 
 .PHONY: lint

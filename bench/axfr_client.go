@@ -30,6 +30,7 @@ type axfrReport struct {
 	Took     time.Duration  `json:"took"`
 	Records  int            `json:"records"`
 	Messages int            `json:"messages"`
+	Bytes    int64          `json:"bytes"`
 	Names    int            `json:"names"`
 	Types    map[string]int `json:"types"`
 	Error    string         `json:"error,omitempty"`
@@ -64,7 +65,7 @@ func axfrClientMain(args []string) int {
 		default:
 		}
 		x, err := axfr(server, zone, want)
-		r := axfrReport{Took: x.took, Records: x.records, Messages: x.messages, Names: x.names, Types: x.types}
+		r := axfrReport{Took: x.took, Records: x.records, Messages: x.messages, Bytes: x.bytes, Names: x.names, Types: x.types}
 		if err != nil {
 			r.Error = err.Error()
 		}
@@ -149,7 +150,7 @@ func (c *axfrChild) finish(timeout time.Duration) ([]xfer, error) {
 			if r.Error != "" && first == nil {
 				first = errors.New(r.Error)
 			}
-			ts = append(ts, xfer{took: r.Took, records: r.Records, messages: r.Messages, names: r.Names, types: r.Types})
+			ts = append(ts, xfer{took: r.Took, records: r.Records, messages: r.Messages, bytes: r.Bytes, names: r.Names, types: r.Types})
 		case <-deadline:
 			_ = c.cmd.Process.Kill()
 			return ts, fmt.Errorf("the AXFR client did not end within %s", timeout)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,7 @@ type churnRec struct {
 type churner struct {
 	cli   *clientv3.Client
 	parts [][]churnRec
+	batch int // changes per transaction; churnBatch when 0
 
 	puts, deletes atomic.Int64
 }
@@ -69,7 +71,7 @@ func (c *churner) run(ctx context.Context, rate, total int) (int64, error) {
 	errs := make(chan error, len(c.parts))
 	start := time.Now()
 	for w, part := range c.parts {
-		batch := min(churnBatch, len(part))
+		batch := min(cmp.Or(c.batch, churnBatch), len(part))
 		if batch == 0 {
 			continue
 		}
@@ -126,4 +128,19 @@ func (c *churner) run(ctx context.Context, rate, total int) (int64, error) {
 	wg.Wait()
 	close(errs)
 	return done.Load(), <-errs
+}
+
+// restore puts back, as first written, every record the churner left deleted, so that the zone
+// holds every name of the dataset again; it returns how many. Not while run runs.
+func (c *churner) restore(ctx context.Context) (int, error) {
+	var back []kv
+	for _, part := range c.parts {
+		for i := range part {
+			if r := &part[i]; !r.present {
+				back = append(back, kv{Key: r.key, Value: r.value})
+				r.present = true
+			}
+		}
+	}
+	return len(back), loadRecords(ctx, c.cli, back, 4)
 }

@@ -53,3 +53,20 @@ func waitAnswer(server, name, ip string, since time.Time, interval, timeout time
 		time.Sleep(interval)
 	}
 }
+
+// soaSerial asks server for the zone's SOA over UDP and returns its serial.
+func soaSerial(client *dns.Client, server string) (uint32, error) {
+	r, err := ask(client, server, zone, dns.TypeSOA)
+	if err != nil {
+		return 0, err
+	}
+	for _, rr := range r.Answer {
+		if soa, ok := rr.(*dns.SOA); ok {
+			return soa.Serial, nil
+		}
+	}
+	return 0, fmt.Errorf("%s: no SOA in the answer for %s (rcode %s)", server, zone, dns.RcodeToString[r.Rcode])
+}
+
+// serialAfter tells whether serial a is after b in RFC 1982 arithmetic.
+func serialAfter(a, b uint32) bool { return a != b && int32(a-b) > 0 } // #nosec G115 -- RFC 1982

@@ -2,8 +2,9 @@
 // throughput and latency against the stock etcd plugin (with and without cache) and the hosts
 // plugin (phase Q), scale to 1M records (S), query latency while etcd changes 10k records a
 // second and the rate the index applies changes (C), propagation from etcd and from a Gateway
-// status update, against external-dns (P), the writer publishing 100k routes from cold (W), and
-// query latency while the zone of 100k records is transferred by AXFR, back to back (X). It
+// status update, against external-dns (P), the writer publishing 100k routes from cold (W),
+// query latency while the zone of 100k records is transferred by AXFR, back to back (X), and the
+// size of an IXFR after a change of one record in a zone of 1M names (I). It
 // writes bench/results/<date>.md and .svg. `make bench` runs it; see README.md, "Benchmarks".
 package main
 
@@ -26,6 +27,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/gatewaydns/gatewaydns/internal/secondary"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -43,6 +45,10 @@ type options struct {
 	routes       int
 	writerLimit  string // phase W: the writer's GOMEMLIMIT
 	xrecords     int
+	inames       []int
+	secondaries  bool
+	secRate      int
+	secDuration  time.Duration
 	clients      int
 	threads      int
 	outstanding  int
@@ -56,7 +62,7 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&o.phases, "phases", strings.Join(allPhases, ","), "phases to run: Q (queries), S (scale), C (churn), P (propagation), W (writer), X (zone transfers)")
+	fs.StringVar(&o.phases, "phases", strings.Join(allPhases, ","), "phases to run: Q (queries), S (scale), C (churn), P (propagation), W (writer), X (zone transfers), I (IXFR size)")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each throughput run; latency runs take half")
 	fs.IntVar(&o.rounds, "rounds", 3, "phases Q, S, C and X: rounds over the servers or conditions (interleaved; the median round counts)")
 	fs.IntVar(&o.qrecords, "qrecords", 10000, "phase Q: records in etcd")
@@ -68,6 +74,10 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.routes, "routes", 100000, "phase W: HTTPRoutes published from cold")
 	fs.StringVar(&o.writerLimit, "writer-memlimit", "", "phase W: the writer's GOMEMLIMIT, e.g. 320MiB as deploy/ sets it (none when empty)")
 	fs.IntVar(&o.xrecords, "xrecords", 100000, "phase X: records in etcd, transferred by AXFR while queries are measured")
+	inames := fs.String("inames", "1000000", "phase I: names in the zone (comma-separated sizes), one record of which changes before the IXFR")
+	fs.BoolVar(&o.secondaries, "secondaries", true, "phase X: a third condition, Knot and NSD following the zone as secondaries while it changes (apt-get install knot nsd; `make bench` does)")
+	fs.IntVar(&o.secRate, "secondaries-rate", 100, "phase X: changes a second while the secondaries follow")
+	fs.DurationVar(&o.secDuration, "secondaries-duration", time.Minute, "phase X: length of each latency run while the secondaries follow")
 	fs.IntVar(&o.clients, "c", 8, "dnsperf -c")
 	fs.IntVar(&o.threads, "T", 2, "dnsperf -T")
 	fs.IntVar(&o.outstanding, "q", 200, "dnsperf -q")
@@ -80,14 +90,13 @@ func parseFlags(args []string) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	for _, f := range strings.Split(*scale, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return o, fmt.Errorf("-scale: %q is not a record count", f)
-		}
-		o.scale = append(o.scale, n)
+	var err error
+	if o.scale, err = counts("-scale", *scale); err != nil {
+		return o, err
 	}
-	slices.Sort(o.scale)
+	if o.inames, err = counts("-inames", *inames); err != nil {
+		return o, err
+	}
 	for _, p := range strings.Split(o.phases, ",") {
 		if !slices.Contains(allPhases, strings.TrimSpace(p)) {
 			return o, fmt.Errorf("-phases: unknown phase %q (%s)", p, strings.Join(allPhases, ", "))
@@ -96,8 +105,22 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
+// counts parses a comma-separated list of record or name counts, sorted.
+func counts(flagName, list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s: %q is not a count", flagName, f)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // allPhases are the phases, in the order they run.
-var allPhases = []string{"Q", "S", "C", "P", "W", "X"}
+var allPhases = []string{"Q", "S", "C", "P", "W", "X", "I"}
 
 func (o options) has(phase string) bool {
 	for _, p := range strings.Split(o.phases, ",") {
@@ -205,7 +228,7 @@ func run(opt options) int {
 	for _, ph := range []struct {
 		name string
 		run  func() error
-	}{{"Q", h.phaseQ}, {"S", h.phaseS}, {"C", h.phaseC}, {"P", h.phaseP}, {"W", h.phaseW}, {"X", h.phaseX}} {
+	}{{"Q", h.phaseQ}, {"S", h.phaseS}, {"C", h.phaseC}, {"P", h.phaseP}, {"W", h.phaseW}, {"X", h.phaseX}, {"I", h.phaseI}} {
 		if !opt.has(ph.name) {
 			continue
 		}
@@ -249,6 +272,13 @@ func (h *harness) setup() error {
 	}
 	if _, err := exec.LookPath("dnsperf"); err != nil && (h.opt.has("Q") || h.opt.has("S") || h.opt.has("C") || h.opt.has("X")) {
 		return fmt.Errorf("dnsperf not found: apt-get install dnsperf (`make bench` does)")
+	}
+	if h.opt.has("X") && h.opt.secondaries {
+		for _, b := range []string{"knotd", "nsd"} {
+			if _, err := secondary.Binary(b); err != nil {
+				return fmt.Errorf("%w (`make bench` installs them; -secondaries=false runs phase X without)", err)
+			}
+		}
 	}
 	if h.opt.pin && runtime.NumCPU() >= 2 {
 		if _, err := exec.LookPath("taskset"); err == nil {

@@ -12,14 +12,16 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/internal/dnsperf"
+	"github.com/gatewaydns/gatewaydns/internal/secondary"
 )
 
 // phaseX: zone transfers. gatewaydns with -xrecords records under their own prefix (`path
 // /benchx`) and `transfer { to * }`; the query latency at a fixed rate (the full mix, a
 // fraction of this server's throughput, as in Q) while the server is idle, and while a client
 // runs AXFRs of the zone back to back over TCP. Each transfer is checked: it begins and ends
-// with the SOA and holds every name of the dataset. The rounds interleave the two
-// conditions: idle, then transferring, each round.
+// with the SOA and holds every name of the dataset. With -secondaries, a third condition: Knot
+// and NSD follow the zone as secondaries while it changes (phase_x_churn.go). The rounds rotate
+// the conditions (rotate).
 func (h *harness) phaseX() error {
 	n := h.opt.xrecords
 	path := "benchx"
@@ -34,16 +36,19 @@ func (h *harness) phaseX() error {
 	if err := os.WriteFile(input, []byte(dnsperfInput(d.Queries(mixFull, 20000))), 0o644); err != nil {
 		return fmt.Errorf("writing the query file: %w", err)
 	}
-	want := map[string]bool{}
-	for _, names := range [][]string{d.A, d.AAAA, d.CNAME, d.SRV, d.Subtree} {
-		for _, name := range names {
-			want[strings.ToLower(dns.Fqdn(name))] = true
-		}
-	}
+	want := datasetNames(d)
 	x.names = len(want)
 
-	body := fmt.Sprintf("transfer {\n    to *\n}\ngatewaydns {\n    endpoint %s\n    path /%s\n}", h.etcd.ClientURL, path)
-	srv, ready, err := h.start(serverSpec{name: "gatewaydns-transfer", cpu: h.serverCPU, body: body, pprof: h.opt.profile}, 120*time.Second)
+	var secPorts []int
+	notify := ""
+	if h.opt.secondaries {
+		if secPorts, err = freePorts(len(secondary.Kinds)); err != nil {
+			return err
+		}
+		notify = notifyLines(secPorts)
+	}
+	body := fmt.Sprintf("transfer {\n    to *\n}\ngatewaydns {\n    endpoint %s\n    path /%s%s\n}", h.etcd.ClientURL, path, notify)
+	srv, ready, err := h.start(serverSpec{name: "gatewaydns-transfer", cpu: h.serverCPU, body: body, metrics: true, pprof: h.opt.profile}, 120*time.Second)
 	if err != nil {
 		return err
 	}
@@ -67,25 +72,22 @@ func (h *harness) phaseX() error {
 	logf("X: a first AXFR: %d records (%s) of %d names in %d messages, %v", first.records, countsString(first.types), first.names, first.messages, first.took.Round(time.Millisecond))
 	x.axfrTypes = countsString(first.types)
 
-	perfLog := filepath.Join(h.runDir, "dnsperf-X.log")
-	warm := h.perf()
-	warm.Duration = min(2*time.Second, h.opt.duration)
-	if _, err := runDnsperf(warm, srv.DNS, input, perfLog); err != nil {
-		return srv.failure(err)
+	var secs []*secondaryProc
+	if h.opt.secondaries {
+		if secs, err = h.startSecondaries(srv, secPorts); err != nil {
+			return err
+		}
 	}
-	tp, err := runDnsperf(h.perf(), srv.DNS, input, perfLog)
-	if err != nil {
-		return srv.failure(err)
-	}
-	x.qps = tp.QPS
-	x.rate = max(int(tp.QPS*h.opt.latFraction), 100)
-	logf("X: %.0f qps at saturation; latency runs at %d qps for %v each", tp.QPS, x.rate, h.opt.duration)
 
+	perfLog := filepath.Join(h.runDir, "dnsperf-X.log")
 	// The latency runs last -duration (not half of it, as in Q): a transfer of 100k records
 	// takes seconds, and several should overlap each run.
-	lp := h.perf()
-	lp.MaxQPS, lp.Verbose, lp.Duration = x.rate, true, h.opt.duration
-	x.perf = lp
+	var lp dnsperf.Options
+	if x.qps, lp, err = h.latencyRate(srv, input, perfLog); err != nil {
+		return err
+	}
+	x.rate, x.perf = lp.MaxQPS, lp
+	logf("X: %.0f qps at saturation; latency runs at %d qps for %v each", x.qps, x.rate, h.opt.duration)
 	var idle, busy []float64
 	runIdle := func(r int) error {
 		res, err := runDnsperf(lp, srv.DNS, input, perfLog)
@@ -112,17 +114,27 @@ func (h *harness) phaseX() error {
 		logf("X: round %d, transferring: p50 %s, p99 %s, lost %d/%d; %d AXFRs", r+1, ms(round.p50), ms(round.p99), res.Lost, res.Sent, len(ts))
 		return nil
 	}
-	for r := range h.opt.rounds {
-		// Idle first in even rounds, transferring first in odd ones.
-		order := []func(int) error{runIdle, runBusy}
-		if r%2 == 1 {
-			order[0], order[1] = order[1], order[0]
-		}
-		for _, f := range order {
-			if err := f(r); err != nil {
+	runs := []func(int) error{runIdle, runBusy}
+	if h.opt.secondaries {
+		sx := &xSecondaries{rate: h.opt.secRate, duration: h.opt.secDuration, lags: map[string]*secLag{}, kinds: map[string]float64{}, notifies: map[string]float64{}}
+		x.sec = sx
+		ch := newChurner(h.cli, d.Records, 2)
+		ch.batch = secondaryChurnBatch
+		var lat sample
+		runs = append(runs, func(r int) error {
+			res, err := h.whileSecondariesFollow(srv, secs, ch, lp, input, perfLog, sx)
+			if err != nil {
 				return err
 			}
-		}
+			round := lat.add(res, lp.Timeout)
+			sx.lat, sx.lost, sx.sent = summarize(lat.lat), lat.lost, lat.sent
+			logf("X: round %d, secondaries:  p50 %s, p99 %s, lost %d/%d; %d changes in all, %.0f/s", r+1, ms(round.p50), ms(round.p99), res.Lost, res.Sent,
+				sx.changes, ratio(float64(sx.changes), sx.churned.Seconds()))
+			return nil
+		})
+	}
+	if err := rotate(h.opt.rounds, runs...); err != nil {
+		return err
 	}
 	x.idle, x.busy = summarize(idle), summarize(busy)
 	var took []float64
@@ -179,47 +191,33 @@ func (h *harness) whileTransferring(srv *coreDNS, lp dnsperf.Options, input, per
 type xfer struct {
 	took              time.Duration
 	records, messages int
-	names             int // distinct owner names
+	bytes             int64 // read from the connection: the messages with their length prefixes
+	names             int   // distinct owner names
 	types             map[string]int
 }
 
-// axfr transfers zone from server over TCP with dns.Transfer and checks the transfer is
-// complete: no error, the SOA first and last, and every name of want among the owners.
+// axfr transfers zone from server over TCP (xfrIn) and checks the transfer is complete: no
+// error, the SOA first and last, and every name of want among the owners.
 func axfr(server, zone string, want map[string]bool) (xfer, error) {
-	t := &dns.Transfer{DialTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second}
 	m := new(dns.Msg)
 	m.SetAxfr(dns.Fqdn(zone))
-	start := time.Now()
-	ch, err := t.In(m, server)
-	if err != nil {
-		return xfer{}, err
-	}
 	var (
 		x           = xfer{types: map[string]int{}}
 		first, last dns.RR
 		seen        = map[string]bool{}
-		ferr        error
 	)
-	for env := range ch {
-		if env.Error != nil {
-			ferr = env.Error
-			continue // drain
+	wire, err := xfrIn(server, m, func(rr dns.RR) {
+		if first == nil {
+			first = rr
 		}
-		x.messages++
-		for _, rr := range env.RR {
-			if first == nil {
-				first = rr
-			}
-			last = rr
-			x.records++
-			x.types[dns.TypeToString[rr.Header().Rrtype]]++
-			seen[strings.ToLower(rr.Header().Name)] = true
-		}
-	}
-	x.took = time.Since(start)
-	x.names = len(seen)
-	if ferr != nil {
-		return x, fmt.Errorf("after %d records: %w", x.records, ferr)
+		last = rr
+		x.records++
+		x.types[dns.TypeToString[rr.Header().Rrtype]]++
+		seen[strings.ToLower(rr.Header().Name)] = true
+	})
+	x.took, x.messages, x.bytes, x.names = wire.took, wire.messages, wire.bytes, len(seen)
+	if err != nil {
+		return x, fmt.Errorf("after %d records: %w", x.records, err)
 	}
 	if _, ok := first.(*dns.SOA); !ok {
 		return x, fmt.Errorf("the transfer does not begin with the SOA: %v", first)

@@ -202,6 +202,11 @@ func renderReport(r *results, chart string) string {
 		secs := float64(x.rounds) * x.perf.Duration.Seconds()
 		p("| idle | %.0f | %d / %d | %s | %s | %s | %s | - |", ratio(float64(x.idleSent), secs), x.idleLost, x.idleSent, ms(x.idle.mean), ms(x.idle.p50), ms(x.idle.p99), ms(x.idle.max))
 		p("| AXFRs back to back | %.0f | %d / %d | %s | %s | %s | %s | %.2f |", ratio(float64(x.busySent), secs), x.busyLost, x.busySent, ms(x.busy.mean), ms(x.busy.p50), ms(x.busy.p99), ms(x.busy.max), ratio(x.busy.p99, x.idle.p99))
+		if sx := x.sec; sx != nil {
+			p("| Knot and NSD following %d changes/s | %.0f | %d / %d | %s | %s | %s | %s | %.2f |", sx.rate, ratio(float64(sx.sent), float64(x.rounds)*sx.duration.Seconds()), sx.lost, sx.sent,
+				ms(sx.lat.mean), ms(sx.lat.p50), ms(sx.lat.p99), ms(sx.lat.max), ratio(sx.lat.p99, x.idle.p99))
+			renderSecondaries(p, x)
+		}
 		p("")
 		p("| AXFRs | records each | messages each | median | min | max | records/s (median) |")
 		p("|---:|---:|---:|---:|---:|---:|---:|")
@@ -211,6 +216,10 @@ func renderReport(r *results, chart string) string {
 			p("Records of a transfer by type: %s.", x.axfrTypes)
 			p("")
 		}
+	}
+
+	if i := r.i; i != nil {
+		renderIXFR(p, i)
 	}
 
 	if len(r.notes) > 0 {

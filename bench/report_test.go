@@ -42,7 +42,18 @@ func sampleResults() *results {
 		w: &wResults{routes: 100000, gateways: 4, published: 8 * time.Second},
 		x: &xResults{records: 100000, names: 92500, rounds: 1, rate: 10000, latFraction: 0.5,
 			idle: latencyStats{n: 10, p50: 0.0003, p99: 0.001}, busy: latencyStats{n: 10, p50: 0.0004, p99: 0.003},
-			transfers: []xfer{{took: 3 * time.Second, records: 200000}}, axfr: latencyStats{n: 1, p50: 3, max: 3}, axfrRecords: 200000},
+			transfers: []xfer{{took: 3 * time.Second, records: 200000}}, axfr: latencyStats{n: 1, p50: 3, max: 3}, axfrRecords: 200000,
+			sec: &xSecondaries{rate: 100, duration: time.Minute, changes: 6000, churned: 61 * time.Second, sent: 600000,
+				lat: latencyStats{n: 10, p50: 0.0004, p99: 0.0018}, kinds: map[string]float64{"incremental": 40}, notifies: map[string]float64{"ok": 240},
+				lags: map[string]*secLag{
+					"knot": {kind: "knot", polls: 600, lag: latencyStats{n: 600, p99: 0.6, max: 0.9}, serials: 120, caughtUp: 700 * time.Millisecond},
+					"nsd":  {kind: "nsd", polls: 600, missed: 2, lag: latencyStats{n: 600, p99: 1.5, max: 1.9}, serials: 50, caughtUp: 1500 * time.Millisecond},
+				}}},
+		i: &iResults{rows: []iRow{
+			{names: 1000001, records: 1081082, axfr: xfer{records: 3000000, bytes: 200 << 20, took: 9 * time.Second},
+				ixfr: xfer{records: 6, bytes: 700, took: 2 * time.Second}, incremental: true, soas: 4, moved: 2, added: true,
+				movedRRs: []string{"h0.bench.openmcp.cluster. 300 IN A 10.0.0.1", "h0.bench.openmcp.cluster. 300 IN A 192.0.2.1"}},
+		}},
 	}
 }
 
@@ -58,8 +69,9 @@ func with(want []string, changes ...any) []string {
 func TestTargets(t *testing.T) {
 	// The statuses of sampleResults, in the order of targets: Q throughput and p99; S at 1M
 	// (ready, memory, throughput) and 100k (throughput every round, memory); P from etcd and
-	// through the writer; C p99 and apply rate; W; X transfer and p99.
-	full := []string{"met", "met", "missed", "met", "missed", "met", "met", "met", "missed", "met", "missed", "met", "met", "missed"}
+	// through the writer; C p99 and apply rate; W; X transfer and p99, secondaries' lag and p99;
+	// I at 1M names.
+	full := []string{"met", "met", "missed", "met", "missed", "met", "met", "met", "missed", "met", "missed", "met", "met", "missed", "met", "met", "met"}
 	tests := []struct {
 		name string
 		r    *results
@@ -70,7 +82,8 @@ func TestTargets(t *testing.T) {
 			r := sampleResults()
 			r.x.busy.p99, r.x.idleLost, r.x.idleSent = 0.0015, 50, 1000
 			return r
-		}(), with(full, 13, "not measured (queries lost while idle: the machine was overloaded)")},
+		}(), with(full, 13, "not measured (queries lost while idle: the machine was overloaded)",
+			15, "not measured (queries lost while idle: the machine was overloaded)")},
 		{"two rounds at 100k", func() *results {
 			r := sampleResults()
 			r.s.rows[1].qpsRounds = r.s.rows[1].qpsRounds[:2]
@@ -122,6 +135,41 @@ func TestTargets(t *testing.T) {
 			r.w.routes = 10000
 			return r
 		}(), with(full, 11, "not measured (fewer than 100k routes)")},
+		{"IXFR of the whole zone at 1M names", func() *results {
+			r := sampleResults()
+			r.i.rows[0].incremental, r.i.rows[0].moved = false, 3000000
+			return r
+		}(), with(full, 16, "missed")},
+		{"a secondary behind for more than 2 s", func() *results {
+			r := sampleResults()
+			r.x.sec.lags["nsd"].lag.max = 2.5
+			return r
+		}(), with(full, 14, "missed")},
+		{"a secondary that never caught up", func() *results {
+			r := sampleResults()
+			r.x.sec.lags["knot"].caughtUp = -1
+			return r
+		}(), with(full, 14, "missed")},
+		{"only one secondary", func() *results {
+			r := sampleResults()
+			delete(r.x.sec.lags, "nsd")
+			return r
+		}(), with(full, 14, "missed")},
+		{"p99 with secondaries above twice idle's", func() *results {
+			r := sampleResults()
+			r.x.sec.lat.p99 = 0.0021
+			return r
+		}(), with(full, 15, "missed")},
+		{"a shorter churn", func() *results {
+			r := sampleResults()
+			r.x.sec.duration = 10 * time.Second
+			return r
+		}(), with(full, 14, "not measured (98 changes/s for 10s, not 100 for 1m0s)", 15, "not measured (98 changes/s for 10s, not 100 for 1m0s)")},
+		{"no 1M names in -inames", func() *results {
+			r := sampleResults()
+			r.i.rows[0].names = 100000
+			return r
+		}(), with(full, 16, "not measured (no size of 1M names or more in -inames)")},
 		{"nothing measured", &results{}, slices.Repeat([]string{"not measured"}, len(full))},
 	}
 	for _, tt := range tests {
@@ -164,6 +212,12 @@ func TestRenderReport(t *testing.T) {
 			"## X: queries while the zone is transferred",
 			"| 3.00 |", // p99 during transfers / idle
 			"| 1 | 200000 |",
+			"## I: the size of an IXFR after a change of one record",
+			"| 1000001 | 1081082 | 3000000 | 200.0 MB | 9000 ms |",
+			"h0.bench.openmcp.cluster. 300 IN A 192.0.2.1",
+			"| Knot and NSD following 100 changes/s | 10000 | 0 / 600000 |",
+			"| nsd | 600 | 2 | 1900 ms |",
+			"Transfers the server answered meanwhile: incremental 40; NOTIFYs: ok 240.",
 		}, nil},
 		{"only W", &results{date: "d", w: &wResults{routes: 10, published: time.Second}}, []string{"## W: writer from cold", "not measured"},
 			[]string{"## Q:", "## S:", "## P:", "## X:"}},
@@ -241,6 +295,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-phases", "Q,X"}, false, []int{1000, 10000, 100000, 1000000}},
 		{[]string{"-phases", "C"}, false, []int{1000, 10000, 100000, 1000000}},
 		{[]string{"-phases", "Q,Y"}, true, nil},
+		{[]string{"-phases", "I", "-inames", "1000000,20000"}, false, []int{1000, 10000, 100000, 1000000}},
+		{[]string{"-inames", "1M"}, true, nil},
 	}
 	for _, tt := range tests {
 		o, err := parseFlags(tt.args)

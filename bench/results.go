@@ -23,6 +23,7 @@ type results struct {
 	p *pResults
 	w *wResults
 	x *xResults
+	i *iResults
 }
 
 // qResults: phase Q, query throughput and latency per backend and mix.
@@ -124,7 +125,8 @@ type xResults struct {
 	axfr               latencyStats // their durations
 	axfrRecords        int          // records per transfer (the most; all are checked complete)
 	axfrMessages       int
-	axfrTypes          string // records by type, of the first transfer
+	axfrTypes          string        // records by type, of the first transfer
+	sec                *xSecondaries // the third condition, with -secondaries
 }
 
 // axfrMedian is the median transfer, in seconds (the mean of the middle two for an even

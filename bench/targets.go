@@ -23,7 +23,8 @@ func status(measured bool, ok bool) string {
 }
 
 // targets checks the run against its goals: issue 17's for scale, churn and the writer, issue 6's
-// for queries and propagation, issue 16's for zone transfers.
+// for queries and propagation, issue 16's for zone transfers, issue 26's for secondaries under
+// churn and the size of an IXFR.
 func targets(r *results) []target {
 	var out []target
 	gw, hosts := r.q.row(mixBasic.Name, "gatewaydns"), r.q.row(mixBasic.Name, "hosts")
@@ -108,7 +109,8 @@ func targets(r *results) []target {
 		}
 		out = append(out, t)
 	}
-	return out
+	out = append(out, secondaryTargets(r.x)...)
+	return append(out, ixfrTargets(r.i)...)
 }
 
 func (p *pResults) row(i int) *pRow {

@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"text/template"
 	"time"
+
+	"github.com/gatewaydns/gatewaydns/internal/secondary"
 )
 
 // An enterprise secondary (Knot or NSD, from Debian's packages: .ci/run installs them) run by
@@ -42,110 +42,20 @@ func newEnterpriseSecondary(t *testing.T, kind, primary string, tsig *tsigKey) *
 	return s
 }
 
-var knotConf = template.Must(template.New("knot").Parse(`server:
-    rundir: "{{.Dir}}"
-    listen: 127.0.0.1@{{.Port}}
-log:
-  - target: stdout
-    any: info
-database:
-    storage: "{{.Dir}}"
-{{- if .Key}}
-key:
-  - id: {{.Key.Name}}
-    algorithm: hmac-sha256
-    secret: {{.Key.Secret}}
-{{- end}}
-remote:
-  - id: primary
-    address: 127.0.0.1@{{.PrimaryPort}}
-acl:
-  - id: notify
-    address: 127.0.0.1
-    action: notify
-{{- if .Key}}
-    key: {{.Key.Name}}
-{{- end}}
-  - id: transfer
-    address: 127.0.0.1
-    action: transfer
-template:
-  - id: default
-    storage: "{{.Dir}}"
-    zonefile-sync: -1
-    zonefile-load: none
-    journal-content: {{if .Persist}}all{{else}}none{{end}}
-zone:
-  - domain: openmcp.cluster
-    master: primary
-    acl: [notify, transfer]
-`))
-
-var nsdConf = template.Must(template.New("nsd").Parse(`server:
-    ip-address: 127.0.0.1@{{.Port}}
-    port: {{.Port}}
-    do-ip6: no
-    username: ""
-    chroot: ""
-    zonesdir: "{{.Dir}}"
-    database: ""
-    pidfile: "{{.Dir}}/nsd.pid"
-    xfrdfile: "{{.Dir}}/xfrd.state"
-    xfrdir: "{{.Dir}}"
-    zonelistfile: "{{.Dir}}/zone.list"
-    server-count: 1
-    verbosity: 2
-remote-control:
-    control-enable: no
-{{- if .Key}}
-key:
-    name: {{.Key.Name}}
-    algorithm: hmac-sha256
-    secret: "{{.Key.Secret}}"
-{{- end}}
-zone:
-    name: openmcp.cluster
-    zonefile: "openmcp.cluster.zone"
-    allow-notify: 127.0.0.1 {{if .Key}}{{.Key.Name}}{{else}}NOKEY{{end}}
-    request-xfr: 127.0.0.1@{{.PrimaryPort}} NOKEY
-    provide-xfr: 127.0.0.1 NOKEY
-`))
-
 // start runs the secondary (again, after stop, with what it held on disk).
 func (s *enterpriseSecondary) start(t *testing.T) {
 	t.Helper()
 	_, port, _ := strings.Cut(s.DNS, ":")
 	_, pport, _ := strings.Cut(s.primary, ":")
-	data := struct {
-		Dir, Port, PrimaryPort string
-		Key                    *struct{ Name, Secret string }
-		Persist                bool
-	}{Dir: s.dir, Port: port, PrimaryPort: pport, Persist: s.persist}
+	c := secondary.Config{Kind: s.kind, Dir: s.dir, Port: port, PrimaryPort: pport, Persist: s.persist}
 	if s.tsig != nil {
-		data.Key = &struct{ Name, Secret string }{s.tsig.name, s.tsig.secret}
+		c.Key = &secondary.Key{Name: s.tsig.name, Secret: s.tsig.secret}
 	}
-	conf := filepath.Join(s.dir, s.kind+".conf")
-	f, err := os.Create(conf)
+	cmd, err := secondary.Command(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := map[string]*template.Template{"knot": knotConf, "nsd": nsdConf}[s.kind]
-	if err := tmpl.Execute(f, data); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	bin, args := "knotd", []string{"-c", conf}
-	if s.kind == "nsd" {
-		bin, args = "nsd", []string{"-d", "-c", conf}
-	}
-	path, err := exec.LookPath(bin)
-	if err != nil {
-		path = filepath.Join("/usr/sbin", bin)
-		if _, serr := os.Stat(path); serr != nil {
-			t.Fatalf("%s is not installed: apt-get install -y knot nsd (.ci/run installs them)", bin)
-		}
-	}
-	s.cmd = exec.Command(path, args...) // #nosec G204 -- the test's own secondary
+	s.cmd = cmd
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
