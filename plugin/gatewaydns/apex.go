@@ -45,7 +45,11 @@ func newApex() *apex {
 // soa is the zone's SOA record, as plugin.SOA makes it, with the stanza's fields: the minimum
 // is the backend's (negative-ttl), and so is the TTL, at most 300 s.
 func (a *apex) soa(b plugin.ServiceBackend, zone string, state request.Request) *dns.SOA {
-	minTTL := b.MinTTL(state)
+	return a.soaAt(zone, b.Serial(state), b.MinTTL(state))
+}
+
+// soaAt is the zone's SOA record at serial, its minimum (and TTL, at most 300 s) minTTL.
+func (a *apex) soaAt(zone string, serial, minTTL uint32) *dns.SOA {
 	mname, rname := a.mname, a.rname
 	if mname == "" {
 		mname = dnsutil.Join("ns.dns", zone)
@@ -57,7 +61,7 @@ func (a *apex) soa(b plugin.ServiceBackend, zone string, state request.Request) 
 		Hdr:     dns.RR_Header{Name: zone, Rrtype: dns.TypeSOA, Class: dns.ClassINET, Ttl: min(minTTL, 300)},
 		Ns:      mname,
 		Mbox:    rname,
-		Serial:  b.Serial(state),
+		Serial:  serial,
 		Refresh: a.refresh,
 		Retry:   a.retry,
 		Expire:  a.expire,

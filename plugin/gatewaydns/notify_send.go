@@ -41,6 +41,7 @@ type notifySender struct {
 	targets       map[string]notifyTarget // nil: through the transfer plugin's Notify
 	t             *transfer.Transfer
 	keyName, key  string // the TSIG key NOTIFYs are signed with; "": unsigned
+	soa           func(zone string, serial uint32) dns.RR
 
 	flights sync.WaitGroup
 	mu      sync.Mutex
@@ -56,7 +57,9 @@ func newNotifySender(ctx context.Context, g *GatewayDNS, t *transfer.Transfer, k
 			targets[zone] = notifyTarget{to: n.to, source: n.source}
 		}
 	}
+	a, minTTL := g.apexOf(), g.stanza.cfg.negativeTTL
 	return &notifySender{
+		soa: func(zone string, serial uint32) dns.RR { return a.soaAt(zone, serial, minTTL) },
 		ctx: ctx, server: g.stanza.cfg.server, zones: strings.Join(g.Zones, " "),
 		targets: targets, t: t, keyName: keyName, key: key,
 		again: map[flight]*uint32{}, failing: map[string]bool{},
@@ -130,6 +133,10 @@ func (s *notifySender) notify(f flight, source net.IP, serial uint32) error {
 		}
 		m := new(dns.Msg)
 		m.SetNotify(f.zone)
+		// The new SOA, as BIND sends it (RFC 1996 3.7): a secondary that is transferring
+		// when the NOTIFY comes can tell that it asks for more than the transfer brings (NSD
+		// was seen to stay on the old serial otherwise), and logs the serial it was told.
+		m.Answer = []dns.RR{s.soa(f.zone, serial)}
 		if s.keyName != "" {
 			m.SetTsig(s.keyName, dns.HmacSHA256, 300, time.Now().Unix())
 		}

@@ -89,6 +89,7 @@ type notifyListener struct {
 	mu    sync.Mutex
 	at    []time.Time
 	zones []string // the zones of every NOTIFY taken, in order
+	soas  []string // the SOA each NOTIFY of zone.test carried ("" none), in order
 }
 
 func listenForNotifies(t *testing.T) *notifyListener {
@@ -120,6 +121,11 @@ func listenForNotifiesWith(t *testing.T, secrets map[string]string, refuse int) 
 			l.zones = append(l.zones, r.Question[0].Name)
 			if r.Question[0].Name == "zone.test." {
 				l.at = append(l.at, time.Now())
+				soa := ""
+				if len(r.Answer) == 1 {
+					soa = r.Answer[0].String()
+				}
+				l.soas = append(l.soas, soa)
 			}
 			l.mu.Unlock()
 		}
@@ -349,5 +355,28 @@ func TestAChangeOutsideAZoneNeitherMovesItsSerialNorNotifiesIt(t *testing.T) {
 	zones := waitZones(before + 3)
 	if got := fmt.Sprint(zones[before:]); got != "[zone.test. zone.test. eu1.zone.test.]" && got != "[zone.test. eu1.zone.test. zone.test.]" {
 		t.Errorf("NOTIFYs after a change outside eu1, then one inside: %s, want zone.test. alone, then both", got)
+	}
+}
+
+// A NOTIFY carries the zone's SOA at the serial it announces (RFC 1996 3.7), as BIND's do: a
+// secondary in the middle of a transfer can tell that it asks for more (NSD was seen to stay
+// on the old serial without it).
+func TestANotifyCarriesTheSOAItAnnounces(t *testing.T) {
+	l := listenForNotifies(t)
+	g := loadedStanza(t, "gatewaydns zone.test {\n notify "+l.addr+"\n}", transferFixture)
+	n := startNotifier(g, transferPlugin(t, "transfer zone.test {\n to "+l.addr+"\n}"), "", "")
+	t.Cleanup(n.stop)
+	soa := func() string {
+		return g.apexOf().soaAt("zone.test.", uint32(g.stanza.index.Revision("zone.test.")), g.stanza.cfg.negativeTTL).String()
+	}
+	l.waitNotifies(t, 1, 2*time.Second)
+	first := soa()
+	g.stanza.index.Apply([]record.Change{{KV: at(200, "/skydns/test/zone/burst/1", `{"host":"10.9.0.1"}`)}})
+	l.waitNotifies(t, 2, 2*time.Second)
+	l.mu.Lock()
+	soas := slices.Clone(l.soas)
+	l.mu.Unlock()
+	if want := []string{first, soa()}; !slices.Equal(soas[:2], want) || want[0] == want[1] {
+		t.Errorf("the NOTIFYs carried\n%q\nwant the SOA of each serial\n%q", soas, want)
 	}
 }
