@@ -160,6 +160,16 @@ func (l *notifyListener) waitNotifies(t *testing.T, n int, limit time.Duration) 
 	}
 }
 
+// notifyingZones loads a stanza of zones (transferFixture) that NOTIFYs the addresses to,
+// signed with keyName when not "", and runs its notifier until the test ends.
+func notifyingZones(t *testing.T, zones, keyName, key string, to ...string) (*GatewayDNS, *notifier) {
+	t.Helper()
+	g := loadedStanza(t, "gatewaydns "+zones+" {\n notify "+strings.Join(to, " ")+"\n}", transferFixture)
+	n := startNotifier(g, transferPlugin(t, "transfer "+zones+" {\n to "+strings.Join(to, " ")+"\n}"), keyName, key)
+	t.Cleanup(n.stop)
+	return g, n
+}
+
 // notifying runs a notifier for a loaded zone.test stanza whose transfer plugin sends to the
 // addresses to; change makes a change to the zone.
 func notifying(t *testing.T, to ...string) (n *notifier, change func()) {
@@ -169,9 +179,7 @@ func notifying(t *testing.T, to ...string) (n *notifier, change func()) {
 // notifyingSigned is notifying with NOTIFYs signed with the key keyName, when not "".
 func notifyingSigned(t *testing.T, keyName, key string, to ...string) (n *notifier, change func()) {
 	t.Helper()
-	g := loadedStanza(t, "gatewaydns zone.test {\n notify "+strings.Join(to, " ")+"\n}", transferFixture)
-	n = startNotifier(g, transferPlugin(t, "transfer zone.test {\n to "+strings.Join(to, " ")+"\n}"), keyName, key)
-	t.Cleanup(n.stop)
+	g, n := notifyingZones(t, "zone.test", keyName, key, to...)
 	rev := int64(100)
 	return n, func() {
 		rev++
@@ -319,9 +327,7 @@ func TestNotifiesAreSignedForASecondaryThatRequiresTSIG(t *testing.T) {
 // parent alone; a change in the child moves both (the parent holds the child's names too).
 func TestAChangeOutsideAZoneNeitherMovesItsSerialNorNotifiesIt(t *testing.T) {
 	l := listenForNotifies(t)
-	g := loadedStanza(t, "gatewaydns zone.test eu1.zone.test {\n notify "+l.addr+"\n}", transferFixture)
-	n := startNotifier(g, transferPlugin(t, "transfer zone.test eu1.zone.test {\n to "+l.addr+"\n}"), "", "")
-	t.Cleanup(n.stop)
+	g, _ := notifyingZones(t, "zone.test eu1.zone.test", "", "", l.addr)
 	serials := func() string {
 		b := g.current()
 		return fmt.Sprint(b.Serial(request.Request{Zone: "zone.test."}), " ", b.Serial(request.Request{Zone: "eu1.zone.test."}))
@@ -363,9 +369,7 @@ func TestAChangeOutsideAZoneNeitherMovesItsSerialNorNotifiesIt(t *testing.T) {
 // on the old serial without it).
 func TestANotifyCarriesTheSOAItAnnounces(t *testing.T) {
 	l := listenForNotifies(t)
-	g := loadedStanza(t, "gatewaydns zone.test {\n notify "+l.addr+"\n}", transferFixture)
-	n := startNotifier(g, transferPlugin(t, "transfer zone.test {\n to "+l.addr+"\n}"), "", "")
-	t.Cleanup(n.stop)
+	g, _ := notifyingZones(t, "zone.test", "", "", l.addr)
 	soa := func() string {
 		return g.apexOf().soaAt("zone.test.", uint32(g.stanza.index.Revision("zone.test.")), g.stanza.cfg.negativeTTL).String()
 	}
