@@ -219,8 +219,9 @@ var writerWatchStreams = promauto.NewGaugeVec(prometheus.GaugeOpts{
 
 func publishMetricsAtZero(server, owner string, dryRun bool, kinds kubesource.Options) {
 	m := &publishMetrics{server: server, owner: owner, dryRun: dryRun}
-	m.atZero(kinds.DiscoveredKinds(), kinds.SourceKinds())
-	for _, kind := range kinds.DiscoveredKinds() {
+	discovered := kinds.DiscoveredKinds()
+	m.atZero(discovered, kinds.SourceKinds())
+	for _, kind := range discovered {
 		v := 0.0
 		if kinds.Named(kind) {
 			v = 1
