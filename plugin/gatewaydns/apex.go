@@ -141,6 +141,17 @@ func (a *apex) zoneGlue(zone string) []dns.RR {
 	return rrs
 }
 
+// zoneNames are the nameserver option's names in zone: the apex's records hold their glue.
+func (a *apex) zoneNames(zone string) []string {
+	var names []string
+	for _, n := range a.nameservers {
+		if dns.IsSubDomain(zone, n.name) {
+			names = append(names, n.name)
+		}
+	}
+	return names
+}
+
 func addressRR(name string, ttl uint32, ip net.IP) dns.RR {
 	hdr := dns.RR_Header{Name: name, Class: dns.ClassINET, Ttl: ttl}
 	if v4 := ip.To4(); v4 != nil {

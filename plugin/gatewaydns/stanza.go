@@ -39,7 +39,6 @@ type stanza struct {
 	notify  *notifier          // NOTIFYs the transfer plugin's secondaries; nil without one
 
 	transfers *transferRuns // the zone transfers being sent
-	journal   xfrJournal    // the records of the last transfers, for IXFR (transfer_ixfr.go)
 }
 
 func newStanza(cfg *config) (*GatewayDNS, *stanza) {

@@ -12,14 +12,17 @@ import (
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 )
 
 // Transfer implements transfer.Transferer, so that the stock transfer plugin serves AXFR and
 // IXFR of the stanza's zones from the index: a copy of the zone's names at one revision
 // (index.Index.Zone), turned into records while the transfer is sent, paced so that queries
 // go first (pacer), by a goroutine the stanza owns (transferRuns). An IXFR is answered with
-// the SOA alone when the secondary is current, with the difference from a transfer the journal
-// holds (transfer_ixfr.go), and with the whole zone otherwise, as RFC 1995 allows.
+// the SOA alone when the secondary is current, with the difference since its serial where the
+// index's journal holds every change since (transfer_ixfr.go), and with the whole zone
+// otherwise, as RFC 1995 allows.
 func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	b := g.current()
 	if b == nil || !slices.Contains(g.Zones, zone) {
@@ -36,69 +39,55 @@ func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, erro
 		}
 		return nil, err
 	}
+	if !b.Loaded() {
+		run.end()
+		return nil, errNotLoaded
+	}
+	opt := plugin.Options{NoApexFallback: g.NoApexFallback}
+	if serial != 0 {
+		if current := uint32(b.Revision(zone)); !serialAfter(current, serial) { // #nosec G115 -- RFC 1982
+			transfers.WithLabelValues(server, zones, "current").Inc()
+			soa := g.apexOf().soaAt(zone, current, b.MinTTL(request.Request{}))
+			return run.run(func(x *xfrRun) { x.send([]dns.RR{soa}) }), nil
+		}
+		if past, now, ok := g.incremental(b, zone, serial); ok {
+			transfers.WithLabelValues(server, zones, "incremental").Inc()
+			return run.run(func(x *xfrRun) { g.sendIncremental(x, zone, serial, past, now, opt) }), nil
+		}
+	}
 	pace := &pacer{worked: time.Now(), stopped: run.runs.ctx.Done()}
 	z, ok := b.Zone(zone, pace.pause)
 	if !ok {
 		run.end()
 		return nil, errNotLoaded
 	}
-	opt := plugin.Options{NoApexFallback: g.NoApexFallback}
-	soa := []dns.RR{g.apexOf().soa(z, zone, request.Request{})}
-	if serial != 0 && !serialAfter(z.Serial(request.Request{}), serial) {
-		transfers.WithLabelValues(server, zones, "current").Inc()
-		return run.run(func(x *xfrRun) { x.send(soa) }), nil
+	transfers.WithLabelValues(server, zones, "full").Inc()
+	return run.run(func(x *xfrRun) { g.sendFull(x, z, pace, opt) }), nil
+}
+
+// sendFull sends the whole zone z, between two SOAs.
+func (g *GatewayDNS) sendFull(x *xfrRun, z *index.Zone, pace *pacer, opt plugin.Options) {
+	soa := []dns.RR{g.apexOf().soa(z, z.Origin, request.Request{})}
+	if !x.send(soa) {
+		return
 	}
-	var old *xfrSnapshot
-	if serial != 0 {
-		old = g.stanza.journal.get(zone, serial)
+	w := newZoneWriter(z, g.apexOf(), dns.IsSubDomain("arpa.", z.Origin), g.stanza.cfg.transferSynthetic, opt)
+	batch := make([]dns.RR, 0, xfrBatch)
+	for i := range z.Len() {
+		batch = w.appendName(batch, i)
+		if len(batch) < xfrBatch {
+			continue
+		}
+		if !x.send(batch) {
+			return
+		}
+		batch = make([]dns.RR, 0, xfrBatch)
+		pace.pause()
 	}
-	kind := map[bool]string{false: "full", true: "incremental"}[old != nil]
-	transfers.WithLabelValues(server, zones, kind).Inc()
-	return run.run(func(x *xfrRun) {
-		w := newZoneWriter(z, g.apexOf(), dns.IsSubDomain("arpa.", zone), g.stanza.cfg.transferSynthetic, opt)
-		snap := newSnapshotter(z.Serial(request.Request{}), z.Len())
-		if old != nil && snap.s != nil {
-			// The zone now, collected, then the difference sent.
-			var buf []dns.RR
-			for i := range z.Len() {
-				buf = w.appendName(buf[:0], i)
-				snap.add(buf)
-				if i%xfrBatch == 0 {
-					if x.runs.ctx.Err() != nil {
-						return
-					}
-					pace.pause()
-				}
-			}
-			g.stanza.journal.put(zone, snap.s)
-			x.sendIncremental(soa[0].(*dns.SOA), old, snap.s, pace.pause)
-			return
-		}
-		if !x.send(soa) {
-			return
-		}
-		batch := make([]dns.RR, 0, xfrBatch)
-		for i := range z.Len() {
-			batch = w.appendName(batch, i)
-			if len(batch) < xfrBatch {
-				continue
-			}
-			snap.add(batch)
-			if !x.send(batch) {
-				return
-			}
-			batch = make([]dns.RR, 0, xfrBatch)
-			pace.pause()
-		}
-		snap.add(batch)
-		if snap.s != nil {
-			g.stanza.journal.put(zone, snap.s)
-		}
-		if len(batch) > 0 && !x.send(batch) {
-			return
-		}
-		x.send(soa)
-	}), nil
+	if len(batch) > 0 && !x.send(batch) {
+		return
+	}
+	x.send(soa)
 }
 
 // Pacing of a transfer, so that queries go first. The server may run on one CPU

@@ -2,91 +2,68 @@ package gatewaydns
 
 import (
 	"slices"
-	"sync"
+	"strings"
 
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 )
 
-// True IXFR (RFC 1995). The index keeps no history, so the stanza keeps, per zone, the records
-// of the last few transfers it sent (xfrJournal): a secondary asks for an IXFR from the serial
-// of the last transfer it took, which was one of them, and gets the condensed difference
-// between those records and the zone now (the records deleted, then those added, between the
-// SOAs of the two serials), a handful of records for a change of one, where it got the whole
-// zone before. From a serial the journal does not hold (older than its bound, before a reload
-// or a restart, from another replica) the answer is the whole zone, as RFC 1995 allows.
+// True IXFR (RFC 1995). The index keeps a journal of the changes it applied (index/journal.go),
+// and gives, for a secondary's serial, the names those changes touched as they were at that
+// serial and as they are now (index.Index.ZoneDiff). Both are made into records by the code
+// that makes a full transfer's, so the difference is exactly what the secondary's copy lacks
+// or holds too much: a handful of records for a change of one, whatever the zone's size.
 //
-// The bound: xfrSnapshots transfers per zone, of zones of at most xfrSnapshotNames names. A
-// larger zone keeps none, so that a million names is not held twice; its IXFRs are whole zones.
-const (
-	xfrSnapshots      = 3
-	xfrSnapshotNames  = 100_000
-	xfrSnapshotRecord = 4 // records per name a snapshot's map is sized for
-)
+// A synthetic transfer (transfer-synthetic) is always whole: it holds what the plugin answers,
+// and a CNAME's answer there follows its target, a name the change may not have touched.
 
-// xfrSnapshot is the records of one transfer of a zone, keyed by their text (a TTL that
-// changed is a record deleted and one added). Never changed once stored.
-type xfrSnapshot struct {
-	serial uint32
-	rrs    map[string]dns.RR
+// incremental is the difference of zone since serial, ok false when the whole zone is due.
+func (g *GatewayDNS) incremental(b *backend, zone string, serial uint32) (past, now *index.Zone, ok bool) {
+	if g.stanza.cfg.transferSynthetic {
+		return nil, nil, false
+	}
+	return b.ZoneDiff(zone, serial, g.apexOf().zoneNames(zone))
 }
 
-// xfrJournal holds the snapshots of a stanza's zones, newest last.
-type xfrJournal struct {
-	mu    sync.Mutex
-	zones map[string][]*xfrSnapshot
-}
-
-// get is the snapshot of zone at serial, nil if the journal holds none.
-func (j *xfrJournal) get(zone string, serial uint32) *xfrSnapshot {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	for _, s := range j.zones[zone] {
-		if s.serial == serial {
-			return s
+// sendIncremental sends the IXFR from serial: the new SOA, the SOA at serial, the records
+// deleted, the new SOA, the records added, the new SOA.
+func (g *GatewayDNS) sendIncremental(x *xfrRun, zone string, serial uint32, past, now *index.Zone, opt plugin.Options) {
+	soa := g.apexOf().soa(now, zone, request.Request{})
+	oldSOA := dns.Copy(soa).(*dns.SOA)
+	oldSOA.Serial = serial
+	reverse := dns.IsSubDomain("arpa.", zone)
+	deleted, added := condensedDiff(g.zoneRRs(past, reverse, opt), g.zoneRRs(now, reverse, opt))
+	for _, part := range [][]dns.RR{{soa, oldSOA}, deleted, {soa}, added, {soa}} {
+		for len(part) > 0 {
+			n := min(len(part), xfrBatch)
+			if !x.send(part[:n]) {
+				return
+			}
+			part = part[n:]
 		}
 	}
-	return nil
 }
 
-// put stores s as zone's newest snapshot, and drops the oldest past xfrSnapshots.
-func (j *xfrJournal) put(zone string, s *xfrSnapshot) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.zones == nil {
-		j.zones = map[string][]*xfrSnapshot{}
+// zoneRRs are the records of the names of z, as a full transfer makes them, by their text.
+func (g *GatewayDNS) zoneRRs(z *index.Zone, reverse bool, opt plugin.Options) map[string]dns.RR {
+	w := newZoneWriter(z, g.apexOf(), reverse, false, opt)
+	rrs := map[string]dns.RR{}
+	var buf []dns.RR
+	for i := range z.Len() {
+		buf = w.appendName(buf[:0], i)
+		for _, rr := range buf {
+			rrs[rr.String()] = rr
+		}
 	}
-	snaps := slices.DeleteFunc(j.zones[zone], func(o *xfrSnapshot) bool { return o.serial == s.serial })
-	snaps = append(snaps, s)
-	if len(snaps) > xfrSnapshots {
-		snaps = slices.Delete(snaps, 0, len(snaps)-xfrSnapshots)
-	}
-	j.zones[zone] = snaps
-}
-
-// snapshotter collects the records of a transfer into a snapshot, for a zone small enough.
-type snapshotter struct {
-	s *xfrSnapshot // nil: not collected
-}
-
-func newSnapshotter(serial uint32, names int) *snapshotter {
-	if names > xfrSnapshotNames {
-		return &snapshotter{}
-	}
-	return &snapshotter{s: &xfrSnapshot{serial: serial, rrs: make(map[string]dns.RR, names*xfrSnapshotRecord)}}
-}
-
-func (c *snapshotter) add(rrs []dns.RR) {
-	if c.s == nil {
-		return
-	}
-	for _, rr := range rrs {
-		c.s.rrs[rr.String()] = rr
-	}
+	return rrs
 }
 
 // condensedDiff is what an IXFR from old to cur sends between the SOAs (RFC 1995 4): the
 // records of old that cur lacks, and those of cur that old lacks, each once (a record sent
-// twice in a transfer stays one record in the zone, and is one in the snapshots).
+// twice in a transfer stays one record in the zone).
 func condensedDiff(old, cur map[string]dns.RR) (deleted, added []dns.RR) {
 	for k, rr := range old {
 		if _, ok := cur[k]; !ok {
@@ -99,31 +76,8 @@ func condensedDiff(old, cur map[string]dns.RR) (deleted, added []dns.RR) {
 		}
 	}
 	// In a stable order: the secondary's log and a test read the same transfer twice alike.
-	byText := func(a, b dns.RR) int {
-		if a.String() < b.String() {
-			return -1
-		}
-		return 1
-	}
+	byText := func(a, b dns.RR) int { return strings.Compare(a.String(), b.String()) }
 	slices.SortFunc(deleted, byText)
 	slices.SortFunc(added, byText)
 	return deleted, added
-}
-
-// sendIncremental sends the IXFR from old: the new SOA, old's SOA, the records deleted, the new
-// SOA, the records added, the new SOA. cur is the zone now, collected without sending.
-func (x *xfrRun) sendIncremental(soa *dns.SOA, old, cur *xfrSnapshot, pause func()) {
-	oldSOA := dns.Copy(soa).(*dns.SOA)
-	oldSOA.Serial = old.serial
-	deleted, added := condensedDiff(old.rrs, cur.rrs)
-	for _, part := range [][]dns.RR{{soa, oldSOA}, deleted, {soa}, added, {soa}} {
-		for len(part) > 0 {
-			n := min(len(part), xfrBatch)
-			if !x.send(part[:n]) {
-				return
-			}
-			part = part[n:]
-			pause()
-		}
-	}
 }

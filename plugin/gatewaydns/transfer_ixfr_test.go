@@ -77,22 +77,6 @@ func TestTheCondensedDiffHoldsEachChangeOnce(t *testing.T) {
 	}
 }
 
-func TestTheJournalKeepsTheNewestSnapshotsOfEachZone(t *testing.T) {
-	var j xfrJournal
-	for serial := uint32(1); serial <= xfrSnapshots+2; serial++ {
-		j.put("zone.test.", &xfrSnapshot{serial: serial})
-	}
-	j.put("other.test.", &xfrSnapshot{serial: 1})
-	for serial := uint32(1); serial <= xfrSnapshots+2; serial++ {
-		if held, want := j.get("zone.test.", serial) != nil, serial > 2; held != want {
-			t.Errorf("serial %d held: %v, want %v (the newest %d)", serial, held, want, xfrSnapshots)
-		}
-	}
-	if j.get("other.test.", 1) == nil || j.get("other.test.", 2) != nil {
-		t.Error("the zones' journals are not each their own")
-	}
-}
-
 // TestAnIXFRAfterAChangeOfOneRecordAt20kNamesMovesTheChange: a secondary that took the zone
 // at serial s asks for an IXFR from s after one record changed: it gets the SOAs and the
 // change, not the zone; from a serial the journal does not hold, the whole zone.

@@ -75,6 +75,9 @@ type Options struct {
 	// MaxRecords is the most records one read answers a question from, the first in key
 	// order (walk.go); 0: DefaultMaxRecords.
 	MaxRecords int
+	// JournalChanges is how many changes the journal of incremental transfers holds
+	// (journal.go); 0: DefaultJournalChanges, below 0: none, every IXFR is the whole zone.
+	JournalChanges int
 }
 
 // Index holds the records under one root, loaded prefix by prefix (Options.Prefixes).
@@ -90,6 +93,7 @@ type Index struct {
 	digests map[string]*Digest      // loaded prefix -> what it holds, for the consistency check
 	clashes map[string]bool         // path of a name whose records mix a CNAME with other data
 	serials map[string]int64        // prefix -> revision of its last change (serial.go)
+	journal journal                 // the changes an incremental transfer is made of
 
 	// gen counts the writes to the tree and the serials, so that a zone copied in chunks
 	// (zone.go) tells whether it saw one.
@@ -126,7 +130,11 @@ func New(opts Options) *Index {
 	if len(opts.ZonePrefixes) == 0 {
 		opts.ZonePrefixes = opts.Prefixes
 	}
+	if opts.JournalChanges == 0 {
+		opts.JournalChanges = DefaultJournalChanges
+	}
 	return &Index{
+		journal:        journal{limit: opts.JournalChanges},
 		opts:           opts,
 		root:           root,
 		tree:           newTree(root),

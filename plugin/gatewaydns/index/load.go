@@ -179,6 +179,12 @@ func (l *Loading) Finish() {
 	}
 	ix.reportLocked(l.rejected)
 	ix.setClashesBelowLocked(l.base, clashes)
+	// The zones under the prefix changed without the journal, up to the revision read.
+	for _, p := range ix.opts.ZonePrefixes {
+		if strings.HasPrefix(p, l.prefix) || strings.HasPrefix(l.prefix, p) {
+			ix.journal.rebase(p, max(ix.serials[p], ix.journal.newest()))
+		}
+	}
 	ix.loadedPrefixes[l.prefix] = true
 	all := true
 	for _, p := range ix.opts.Prefixes {

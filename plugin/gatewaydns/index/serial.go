@@ -61,6 +61,9 @@ func (ix *Index) Replayed(prefix string, rev int64) {
 		if strings.HasPrefix(p, prefix) && rev > ix.serials[p] {
 			ix.serials[p] = rev
 		}
+		if strings.HasPrefix(p, prefix) {
+			ix.journal.rebase(p, rev) // a change the journal does not hold
+		}
 	}
 }
 

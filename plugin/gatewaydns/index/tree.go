@@ -29,6 +29,15 @@ func (t *tree) walk(id nodeID, elems []string) (nodeID, int) {
 	return id, len(elems)
 }
 
+// value is the value at elems, nil when there is none.
+func (t *tree) value(elems []string) *entry {
+	id, depth := t.walk(t.root, elems)
+	if depth < len(elems) {
+		return nil
+	}
+	return t.at(id).value
+}
+
 // put stores e at elems below id and reports whether the key is new; key is e's key, which
 // ends with elems.
 func (t *tree) put(id nodeID, elems []string, e *entry, key string) bool {

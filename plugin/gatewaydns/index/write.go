@@ -81,6 +81,7 @@ func (ix *Index) applyLocked(changes []record.Change, entries []*entry, skipped 
 		}
 		ix.applyDigestLocked(c.Key, oldRev, newRev)
 		ix.noteChangeLocked(c.Key, c.Revision)
+		ix.journal.note(c.Revision, c.Key, ix.tree.value(elems))
 		delete(skipped, c.Key)
 		switch {
 		case entries[i] != nil:

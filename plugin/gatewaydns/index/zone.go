@@ -45,6 +45,7 @@ type zoneName struct {
 	// those of its record-id children (names.go).
 	first, end uint32
 	own        bool
+	below      bool // names below it: a question can reach one of its children
 }
 
 // zoneRec is a record of a zone: its value, and the label of its key below its name's key,
@@ -124,35 +125,46 @@ func (ix *Index) zone(origin string, pause func()) (z *Zone, ok bool) {
 		}
 		p := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		zn := zoneName{name: p.name, first: uint32(len(z.recs))} // #nosec G115 -- a zone holds fewer than 2^32 records
-		for c, e := range t.nameRecords(p.id) {
-			r := zoneRec{e: e}
-			if c == p.id {
-				zn.own = true
-			} else {
-				el := t.name(t.at(c))
-				r.off, r.n = uint32(len(z.labels)), uint32(len(el)) // #nosec G115 -- as above
-				z.labels = append(z.labels, el...)
-			}
-			z.recs = append(z.recs, r)
-		}
-		zn.end = uint32(len(z.recs)) // #nosec G115 -- as above
-		z.names = append(z.names, zn)
+		z.addName(t, p.id, p.name)
 		// Path elements that no question can reach (upper case, a dot, an escape) are left
 		// out with what lies below them: the index never answers them either.
 		for el, c := range t.children(p.id) {
 			if !askable(el) {
 				continue
 			}
-			child := el + "." + p.name
-			if p.name == "." {
-				child = el + "."
-			}
-			stack = append(stack, pending{c, child})
+			z.names[len(z.names)-1].below = true
+			stack = append(stack, pending{c, childName(el, p.name)})
 		}
 	}
 	ix.mu.RUnlock()
 	return z, true
+}
+
+// childName is the name of the path element el below the name parent.
+func childName(el, parent string) string {
+	if parent == "." {
+		return el + "."
+	}
+	return el + "." + parent
+}
+
+// addName appends the name of the node id of t, with its records (names.go). Whether it has
+// names below it is the caller's to say.
+func (z *Zone) addName(t *tree, id nodeID, name string) {
+	zn := zoneName{name: name, first: uint32(len(z.recs))} // #nosec G115 -- a zone holds fewer than 2^32 records
+	for c, e := range t.nameRecords(id) {
+		r := zoneRec{e: e}
+		if c == id {
+			zn.own = true
+		} else {
+			el := t.name(t.at(c))
+			r.off, r.n = uint32(len(z.labels)), uint32(len(el)) // #nosec G115 -- as above
+			z.labels = append(z.labels, el...)
+		}
+		z.recs = append(z.recs, r)
+	}
+	zn.end = uint32(len(z.recs)) // #nosec G115 -- as above
+	z.names = append(z.names, zn)
 }
 
 // askable reports whether a question can reach the path element el: not empty, no dot, escape
@@ -361,14 +373,11 @@ var _ plugin.ServiceBackend = (*Zone)(nil)
 // records are its parent's (names.go); the name itself is a storage detail, which a transfer
 // leaves out unless a record points at it. The clash count reads keys the same way.
 func (z *Zone) RecordID(i int) bool {
-	if i == 0 || !z.names[i].own {
+	zn := z.names[i]
+	if zn.name == z.Origin || !zn.own || zn.below {
 		return false
 	}
-	name := z.names[i].name
-	if i+1 < len(z.names) && strings.HasSuffix(z.names[i+1].name, "."+name) {
-		return false // it has names below it: they follow it (parents first)
-	}
-	label, _, _ := strings.Cut(name, ".")
+	label, _, _ := strings.Cut(zn.name, ".")
 	return recordLabel(label)
 }
 

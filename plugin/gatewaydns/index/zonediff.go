@@ -1,0 +1,302 @@
+package index
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/coredns/coredns/plugin/etcd/msg"
+	"github.com/coredns/coredns/request"
+)
+
+// ZoneDiff is what an incremental transfer of zone origin from serial is made of (RFC 1995):
+// the names whose records may have changed since, as they were at serial (past) and as they
+// are now (now), each a Zone of those names alone, at the zone's current serial. A transfer
+// builds each name's records from both and sends the difference. ok is false when the journal
+// does not hold every change of the zone since serial (journal.go), or serial is not before
+// the zone's: the whole zone then.
+//
+// apexNames are names whose records the apex's records hold too (the glue of in-zone
+// nameservers a stanza names): a change of one of them changes the apex's.
+func (ix *Index) ZoneDiff(origin string, serial uint32, apexNames []string) (past, now *Zone, ok bool) {
+	if !ix.Loaded() {
+		return nil, nil, false
+	}
+	minTTL := ix.MinTTL(request.Request{})
+	var buf [16]string
+	labels, _ := ix.labels(buf[:0], origin)
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	dir := msg.Path(origin, ix.opts.Prefix) + "/"
+	prefix := ix.zonePrefixOf(dir)
+	rev := ix.serials[prefix]
+	first, ok := ix.journal.since(prefix, rev, serial)
+	if !ok {
+		return nil, nil, false
+	}
+	h := ix.history(ix.journal.pastValues(first, dir))
+	paths := h.changedNames(ix, labels, origin, apexNames)
+	ttls := ix.leaseTTLs(maps.Clone(ix.leases))
+	now = namesOf(ix.tree, origin, labels, paths)
+	past = namesOf(h.pastTree(ix.root, paths), origin, labels, paths)
+	for _, z := range []*Zone{past, now} {
+		z.Revision, z.ttls, z.minTTL = rev, ttls, minTTL
+	}
+	return past, now, true
+}
+
+// history is the index's tree now, with the values that the changed keys had before
+// (journal.pastValues): enough to tell what any node was then.
+type history struct {
+	t    *tree
+	past map[string]*entry
+	keys []string // past's keys, sorted
+}
+
+func (ix *Index) history(past map[string]*entry) *history {
+	return &history{t: ix.tree, past: past, keys: slices.Sorted(maps.Keys(past))}
+}
+
+// value is the value the key of the node id (0: no node now) had then.
+func (h *history) value(key string, id nodeID) *entry {
+	if v, changed := h.past[key]; changed {
+		return v
+	}
+	if id == 0 {
+		return nil
+	}
+	return h.t.at(id).value
+}
+
+// hadBelow tells whether a key below key (the key of the node id; 0: none now) was there then:
+// a changed one that had a value, or one there now that has not changed since.
+func (h *history) hadBelow(key string, id nodeID) bool {
+	dir := key + "/"
+	for i := sort.SearchStrings(h.keys, dir); i < len(h.keys) && strings.HasPrefix(h.keys[i], dir); i++ {
+		if h.past[h.keys[i]] != nil {
+			return true
+		}
+	}
+	return id != 0 && h.anyUnchangedBelow(id, []byte(key))
+}
+
+func (h *history) anyUnchangedBelow(id nodeID, dir []byte) bool {
+	for el, c := range h.t.children(id) {
+		k := append(append(dir, '/'), el...)
+		if h.t.at(c).value != nil {
+			if _, changed := h.past[string(k)]; !changed {
+				return true
+			}
+		}
+		if h.anyUnchangedBelow(c, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// role is what a node is to its parent's name: there at all (a name, or a path to one), and a
+// record of it (a leaf with a value, names.go).
+type role struct{ exists, record bool }
+
+func (h *history) roleThen(key string, id nodeID) role {
+	v, below := h.value(key, id), h.hadBelow(key, id)
+	return role{exists: v != nil || below, record: v != nil && !below}
+}
+
+func (h *history) roleNow(id nodeID) role {
+	if id == 0 {
+		return role{}
+	}
+	n := h.t.at(id)
+	return role{exists: true, record: n.value != nil && n.leaf()}
+}
+
+// belowThen and belowNow tell whether the name of the node id had, and has, a name below it
+// (Zone.RecordID).
+func (h *history) belowThen(key string, id nodeID) bool {
+	dir := key + "/"
+	for i := sort.SearchStrings(h.keys, dir); i < len(h.keys) && strings.HasPrefix(h.keys[i], dir); i++ {
+		el, _, _ := strings.Cut(h.keys[i][len(dir):], "/")
+		if h.past[h.keys[i]] != nil && askable(el) {
+			return true
+		}
+	}
+	if id == 0 {
+		return false
+	}
+	for el, c := range h.t.children(id) {
+		if askable(el) && h.roleThen(dir+el, c).exists {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *history) belowNow(id nodeID) bool {
+	if id == 0 {
+		return false
+	}
+	for el := range h.t.children(id) {
+		if askable(el) {
+			return true
+		}
+	}
+	return false
+}
+
+// changedNames are the paths (path elements from the root) of the names of the zone at labels
+// whose records a change of the changed keys may have changed, parents before their children.
+// A key's own name; and up the tree, a name while the node below it on the way was or is one
+// of its records, or stopped or started being a name below it (RecordID). The apex, with the
+// names its NS and address records are read from, where one of those changed.
+func (h *history) changedNames(ix *Index, labels []string, origin string, apexNames []string) [][]string {
+	seen := map[string]bool{}
+	var paths [][]string
+	add := func(p []string) {
+		if k := strings.Join(p, "/"); !seen[k] {
+			seen[k] = true
+			paths = append(paths, p)
+		}
+	}
+	for _, key := range h.keys {
+		elems := ix.elements(key)
+		add(elems)
+		childRecord := false // the change is of the child's own value
+		for n := len(elems); n > len(labels); n-- {
+			child, parent := elems[:n], elems[:n-1]
+			cid, _ := h.find(child)
+			then, now := h.roleThen(h.t.keyOf(child), cid), h.roleNow(cid)
+			pid, _ := h.find(parent)
+			pkey := h.t.keyOf(parent)
+			if n == len(elems) {
+				childRecord = then.record || now.record
+			}
+			if childRecord || then.record != now.record ||
+				then.exists != now.exists && h.belowThen(pkey, pid) != h.belowNow(pid) {
+				add(parent)
+			}
+			if then == now {
+				break
+			}
+			childRecord = false
+		}
+	}
+	apex := false
+	for _, p := range paths {
+		name, _ := nameOfPath(origin, labels, p)
+		apex = apex || len(p) == len(labels) || p[len(labels)] == "dns" || slices.Contains(apexNames, name)
+	}
+	if apex {
+		add(labels)
+		add(append(slices.Clip(labels), "dns", "ns"))
+		add(append(slices.Clip(labels), "dns", "apex"))
+	}
+	slices.SortFunc(paths, slices.Compare)
+	return paths
+}
+
+// find is the node at the path elements p, 0 when there is none now.
+func (h *history) find(p []string) (nodeID, bool) {
+	id, depth := h.t.walk(h.t.root, p)
+	if depth < len(p) {
+		return 0, false
+	}
+	return id, true
+}
+
+// pastTree is a tree of the names at paths as they were then: each one's own value, and its
+// children's, each child with a node below it where it had names below it (so that it is a
+// leaf then only where it was one).
+func (h *history) pastTree(root string, paths [][]string) *tree {
+	pt := newTree(root)
+	for _, p := range paths {
+		id, _ := h.find(p)
+		key := h.t.keyOf(p)
+		if v := h.value(key, id); v != nil {
+			pt.insert(pt.root, p, v)
+		}
+		for _, el := range h.childLabels(key, id) {
+			child := append(slices.Clip(p), el)
+			var cid nodeID
+			if id != 0 {
+				cid = h.t.child(id, el)
+			}
+			ckey := key + "/" + el
+			if v := h.value(ckey, cid); v != nil {
+				pt.insert(pt.root, child, v)
+			}
+			if h.hadBelow(ckey, cid) {
+				// Two levels of a label no question reaches: the child is no leaf, and its
+				// name has no record and no name more.
+				pt.insert(pt.root, append(child, ".", "."), placeholder)
+			}
+		}
+	}
+	return pt
+}
+
+// placeholder is the value below a child that had names below it, in a pastTree.
+var placeholder = &entry{}
+
+// childLabels are the labels of the children of the node at key (id; 0: none now) now, and of
+// the changed keys right below it.
+func (h *history) childLabels(key string, id nodeID) []string {
+	var labels []string
+	if id != 0 {
+		for el := range h.t.children(id) {
+			labels = append(labels, el)
+		}
+	}
+	dir := key + "/"
+	for i := sort.SearchStrings(h.keys, dir); i < len(h.keys) && strings.HasPrefix(h.keys[i], dir); i++ {
+		el, _, _ := strings.Cut(h.keys[i][len(dir):], "/")
+		if !slices.Contains(labels, el) {
+			labels = append(labels, el)
+		}
+	}
+	return labels
+}
+
+// namesOf is a Zone of the names at paths in t, with the record names below them (where a
+// record's target may point, zoneWriter.appendGlue).
+func namesOf(t *tree, origin string, labels []string, paths [][]string) *Zone {
+	z := &Zone{Origin: origin, originKey: strings.TrimSuffix(t.keyOf(labels), "/"), last: -1}
+	listed := map[string]bool{}
+	for _, p := range paths {
+		listed[strings.Join(p, "/")] = true
+	}
+	for _, p := range paths {
+		name, ok := nameOfPath(origin, labels, p)
+		id, depth := t.walk(t.root, p)
+		if !ok || depth < len(p) {
+			continue
+		}
+		z.addName(t, id, name)
+		base := len(z.names) - 1
+		for el, c := range t.children(id) {
+			if !askable(el) {
+				continue
+			}
+			z.names[base].below = true
+			if cn := t.at(c); cn.value != nil && cn.leaf() && !listed[strings.Join(p, "/")+"/"+el] {
+				z.addName(t, c, childName(el, name))
+			}
+		}
+	}
+	return z
+}
+
+// nameOfPath is the name of the path elements p below the origin's, labels; ok is false where
+// no question reaches it (askable).
+func nameOfPath(origin string, labels, p []string) (string, bool) {
+	name := origin
+	for _, el := range p[len(labels):] {
+		if !askable(el) {
+			return "", false
+		}
+		name = childName(el, name)
+	}
+	return name, true
+}
