@@ -5,8 +5,10 @@
 package benchdata
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"strings"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -56,7 +58,7 @@ func New(prefix string, n int) *Dataset {
 		d.Hosts = append(d.Hosts, ip+" "+name)
 	}
 	for i := range nAAAA {
-		name, ip := fmt.Sprintf("v%d.bench.%s", i, Zone), fmt.Sprintf("fd00::%x", i+1)
+		name, ip := fmt.Sprintf("v%d.bench.%s", i, Zone), IPv6(i)
 		put(name, ip, fmt.Sprintf(`{"host":%q,"ttl":300}`, ip))
 		d.AAAA = append(d.AAAA, name)
 		d.Hosts = append(d.Hosts, ip+" "+name)
@@ -160,4 +162,13 @@ func (d *Dataset) Names(what string) ([]string, string) {
 		return d.Subtree, "A"
 	}
 	panic("unknown mix part " + what)
+}
+
+// IPv6 is the i-th name's AAAA address, fd00::i+1 in the canonical text form: the last 32 bits
+// count, so that names past the 65,535th get valid addresses too.
+func IPv6(i int) string {
+	var b [16]byte
+	b[0], b[1] = 0xfd, 0x00
+	binary.BigEndian.PutUint32(b[12:], uint32(i+1)) // #nosec G115 -- a data set holds fewer than 2^32 names
+	return netip.AddrFrom16(b).String()
 }

@@ -65,3 +65,14 @@ func TestQueriesFollowTheMixDeterministically(t *testing.T) {
 		}
 	}
 }
+
+func TestEveryAAAAAddressIsValidPastThe65535thName(t *testing.T) {
+	for _, tc := range []struct {
+		i    int
+		want string
+	}{{0, "fd00::1"}, {65534, "fd00::ffff"}, {65535, "fd00::1:0"}, {999_999, "fd00::f:4240"}} {
+		if got := IPv6(tc.i); got != tc.want {
+			t.Errorf("IPv6(%d) = %s, want %s", tc.i, got, tc.want)
+		}
+	}
+}
