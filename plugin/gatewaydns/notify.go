@@ -17,7 +17,10 @@ import (
 const (
 	notifyPoll   = 50 * time.Millisecond  // how often the serials are read: a map lookup each
 	notifyQuiet  = 50 * time.Millisecond  // a burst ends when the serial stays this long
-	notifyAtMost = 500 * time.Millisecond // and a NOTIFY goes out this long after a burst began, whatever
+	// notifyAtMost: a NOTIFY goes out this long after a burst began, whatever. Under a
+	// steady churn a secondary is that much behind, plus its IXFR (a few records, journal.go)
+	// and its own reload delay (NSD's xfrd-reload-timeout, 1 s).
+	notifyAtMost = 250 * time.Millisecond
 )
 
 // notifier runs one goroutine per stanza while its instance runs, and one per NOTIFY in

@@ -3,6 +3,8 @@ package index
 import (
 	"fmt"
 	"testing"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // TestTheJournalReachesBackToASerialOnlyWhereItHoldsEveryChangeSince pins which serials an
@@ -52,5 +54,25 @@ func TestTheJournalReachesBackToASerialOnlyWhereItHoldsEveryChangeSince(t *testi
 	}
 	if _, ok := j.since("/skydns/test/other/", 7, 5); !ok {
 		t.Error("a load of one zone cut another's journal")
+	}
+}
+
+// TestAnIXFRFromFurtherBackThanMaxDiffKeysIsTheWholeZone: the difference is built in one read
+// lock, so a secondary far behind gets the whole zone, which is copied in chunks.
+func TestAnIXFRFromFurtherBackThanMaxDiffKeysIsTheWholeZone(t *testing.T) {
+	ix := New(Options{Prefixes: []string{"/skydns/cluster/openmcp/"}})
+	ix.Load("/skydns/cluster/openmcp/", []record.KV{writerKV(0, 0)})
+	for i := range MaxDiffKeys + 1 {
+		kv := writerKV(i, 1)
+		kv.Revision = int64(i + 2)
+		ix.Apply([]record.Change{{KV: kv}})
+	}
+	for _, tc := range []struct {
+		serial uint32
+		ok     bool
+	}{{2, true}, {1, false}} { // MaxDiffKeys keys changed after revision 2, one more after 1
+		if _, _, ok := ix.ZoneDiff("openmcp.cluster.", tc.serial, nil); ok != tc.ok {
+			t.Errorf("ZoneDiff from %d: ok %v, want %v", tc.serial, ok, tc.ok)
+		}
 	}
 }

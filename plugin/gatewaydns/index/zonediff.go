@@ -10,12 +10,18 @@ import (
 	"github.com/coredns/coredns/request"
 )
 
+// MaxDiffKeys is the most changed keys a ZoneDiff is made of. It is built in one read lock, which
+// a writer waits for, and the queries that come after the writer with it: some 10 us a key, so
+// 2048 keys hold them up for 20 ms at most. A secondary further behind gets the whole zone, whose
+// copy gives way to queries (Index.Zone).
+const MaxDiffKeys = 2048
+
 // ZoneDiff is what an incremental transfer of zone origin from serial is made of (RFC 1995):
 // the names whose records may have changed since, as they were at serial (past) and as they
 // are now (now), each a Zone of those names alone, at the zone's current serial. A transfer
 // builds each name's records from both and sends the difference. ok is false when the journal
-// does not hold every change of the zone since serial (journal.go), or serial is not before
-// the zone's: the whole zone then.
+// does not hold every change of the zone since serial (journal.go), more than MaxDiffKeys keys
+// changed since, or serial is not before the zone's: the whole zone then.
 //
 // apexNames are names whose records the apex's records hold too (the glue of in-zone
 // nameservers a stanza names): a change of one of them changes the apex's.
@@ -35,7 +41,11 @@ func (ix *Index) ZoneDiff(origin string, serial uint32, apexNames []string) (pas
 	if !ok {
 		return nil, nil, false
 	}
-	h := ix.history(ix.journal.pastValues(first, dir))
+	changed := ix.journal.pastValues(first, dir)
+	if len(changed) > MaxDiffKeys {
+		return nil, nil, false
+	}
+	h := ix.history(changed)
 	paths := h.changedNames(ix, labels, origin, apexNames)
 	ttls := ix.leaseTTLs(maps.Clone(ix.leases))
 	now = namesOf(ix.tree, origin, labels, paths)
