@@ -15,8 +15,8 @@ import (
 // index: the index may be shared with the next instance across a reload, the notifier is the
 // instance's, like the transfer plugin it sends through.
 const (
-	notifyPoll   = 50 * time.Millisecond  // how often the serials are read: a map lookup each
-	notifyQuiet  = 50 * time.Millisecond  // a burst ends when the serial stays this long
+	notifyPoll  = 50 * time.Millisecond // how often the serials are read: a map lookup each
+	notifyQuiet = 50 * time.Millisecond // a burst ends when the serial stays this long
 	// notifyAtMost: a NOTIFY goes out this long after a burst began, whatever. Under a
 	// steady churn a secondary is that much behind, plus its IXFR (a few records, journal.go)
 	// and its own reload delay (NSD's xfrd-reload-timeout, 1 s).
