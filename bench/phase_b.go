@@ -26,6 +26,7 @@ type bResults struct {
 	ready           time.Duration
 	published       time.Duration // from the process start to every route's name in etcd
 	steady          time.Duration // how long the pod ran on after, transfers going on
+	axfrNice        int           // of the AXFR client
 	transfers       []xfer        // by the AXFR client, back to back from ready to the end
 	final           xfer          // one more, checked to hold every name of the zone
 	answers         []string      // the questions asked at the end, and their answers
@@ -49,18 +50,14 @@ func (h *harness) phaseB() error {
 	if err != nil {
 		return err
 	}
-	b := &bResults{shipped: shipped, steady: h.opt.podSteady}
+	b := &bResults{shipped: shipped, steady: h.opt.podSteady, axfrNice: h.opt.axfrNice}
 	h.res.b = b
 	if b.readme, err = readmeMiB(h.root, podReadmeRow); err != nil {
 		b.readmeErr = err.Error()
 	}
-	k, err := h.kubeAPI()
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	rs, err := h.clusterRoutes(ctx, k)
+	k, rs, err := h.clusterRoutes(ctx)
 	if err != nil {
 		return err
 	}

@@ -15,13 +15,9 @@ import (
 // phaseW: -routes HTTPRoutes exist before the writer starts; from the writer's process start
 // to every name in etcd, and what etcd counted meanwhile.
 func (h *harness) phaseW() error {
-	k, err := h.kubeAPI()
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	rs, err := h.clusterRoutes(ctx, k)
+	k, rs, err := h.clusterRoutes(ctx)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ func renderPod(p func(string, ...any), b *bResults) {
 	p("%s agree). Before it starts: %d HTTPRoutes in the kube-apiserver (phase W's, one", chartValues, b.routes)
 	p("name each) and %d records of other owners in etcd, the zone it serves; it publishes its", b.records)
 	p("%d names into that zone from cold. From its ready, an AXFR client (a child of the harness at", b.routes)
-	p("nice 10) transfers the zone back to back, through the publishing and for %v after the last", b.steady)
+	p("nice %d) transfers the zone back to back, through the publishing and for %v after the last", b.axfrNice, b.steady)
 	p("name is in etcd (the steady window); then the pod answers a name of its own and one of")
 	p("another owner's, and one more AXFR is checked to hold every name. RSS: VmRSS every 100 ms; the")
 	p("peak is VmHWM, which sees between the samples. Heap: its gctrace (GODEBUG=gctrace=1), the live")

@@ -55,7 +55,7 @@ func sampleResults() *results {
 				movedRRs: []string{"h0.bench.openmcp.cluster. 300 IN A 10.0.0.1", "h0.bench.openmcp.cluster. 300 IN A 192.0.2.1"}},
 		}},
 		b: &bResults{routes: 100000, records: 100000, shipped: shippedMemory{limit: 448 << 20, limitText: "448Mi", goMemLimit: "320MiB"}, readme: 410,
-			published: 20 * time.Second, steady: 30 * time.Second, peakRSS: 400 << 20, steadyRSS: 350 << 20,
+			published: 20 * time.Second, steady: 30 * time.Second, axfrNice: 10, peakRSS: 400 << 20, steadyRSS: 350 << 20,
 			transfers: []xfer{{took: 2 * time.Second, records: 150000}, {took: 4 * time.Second, records: 250000}},
 			rss:       []rssSample{{at: time.Second, rss: 100 << 20}, {at: 19 * time.Second, rss: 390 << 20}, {at: 30 * time.Second, rss: 350 << 20}},
 			gc:        []gcCycle{{at: 10 * time.Second, start: 300 << 20, end: 310 << 20, marked: 200 << 20}, {at: 40 * time.Second, start: 310 << 20, end: 312 << 20, marked: 240 << 20}}},
@@ -249,6 +249,7 @@ func TestRenderReport(t *testing.T) {
 			"| publishing (start to all published) | 245 MiB | 390 MiB | 200 MiB |", // RSS median, largest, live heap
 			"| peak (VmHWM) | | 400 MiB |",
 			"peak 400 MiB, 89% of the limit",
+			"an AXFR client (a child of the harness at\nnice 10)",
 		}, nil},
 		{"only W", &results{date: "d", w: &wResults{routes: 10, published: time.Second}}, []string{"## W: writer from cold", "not measured"},
 			[]string{"## Q:", "## S:", "## P:", "## X:"}},

@@ -36,12 +36,13 @@ func (rs *routeSet) address(i int) string { return gatewayAddress(i % len(rs.gat
 // routeHostname is the hostname of route i.
 func routeHostname(i int) string { return fmt.Sprintf("r%d.%s", i, routeDomain) }
 
-// clusterRoutes creates the Gateways and the routes in the kube-apiserver on first use, and
-// waits until it is quiet again; later phases find them there (the writers list every
-// namespace, so a second set would double what each of them holds).
-func (h *harness) clusterRoutes(ctx context.Context, k *kubeEnv) (*routeSet, error) {
-	if h.routes != nil {
-		return h.routes, nil
+// clusterRoutes starts the kube-apiserver, and creates the Gateways and the routes in it on
+// first use, then waits until it is quiet again; later phases find them there (the writers
+// list every namespace, so a second set would double what each of them holds).
+func (h *harness) clusterRoutes(ctx context.Context) (*kubeEnv, *routeSet, error) {
+	k, err := h.kubeAPI()
+	if err != nil || h.routes != nil {
+		return k, h.routes, err
 	}
 	rs := &routeSet{namespace: "bench-w", gateways: []string{"gw-0", "gw-1", "gw-2", "gw-3"}, n: h.opt.routes}
 	if err := catch(func() error {
@@ -51,19 +52,19 @@ func (h *harness) clusterRoutes(ctx context.Context, k *kubeEnv) (*routeSet, err
 		}
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("kube-apiserver: creating the Gateways: %w", err)
+		return k, nil, fmt.Errorf("kube-apiserver: creating the Gateways: %w", err)
 	}
 	start := time.Now()
 	if err := k.createRoutes(ctx, rs.namespace, rs.namespace, rs.gateways, rs.n, routeHostname); err != nil {
-		return nil, err
+		return k, nil, err
 	}
 	rs.created = time.Since(start)
 	logf("%d HTTPRoutes created and accepted in %v", rs.n, rs.created.Round(time.Millisecond))
 	if err := waitQuiet(ctx, k); err != nil {
-		return nil, err
+		return k, nil, err
 	}
 	h.routes = rs
-	return rs, nil
+	return k, rs, nil
 }
 
 // createRoutes makes n HTTPRoutes route-<i> in namespace for hostname(i), attached to Gateway
