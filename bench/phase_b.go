@@ -71,44 +71,63 @@ func (h *harness) phaseB() error {
 	others := datasetNames(d)
 	logf("B: %d records of other owners in etcd in %v; %d routes in the kube-apiserver", b.records, loaded.Round(time.Millisecond), b.routes)
 
-	body := fmt.Sprintf("transfer {\n    to *\n}\ngatewaydns {\n    endpoint %s\n    path /%s\n    owner %s\n    kubeconfig %s\n    domain-filter %s\n}",
-		h.etcd.ClientURL, podPath, podOwner, k.kube.KubeconfigFile, routeDomain)
-	pod, err := h.startCoreDNS(serverSpec{name: "pod-b", metrics: true, body: body, env: []string{gcTraceEnv, "GOMEMLIMIT=" + shipped.goMemLimit}})
+	pod, sampler, err := h.startPod(b, k)
+	if pod != nil {
+		defer pod.stop()
+		defer sampler.finish()
+	}
 	if err != nil {
 		return err
 	}
-	defer pod.stop()
-	sampler := sampleRSS(pod.pid(), pod.started, 100*time.Millisecond)
-	defer sampler.finish()
-	if b.ready, err = pod.waitReady(5 * time.Minute); err != nil {
+	if err := h.publishWhileTransferring(ctx, pod, b, others); err != nil {
 		return err
-	}
-	if err := pod.waitListening(10 * time.Second); err != nil {
-		return err
-	}
-	logf("B: the pod (GOMEMLIMIT %s) ready in %v (log %s)", shipped.goMemLimit, b.ready.Round(time.Millisecond), pod.Log)
-	client, err := h.startAXFRLoop(pod.DNS, "axfr-client-b", others)
-	if err != nil {
-		return err
-	}
-	if b.published, err = h.waitPublished(ctx, pod, b.routes); err != nil {
-		_, _ = client.finish(60 * time.Second)
-		return err
-	}
-	logf("B: %d names published %v after the pod's start; transfers go on for %v", b.routes, b.published.Round(time.Millisecond), b.steady)
-	if err := pod.runFor(b.steady); err != nil {
-		_, _ = client.finish(60 * time.Second)
-		return err
-	}
-	ts, terr := client.finish(60 * time.Second)
-	b.transfers = ts
-	if terr != nil {
-		return pod.failure(fmt.Errorf("AXFR: %w", terr))
 	}
 	if err := b.check(pod.DNS, rs, others); err != nil {
 		return pod.failure(err)
 	}
 	return b.read(pod, sampler)
+}
+
+// startPod starts the pod with the shipped GOMEMLIMIT, samples its RSS from its start, and
+// waits until it is ready and answers.
+func (h *harness) startPod(b *bResults, k *kubeEnv) (*coreDNS, *rssSampler, error) {
+	body := fmt.Sprintf("transfer {\n    to *\n}\ngatewaydns {\n    endpoint %s\n    path /%s\n    owner %s\n    kubeconfig %s\n    domain-filter %s\n}",
+		h.etcd.ClientURL, podPath, podOwner, k.kube.KubeconfigFile, routeDomain)
+	pod, err := h.startCoreDNS(serverSpec{name: "pod-b", metrics: true, body: body, env: []string{gcTraceEnv, "GOMEMLIMIT=" + b.shipped.goMemLimit}})
+	if err != nil {
+		return nil, nil, err
+	}
+	sampler := sampleRSS(pod.pid(), pod.started, 100*time.Millisecond)
+	if b.ready, err = pod.waitReady(5 * time.Minute); err != nil {
+		return pod, sampler, err
+	}
+	if err := pod.waitListening(10 * time.Second); err != nil {
+		return pod, sampler, err
+	}
+	logf("B: the pod (GOMEMLIMIT %s) ready in %v (log %s)", b.shipped.goMemLimit, b.ready.Round(time.Millisecond), pod.Log)
+	return pod, sampler, nil
+}
+
+// publishWhileTransferring runs the AXFR client from now until the pod has published every
+// route and run on for the steady window, and keeps its transfers.
+func (h *harness) publishWhileTransferring(ctx context.Context, pod *coreDNS, b *bResults, others map[string]bool) error {
+	client, err := h.startAXFRLoop(pod.DNS, "axfr-client-b", others)
+	if err != nil {
+		return err
+	}
+	if b.published, err = h.waitPublished(ctx, pod, b.routes); err == nil {
+		logf("B: %d names published %v after the pod's start; transfers go on for %v", b.routes, b.published.Round(time.Millisecond), b.steady)
+		err = pod.runFor(b.steady)
+	}
+	ts, terr := client.finish(60 * time.Second)
+	b.transfers = ts
+	switch {
+	case err != nil:
+		return err
+	case terr != nil:
+		return pod.failure(fmt.Errorf("AXFR: %w", terr))
+	}
+	return nil
 }
 
 // waitPublished waits until etcd holds a name of the pod's for each of n routes, and returns
