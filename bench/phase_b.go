@@ -43,7 +43,7 @@ type bResults struct {
 // routes into the zone and answers the zone, with `transfer { to * }`, run with the GOMEMLIMIT
 // deploy/ ships. From its ready, an AXFR client transfers the zone back to back, while the pod
 // publishes and for -pod-steady after the last name is in etcd. Its RSS is sampled throughout
-// (and its peak read from VmHWM), its heap read from its gctrace; both are held to the limit
+// (and its peak read from VmHWM), its heap read from its gctrace; the peak is held to the limit
 // deploy/ ships and to deploy/README's Memory table.
 func (h *harness) phaseB() error {
 	shipped, err := readShippedMemory(h.root)
