@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -84,6 +87,16 @@ type axfrChild struct {
 	stdin   io.WriteCloser
 	reports chan axfrReport
 	done    chan error
+}
+
+// startAXFRLoop starts the client on server for the zone, checking each transfer for every
+// name of want (written to the run directory as name-want.txt); name also names its log.
+func (h *harness) startAXFRLoop(server, name string, want map[string]bool) (*axfrChild, error) {
+	wantFile := filepath.Join(h.runDir, name+"-want.txt")
+	if err := os.WriteFile(wantFile, []byte(strings.Join(slices.Sorted(maps.Keys(want)), "\n")), 0o644); err != nil {
+		return nil, err
+	}
+	return startAXFRClient(server, zone, wantFile, filepath.Join(h.runDir, name+".log"), h.opt.axfrNice)
 }
 
 // startAXFRClient starts the client on server for zone, want written to wantFile, at nice.

@@ -6,51 +6,80 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // gcTraceEnv makes a Go child process log a line per garbage collection (GODEBUG=gctrace=1),
-// from which liveHeaps reads its live heap.
+// from which gcCycles reads its heap.
 const gcTraceEnv = "GODEBUG=gctrace=1"
 
-// liveHeaps reads the gctrace lines of a log ("gc 12 @3.4s 2%: ... 110->115->60 MB, ...") and
-// returns the largest live heap a collection left, and the last one, in bytes: the heap the
-// process needed, where its RSS also holds the garbage GOGC lets grow between collections.
-func liveHeaps(logFile string) (largest, last int64, err error) {
+// gcCycle is one garbage collection as gctrace logs it ("gc 12 @3.4s 2%: ... 110->115->60 MB,
+// ..."): when it ran (from the process start), the heap when it began and ended, and the live
+// heap it left. gctrace's "MB" are MiB (bytes >> 20).
+type gcCycle struct {
+	at                 time.Duration
+	start, end, marked int64 // bytes
+}
+
+// gcCycles reads the gctrace lines of a log, in order.
+func gcCycles(logFile string) ([]gcCycle, error) {
 	f, err := os.Open(logFile)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	defer f.Close()
+	var out []gcCycle
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	found := false
 	for sc.Scan() {
-		l := sc.Text()
-		if !strings.HasPrefix(l, "gc ") {
-			continue
-		}
-		for _, field := range strings.Fields(l) {
-			parts := strings.Split(field, "->")
-			if len(parts) != 3 {
-				continue
-			}
-			if !strings.Contains(l[strings.Index(l, field)+len(field):], " MB") {
-				break
-			}
-			mb, perr := strconv.ParseInt(parts[2], 10, 64)
-			if perr != nil {
-				break
-			}
-			last, found = mb<<20, true
-			largest = max(largest, last)
-			break
+		if c, ok := parseGCLine(sc.Text()); ok {
+			out = append(out, c)
 		}
 	}
 	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no gctrace line", logFile)
+	}
+	return out, nil
+}
+
+// parseGCLine reads one gctrace line; ok is false for any other line.
+func parseGCLine(l string) (gcCycle, bool) {
+	fields := strings.Fields(l)
+	if len(fields) < 3 || fields[0] != "gc" || !strings.HasPrefix(fields[2], "@") {
+		return gcCycle{}, false
+	}
+	at, err := time.ParseDuration(strings.TrimPrefix(fields[2], "@"))
+	if err != nil {
+		return gcCycle{}, false
+	}
+	for i, field := range fields {
+		parts := strings.Split(field, "->")
+		if len(parts) != 3 || i+1 >= len(fields) || !strings.HasPrefix(fields[i+1], "MB") {
+			continue
+		}
+		var mbs [3]int64
+		for k, p := range parts {
+			if mbs[k], err = strconv.ParseInt(p, 10, 64); err != nil {
+				return gcCycle{}, false
+			}
+		}
+		return gcCycle{at: at, start: mbs[0] << 20, end: mbs[1] << 20, marked: mbs[2] << 20}, true
+	}
+	return gcCycle{}, false
+}
+
+// liveHeaps is the largest live heap a collection left, and the last one: the heap the process
+// needed, where its RSS also holds the garbage GOGC lets grow between collections.
+func liveHeaps(logFile string) (largest, last int64, err error) {
+	cs, err := gcCycles(logFile)
+	if err != nil {
 		return 0, 0, err
 	}
-	if !found {
-		return 0, 0, fmt.Errorf("%s: no gctrace line", logFile)
+	for _, c := range cs {
+		largest = max(largest, c.marked)
 	}
-	return largest, last, nil
+	return largest, cs[len(cs)-1].marked, nil
 }

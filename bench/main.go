@@ -44,6 +44,8 @@ type options struct {
 	xdnsChanges  int
 	routes       int
 	writerLimit  string // phase W: the writer's GOMEMLIMIT
+	podRecords   int
+	podSteady    time.Duration
 	xrecords     int
 	inames       []int
 	secondaries  bool
@@ -62,7 +64,7 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&o.phases, "phases", strings.Join(allPhases, ","), "phases to run: Q (queries), S (scale), C (churn), P (propagation), W (writer), X (zone transfers), I (IXFR size)")
+	fs.StringVar(&o.phases, "phases", strings.Join(allPhases, ","), "phases to run: Q (queries), S (scale), C (churn), P (propagation), W (writer), X (zone transfers), I (IXFR size), B (a pod that publishes and serves)")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each throughput run; latency runs take half")
 	fs.IntVar(&o.rounds, "rounds", 3, "phases Q, S, C and X: rounds over the servers or conditions (interleaved; the median round counts)")
 	fs.IntVar(&o.qrecords, "qrecords", 10000, "phase Q: records in etcd")
@@ -71,8 +73,10 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.xdnsChanges, "xdns-changes", 10, "phase P: changes measured through external-dns (about 6s each)")
 	fs.IntVar(&o.crecords, "crecords", 100000, "phase C: records in etcd, changed at 10k a second while queries are measured")
 	fs.IntVar(&o.applyChanges, "apply-changes", 200000, "phase C: changes written while the server is stopped, to time how fast it applies them")
-	fs.IntVar(&o.routes, "routes", 100000, "phase W: HTTPRoutes published from cold")
+	fs.IntVar(&o.routes, "routes", 100000, "phases W and B: HTTPRoutes published from cold")
 	fs.StringVar(&o.writerLimit, "writer-memlimit", "", "phase W: the writer's GOMEMLIMIT, e.g. 320MiB as deploy/ sets it (none when empty)")
+	fs.IntVar(&o.podRecords, "pod-records", 100000, "phase B: records of other owners in the zone the pod serves, besides the -routes names it publishes into it")
+	fs.DurationVar(&o.podSteady, "pod-steady", 30*time.Second, "phase B: how long the pod runs on, transferring the zone, after its last name is published")
 	fs.IntVar(&o.xrecords, "xrecords", 100000, "phase X: records in etcd, transferred by AXFR while queries are measured")
 	inames := fs.String("inames", "1000000", "phase I: names in the zone (comma-separated sizes), one record of which changes before the IXFR")
 	fs.BoolVar(&o.secondaries, "secondaries", true, "phase X: a third condition, Knot and NSD following the zone as secondaries while it changes (apt-get install knot nsd; `make bench` does)")
@@ -120,7 +124,7 @@ func counts(flagName, list string) ([]int, error) {
 }
 
 // allPhases are the phases, in the order they run.
-var allPhases = []string{"Q", "S", "C", "P", "W", "X", "I"}
+var allPhases = []string{"Q", "S", "C", "P", "W", "X", "I", "B"}
 
 func (o options) has(phase string) bool {
 	for _, p := range strings.Split(o.phases, ",") {
@@ -139,8 +143,9 @@ type harness struct {
 	tb                   *runTB
 	etcd                 *testenv.Etcd
 	cli                  *clientv3.Client
-	etcdPIDs             []int    // of the etcd above, for pinning
-	kube                 *kubeEnv // started by the first phase that needs it
+	etcdPIDs             []int     // of the etcd above, for pinning
+	kube                 *kubeEnv  // started by the first phase that needs it
+	routes               *routeSet // in kube, made by the first phase that needs them
 	res                  *results
 	serverCPU, clientCPU string
 }
@@ -228,7 +233,7 @@ func run(opt options) int {
 	for _, ph := range []struct {
 		name string
 		run  func() error
-	}{{"Q", h.phaseQ}, {"S", h.phaseS}, {"C", h.phaseC}, {"P", h.phaseP}, {"W", h.phaseW}, {"X", h.phaseX}, {"I", h.phaseI}} {
+	}{{"Q", h.phaseQ}, {"S", h.phaseS}, {"C", h.phaseC}, {"P", h.phaseP}, {"W", h.phaseW}, {"X", h.phaseX}, {"I", h.phaseI}, {"B", h.phaseB}} {
 		if !opt.has(ph.name) {
 			continue
 		}

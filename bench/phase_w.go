@@ -8,43 +8,22 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // phaseW: -routes HTTPRoutes exist before the writer starts; from the writer's process start
 // to every name in etcd, and what etcd counted meanwhile.
 func (h *harness) phaseW() error {
-	k, err := h.kubeAPI()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	k, rs, err := h.clusterRoutes(ctx)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	const ns = "bench-w"
-	gateways := []string{"gw-0", "gw-1", "gw-2", "gw-3"}
-	if err := catch(func() error {
-		k.fx.Namespace(ns)
-		for i, g := range gateways {
-			k.fx.Gateway(ns, g, gatewayv1.HTTPProtocolType, 80, "", fmt.Sprintf("203.0.113.%d", i+1))
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("kube-apiserver: creating the Gateways: %w", err)
-	}
-	w := &wResults{routes: h.opt.routes, gateways: len(gateways)}
-	start := time.Now()
-	if err := k.createRoutes(ctx, ns, ns, gateways, w.routes, func(i int) string {
-		return fmt.Sprintf("r%d.wt.%s", i, zone)
-	}); err != nil {
-		return err
-	}
-	w.create = time.Since(start)
-	logf("W: %d HTTPRoutes created and accepted in %v", w.routes, w.create.Round(time.Millisecond))
-	if err := waitQuiet(ctx, k); err != nil {
-		return err
-	}
+	w := &wResults{routes: rs.n, gateways: len(rs.gateways), create: rs.created}
 
-	prefix := "/skydns/cluster/openmcp/wt/"
+	prefix := record.NamePath(record.DefaultPrefix, routeDomain) + "/"
 	before, err := readEtcdCounters(h.etcd.ClientURL)
 	if err != nil {
 		return err
@@ -69,8 +48,8 @@ func (h *harness) phaseW() error {
 	}
 	w.memLimit = h.opt.writerLimit
 	writer, err := h.startCoreDNS(serverSpec{name: "writer-w", metrics: true, pprof: h.opt.profile, env: env,
-		body: fmt.Sprintf("gatewaydns {\n    endpoint %s\n    owner bench-w\n    kubeconfig %s\n    domain-filter wt.%s\n    publish-only\n}",
-			h.etcd.ClientURL, k.kube.KubeconfigFile, zone)})
+		body: fmt.Sprintf("gatewaydns {\n    endpoint %s\n    owner bench-w\n    kubeconfig %s\n    domain-filter %s\n    publish-only\n}",
+			h.etcd.ClientURL, k.kube.KubeconfigFile, routeDomain)})
 	if err != nil {
 		return err
 	}

@@ -153,11 +153,7 @@ func (h *harness) phaseX() error {
 // run lp starts until it has ended (the last one finishes after it). With -profile and
 // profile, a CPU profile of the server is taken over the run.
 func (h *harness) whileTransferring(srv *coreDNS, lp dnsperf.Options, input, perfLog string, want map[string]bool, profile bool) (dnsperf.Result, []xfer, error) {
-	wantFile := filepath.Join(h.runDir, "axfr-want.txt")
-	if err := os.WriteFile(wantFile, []byte(strings.Join(slices.Sorted(maps.Keys(want)), "\n")), 0o644); err != nil {
-		return dnsperf.Result{}, nil, err
-	}
-	client, err := startAXFRClient(srv.DNS, zone, wantFile, filepath.Join(h.runDir, "axfr-client.log"), h.opt.axfrNice)
+	client, err := h.startAXFRLoop(srv.DNS, "axfr-client", want)
 	if err != nil {
 		return dnsperf.Result{}, nil, err
 	}

@@ -222,6 +222,10 @@ func renderReport(r *results, chart string) string {
 		renderIXFR(p, i)
 	}
 
+	if b := r.b; b != nil {
+		renderPod(p, b)
+	}
+
 	if len(r.notes) > 0 {
 		p("## Notes")
 		p("")

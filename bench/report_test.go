@@ -54,6 +54,11 @@ func sampleResults() *results {
 				ixfr: xfer{records: 6, bytes: 700, took: 2 * time.Second}, incremental: true, soas: 4, moved: 2, added: true,
 				movedRRs: []string{"h0.bench.openmcp.cluster. 300 IN A 10.0.0.1", "h0.bench.openmcp.cluster. 300 IN A 192.0.2.1"}},
 		}},
+		b: &bResults{routes: 100000, records: 100000, shipped: shippedMemory{limit: 448 << 20, limitText: "448Mi", goMemLimit: "320MiB"}, readme: 410,
+			published: 20 * time.Second, steady: 30 * time.Second, axfrNice: 10, peakRSS: 400 << 20, steadyRSS: 350 << 20,
+			transfers: []xfer{{took: 2 * time.Second, records: 150000}, {took: 4 * time.Second, records: 250000}},
+			rss:       []rssSample{{at: time.Second, rss: 100 << 20}, {at: 19 * time.Second, rss: 390 << 20}, {at: 30 * time.Second, rss: 350 << 20}},
+			gc:        []gcCycle{{at: 10 * time.Second, start: 300 << 20, end: 310 << 20, marked: 200 << 20}, {at: 40 * time.Second, start: 310 << 20, end: 312 << 20, marked: 240 << 20}}},
 	}
 }
 
@@ -70,8 +75,8 @@ func TestTargets(t *testing.T) {
 	// The statuses of sampleResults, in the order of targets: Q throughput and p99; S at 1M
 	// (ready, memory, throughput) and 100k (throughput every round, memory); P from etcd and
 	// through the writer; C p99 and apply rate; W; X transfer and p99, secondaries' lag and p99;
-	// I at 1M names.
-	full := []string{"met", "met", "missed", "met", "missed", "met", "met", "met", "missed", "met", "missed", "met", "met", "missed", "met", "met", "met"}
+	// I at 1M names; B against the shipped limit and the README's table.
+	full := []string{"met", "met", "missed", "met", "missed", "met", "met", "met", "missed", "met", "missed", "met", "met", "missed", "met", "met", "met", "met", "met"}
 	tests := []struct {
 		name string
 		r    *results
@@ -170,6 +175,26 @@ func TestTargets(t *testing.T) {
 			r.i.rows[0].names = 100000
 			return r
 		}(), with(full, 16, "not measured (no size of 1M names or more in -inames)")},
+		{"a pod above the shipped limit", func() *results {
+			r := sampleResults()
+			r.b.peakRSS = 449 << 20
+			return r
+		}(), with(full, 17, "missed", 18, "missed")},
+		{"a pod within the limit but above the README's figure", func() *results {
+			r := sampleResults()
+			r.b.readme = 399
+			return r
+		}(), with(full, 18, "missed")},
+		{"no row for the pod in the README", func() *results {
+			r := sampleResults()
+			r.b.readme, r.b.readmeErr = 0, "deploy/README.md: no row"
+			return r
+		}(), with(full, 18, "not measured (deploy/README.md: no row)")},
+		{"a pod with fewer routes", func() *results {
+			r := sampleResults()
+			r.b.routes = 2000
+			return r
+		}(), with(full, 17, "not measured (fewer than 100k routes or records)", 18, "not measured (fewer than 100k routes or records)")},
 		{"nothing measured", &results{}, slices.Repeat([]string{"not measured"}, len(full))},
 	}
 	for _, tt := range tests {
@@ -218,6 +243,13 @@ func TestRenderReport(t *testing.T) {
 			"| Knot and NSD following 100 changes/s | 10000 | 0 / 600000 |",
 			"| nsd | 600 | 2 | 1900 ms |",
 			"Transfers the server answered meanwhile: incremental 40; NOTIFYs: ok 240.",
+			"## B: a pod that publishes and serves",
+			"| 100000 | 100000 |",
+			"| 2 | 150000-250000 | 3000 ms |",                                       // AXFRs, records each, median
+			"| publishing (start to all published) | 245 MiB | 390 MiB | 200 MiB |", // RSS median, largest, live heap
+			"| peak (VmHWM) | | 400 MiB |",
+			"peak 400 MiB, 89% of the limit",
+			"an AXFR client (a child of the harness at\nnice 10)",
 		}, nil},
 		{"only W", &results{date: "d", w: &wResults{routes: 10, published: time.Second}}, []string{"## W: writer from cold", "not measured"},
 			[]string{"## Q:", "## S:", "## P:", "## X:"}},

@@ -24,6 +24,7 @@ type results struct {
 	w *wResults
 	x *xResults
 	i *iResults
+	b *bResults
 }
 
 // qResults: phase Q, query throughput and latency per backend and mix.
@@ -131,12 +132,16 @@ type xResults struct {
 
 // axfrMedian is the median transfer, in seconds (the mean of the middle two for an even
 // count); NaN without any.
-func (x *xResults) axfrMedian() float64 {
-	if len(x.transfers) == 0 {
+func (x *xResults) axfrMedian() float64 { return medianTransfer(x.transfers) }
+
+// medianTransfer is the median time of the transfers, in seconds (the mean of the middle two
+// for an even count); NaN without any.
+func medianTransfer(ts []xfer) float64 {
+	if len(ts) == 0 {
 		return math.NaN()
 	}
 	var took []float64
-	for _, t := range x.transfers {
+	for _, t := range ts {
 		took = append(took, t.took.Seconds())
 	}
 	return median(took)

@@ -11,7 +11,61 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
+
+// routeSet is the HTTPRoutes of phases W and B: -routes of them in one namespace, attached to
+// a few Gateways, each with one hostname under routeDomain.
+type routeSet struct {
+	namespace string
+	gateways  []string
+	n         int
+	created   time.Duration // creating them, once per run
+}
+
+// routeDomain is where the routes' hostnames are: the writers' domain filter.
+const routeDomain = "wt." + zone
+
+// gatewayAddress is the address of Gateway i of a routeSet.
+func gatewayAddress(i int) string { return fmt.Sprintf("203.0.113.%d", i+1) }
+
+// address is the address route i's name gets: its Gateway's (createRoutes attaches route i to
+// Gateway i modulo their count).
+func (rs *routeSet) address(i int) string { return gatewayAddress(i % len(rs.gateways)) }
+
+// routeHostname is the hostname of route i.
+func routeHostname(i int) string { return fmt.Sprintf("r%d.%s", i, routeDomain) }
+
+// clusterRoutes starts the kube-apiserver, and creates the Gateways and the routes in it on
+// first use, then waits until it is quiet again; later phases find them there (the writers
+// list every namespace, so a second set would double what each of them holds).
+func (h *harness) clusterRoutes(ctx context.Context) (*kubeEnv, *routeSet, error) {
+	k, err := h.kubeAPI()
+	if err != nil || h.routes != nil {
+		return k, h.routes, err
+	}
+	rs := &routeSet{namespace: "bench-w", gateways: []string{"gw-0", "gw-1", "gw-2", "gw-3"}, n: h.opt.routes}
+	if err := catch(func() error {
+		k.fx.Namespace(rs.namespace)
+		for i, g := range rs.gateways {
+			k.fx.Gateway(rs.namespace, g, gatewayv1.HTTPProtocolType, 80, "", gatewayAddress(i))
+		}
+		return nil
+	}); err != nil {
+		return k, nil, fmt.Errorf("kube-apiserver: creating the Gateways: %w", err)
+	}
+	start := time.Now()
+	if err := k.createRoutes(ctx, rs.namespace, rs.namespace, rs.gateways, rs.n, routeHostname); err != nil {
+		return k, nil, err
+	}
+	rs.created = time.Since(start)
+	logf("%d HTTPRoutes created and accepted in %v", rs.n, rs.created.Round(time.Millisecond))
+	if err := waitQuiet(ctx, k); err != nil {
+		return k, nil, err
+	}
+	h.routes = rs
+	return k, rs, nil
+}
 
 // createRoutes makes n HTTPRoutes route-<i> in namespace for hostname(i), attached to Gateway
 // gateways[i%len] (in gwNamespace) and Accepted in their status as a controller sets it.
@@ -73,7 +127,7 @@ func (k *kubeEnv) createRoutes(ctx context.Context, namespace, gwNamespace strin
 	if err := k.waitCached(ctx, namespace, routeName(n-1), rev); err != nil {
 		return err
 	}
-	logf("W: %d copies of the first %d routes written into the kube-apiserver's etcd in %v, in its watch cache %v later",
+	logf("%d copies of the first %d routes written into the kube-apiserver's etcd in %v, in its watch cache %v later",
 		len(recs), first, written.Round(time.Millisecond), (time.Since(start) - written).Round(time.Millisecond))
 	return nil
 }

@@ -24,7 +24,7 @@ func status(measured bool, ok bool) string {
 
 // targets checks the run against its goals: issue 17's for scale, churn and the writer, issue 6's
 // for queries and propagation, issue 16's for zone transfers, issue 26's for secondaries under
-// churn and the size of an IXFR.
+// churn and the size of an IXFR, issue 27's for a pod that publishes and serves.
 func targets(r *results) []target {
 	var out []target
 	gw, hosts := r.q.row(mixBasic.Name, "gatewaydns"), r.q.row(mixBasic.Name, "hosts")
@@ -110,7 +110,8 @@ func targets(r *results) []target {
 		out = append(out, t)
 	}
 	out = append(out, secondaryTargets(r.x)...)
-	return append(out, ixfrTargets(r.i)...)
+	out = append(out, ixfrTargets(r.i)...)
+	return append(out, podTargets(r.b)...)
 }
 
 func (p *pResults) row(i int) *pRow {
