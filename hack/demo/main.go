@@ -1,6 +1,6 @@
 // Command demo runs a gatewaydns landscape on loopback (`make demo`, `make demo-down`):
 //
-//	go run ./hack/demo up     start it in the background, print dig answers, return
+//	go run ./hack/demo up     start it in the background, print dig answers, return (make demo builds it first)
 //	go run ./hack/demo down   stop everything it started, by PID
 //
 // The landscape: a central etcd over TLS with client certificates; two workload "clusters",

@@ -47,7 +47,7 @@ func (d *demo) up() int {
 		return 1
 	}
 
-	// The background process is a copy of this program, so that it outlives `go run`'s
+	// The background process is a copy of this program, so that it outlives a `go run`'s
 	// temporary build and shows up under a clear name in ps.
 	self, err := os.Executable()
 	if err == nil {
