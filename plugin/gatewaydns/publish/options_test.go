@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/txtregistry"
 )
 
@@ -75,7 +76,12 @@ func TestParseEveryOption(t *testing.T) {
 	if r := c.Registry; r == nil || *r != (txtregistry.Config{Owner: "legacy-eu1", Prefix: "reg-%{record_type}.", WildcardReplacement: "wild"}) {
 		t.Errorf("registry %+v", r)
 	}
-	s := c.Source
+	checkSourceOptions(t, c.Source)
+}
+
+// checkSourceOptions checks the source options TestParseEveryOption gives.
+func checkSourceOptions(t *testing.T, s source.Config) {
+	t.Helper()
 	if !slices.Equal(s.Namespaces, []string{"team-a", "team-b"}) || !slices.Equal(s.GatewayClasses, []string{"istio"}) || !slices.Equal(s.IngressClasses, []string{"nginx"}) {
 		t.Errorf("filters %+v", s)
 	}
