@@ -103,6 +103,8 @@ func setup(c *caddy.Controller) error {
 	return nil
 }
 
+// parse reads the stanza of c: the options of the serve role (setup_options.go) and of the
+// publish role (package publish), which it publishes when any of the latter is given.
 func parse(c *caddy.Controller) (*config, error) {
 	cfg := &config{
 		prefix:      record.DefaultPrefix,
@@ -138,7 +140,8 @@ func parse(c *caddy.Controller) (*config, error) {
 
 // parseBlock reads the stanza's options: the publish role's into pc, the others into cfg.
 // publishing tells whether any of the publish role's was given.
-func parseBlock(c *caddy.Controller, cfg *config, pc *publish.Config) (publishing bool, err error) {
+func parseBlock(c *caddy.Controller, cfg *config, pc *publish.Config) (bool, error) {
+	publishing := false
 	for c.NextBlock() {
 		opt, args := c.Val(), c.RemainingArgs()
 		cfg.options = append(cfg.options, fmt.Sprintf("%q", append([]string{opt}, args...)))
