@@ -104,7 +104,8 @@ func setup(c *caddy.Controller) error {
 }
 
 // parse reads the stanza of c: the options of the serve role (setup_options.go) and of the
-// publish role (package publish), which it publishes when any of the latter is given.
+// publish role (package publish); the stanza publishes when one of the latter, or
+// publish-only, is given.
 func parse(c *caddy.Controller) (*config, error) {
 	cfg := &config{
 		prefix:      record.DefaultPrefix,
