@@ -23,10 +23,14 @@ import (
 // names of histograms are those of their _count series.
 func gatewaydnsMetrics(t *testing.T) (serve, publish []string) {
 	t.Helper()
-	ms, err := declared.Metrics(filepath.Join("..", "plugin", "gatewaydns"),
-		map[string]string{"plugin.Namespace": plugin.Namespace, "pluginName": "gatewaydns"})
-	if err != nil {
-		t.Fatal(err)
+	var ms []declared.Metric
+	// The plugin's root declares the serve role's metrics, package publish the publish role's.
+	for _, dir := range []string{filepath.Join("..", "plugin", "gatewaydns"), filepath.Join("..", "plugin", "gatewaydns", "publish")} {
+		declaredHere, err := declared.Metrics(dir, map[string]string{"plugin.Namespace": plugin.Namespace, "pluginName": "gatewaydns"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, declaredHere...)
 	}
 	for _, m := range ms {
 		name := m.Name

@@ -11,6 +11,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
@@ -41,11 +42,11 @@ type feed struct {
 	done   chan struct{} // closed when every watcher returned
 }
 
-// stopWait bounds each wait of a stop: for the watchers to return after their context ended,
-// and for the etcd client to close. They return at once unless something is broken; a stop
-// that hangs would hold up a reload or SIGTERM, which is worse than a goroutine left behind,
-// and the log says so.
-const stopWait = 2 * time.Second
+// stopWait and waitClosed bound the waits of a stop: handover's, by the names the serve role's
+// files use.
+const stopWait = handover.StopWait
+
+var waitClosed = handover.WaitClosed
 
 // start connects and starts one watcher per zone prefix. It does not wait for etcd.
 func (f *feed) start() error {
@@ -98,11 +99,11 @@ func (o feedObserver) Resynced(reason string, keys int, took time.Duration) {
 	}
 }
 
-// stop ends the watchers and closes the client, each wait bounded by stopWait, and forgets
+// Stop ends the watchers and closes the client, each wait bounded by stopWait, and forgets
 // the feed's series unless another feed carries the same labels: the stanza of a reload that
 // changed the block's stanza, which has started by now (CoreDNS starts the new instance before
 // it stops the old one).
-func (f *feed) stop() error {
+func (f *feed) Stop() error {
 	if f.cancel == nil {
 		return nil
 	}
@@ -111,41 +112,17 @@ func (f *feed) stop() error {
 		log.Errorf("Watchers of %s did not stop within %s of their end; leaving them", f.zones, stopWait)
 	}
 	// After the watchers returned: a watcher still running could make the series again.
-	if !feeds.any(func(o *feed) bool { return o.server == f.server && o.zones == f.zones }) {
+	if !feeds.Any(func(o *feed) bool { return o.server == f.server && o.zones == f.zones }) {
 		forgetServeSeries(f.server, f.zones)
 	}
-	return closeClient(f.client, f.zones)
-}
-
-// closeClient closes an etcd client within stopWait.
-func closeClient(c *clientv3.Client, what string) error {
-	closed := make(chan error, 1)
-	go func() { closed <- c.Close() }()
-	select {
-	case err := <-closed:
-		if err != nil && err != context.Canceled {
-			return fmt.Errorf("%s: closing the etcd client of %s: %w", pluginName, what, err)
-		}
-		return nil
-	case <-time.After(stopWait):
-		return fmt.Errorf("%s: the etcd client of %s did not close within %s", pluginName, what, stopWait)
+	if err := store.Close(f.client, f.zones, stopWait); err != nil {
+		return fmt.Errorf("%s: %w", pluginName, err)
 	}
-}
-
-// waitClosed reports whether c closed within d.
-func waitClosed(c <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-c:
-		return true
-	case <-t.C:
-		return false
-	}
+	return nil
 }
 
 // feeds are the running feeds of the process, by key.
-var feeds = newRegistry[*feed]()
+var feeds = handover.NewRegistry[*feed]()
 
 // bridgeFor returns a running, loaded feed of another configuration (other endpoints,
 // credentials, options or zones) that serves some of own's zones from the same records, held
@@ -154,7 +131,7 @@ var feeds = newRegistry[*feed]()
 // from the last good records. A zone no running feed serves answers SERVFAIL until it loads.
 func bridgeFor(own *feed) (*feed, map[string]bool) {
 	var shared map[string]bool
-	f, _ := feeds.share(func(f *feed) bool {
+	f, _ := feeds.Share(func(f *feed) bool {
 		if f == own || !f.index.Loaded() {
 			return false
 		}

@@ -9,9 +9,10 @@ import (
 )
 
 // Every metric carries the server block's address (server, see serverLabel) and the stanza's
-// zones (the publish role's: its owner), so that two stanzas do not mix their numbers: two
-// server blocks may serve the same zones, and only the server tells them apart. A reload's old
-// and new stanza of one server block share their series, as they share their feed.
+// zones (the publish role's, in package publish: its owner), so that two stanzas do not mix
+// their numbers: two server blocks may serve the same zones, and only the server tells them
+// apart. A reload's old and new stanza of one server block share their series, as they share
+// their feed.
 var (
 	indexRecords = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "index_records",

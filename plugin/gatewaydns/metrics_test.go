@@ -2,16 +2,13 @@ package gatewaydns
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
-	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+	"github.com/gatewaydns/gatewaydns/internal/seriescheck"
 )
 
 // The server label is the address CoreDNS gives the block's server, formed from the keys as
@@ -44,32 +41,9 @@ func TestServerLabelIsTheServersAddress(t *testing.T) {
 	}
 }
 
-// gatewaydnsSeries returns the labels of every gatewaydns series exported now, by metric.
-func gatewaydnsSeries(t *testing.T) map[string][]map[string]string {
-	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]map[string]string{}
-	for _, mf := range mfs {
-		if !strings.HasPrefix(mf.GetName(), "coredns_gatewaydns_") {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			out[mf.GetName()] = append(out[mf.GetName()], labels)
-		}
-	}
-	return out
-}
-
-// everySeries makes every series of a server block's serve and publish roles, those exported
-// at zero and those made by what happens.
-func everySeries(server, zones, owner string) {
+// everySeries makes every series of a server block's serve role, those exported at zero and
+// those made by what happens.
+func everySeries(server, zones string) {
 	metricsAtZero(server, zones)
 	w := watchMetrics{server: server, zones: zones, count: func() int { return 1 }}
 	w.Resynced("start", 1, time.Millisecond)
@@ -81,65 +55,15 @@ func everySeries(server, zones, owner string) {
 	cnameClashes.WithLabelValues(server, zones).Set(1)
 	transfers.WithLabelValues(server, zones, "full").Inc()
 	notifies.WithLabelValues(server, zones, "ok").Inc()
-
-	p := &publishMetrics{server: server, owner: owner, desired: source.NewDesired()}
-	p.atZero([]string{"HTTPRoute"}, []string{"HTTPRoute"})
-	p.KindServed("HTTPRoute", "", true)
-	p.Rejected("HTTPRoute", source.CauseConflict)
-	p.Leading(true)
-	p.Committed(1, 1)
-	p.Conflict(plan.Conflict{})
-	p.Skipped(plan.Skip{Reason: plan.ReasonPolicy})
-	p.Failed("web.example.org", errors.New("boom"))
-	p.Planned(plan.Change{})
-	p.Adopted(1)
-	p.Problems(1, 1)
-	p.Synced(time.Now())
-	p.Propagated("web.example.org", time.Millisecond)
-	p.EtcdReachable(true)
 }
 
-// Every series carries the server label, and forgetting a block's series forgets all of them
-// and nothing of another block's: the lists of forgetServeSeries and forgetPublishSeries name
-// every metric.
+// Every series of the serve role carries the server label, and forgetting a block's series
+// forgets all of them and nothing of another block's: the list of forgetServeSeries names
+// every metric. (The publish role's: package publish.)
 func TestEverySeriesIsLabelledAndForgottenByServer(t *testing.T) {
-	const gone, kept = "dns://:10531", "dns://:10532"
-	everySeries(gone, "forget.test.", "forget")
-	everySeries(kept, "forget.test.", "forget")
-	t.Cleanup(func() {
-		forgetServeSeries(kept, "forget.test.")
-		forgetPublishSeries(kept, "forget")
-	})
-
-	before := gatewaydnsSeries(t)
-	for name, series := range before {
-		for _, labels := range series {
-			if _, ok := labels["server"]; !ok {
-				t.Errorf("%s%v has no server label", name, labels)
-			}
-		}
-	}
-
-	forgetServeSeries(gone, "forget.test.")
-	forgetPublishSeries(gone, "forget")
-	after := gatewaydnsSeries(t)
-	for name := range before {
-		var goneLeft, keptLeft int
-		for _, labels := range after[name] {
-			switch labels["server"] {
-			case gone:
-				goneLeft++
-			case kept:
-				keptLeft++
-			}
-		}
-		if goneLeft > 0 {
-			t.Errorf("%s: %d series of the forgotten server left", name, goneLeft)
-		}
-		if keptLeft == 0 {
-			t.Errorf("%s: the other server's series were forgotten too", name)
-		}
-	}
+	seriescheck.ForgottenByServer(t, "zones",
+		func(server string) { everySeries(server, "forget.test.") },
+		func(server string) { forgetServeSeries(server, "forget.test.") })
 }
 
 // A reload of a server block shares its feed and publisher (same key); the same stanza in a
@@ -156,10 +80,10 @@ func TestFeedAndPublisherKeysHoldTheServer(t *testing.T) {
 		return cfg
 	}
 	a, reloaded, other := parseIn("dns://openmcp.cluster.:1053"), parseIn("dns://openmcp.cluster.:1053"), parseIn("dns://openmcp.cluster.:1054")
-	if a.feedKey() != reloaded.feedKey() || a.publishKey() != reloaded.publishKey() {
+	if a.feedKey() != reloaded.feedKey() || a.publish.Key() != reloaded.publish.Key() {
 		t.Error("the same stanza in the same server block does not share its feed and publisher across a reload")
 	}
-	if a.feedKey() == other.feedKey() || a.publishKey() == other.publishKey() {
+	if a.feedKey() == other.feedKey() || a.publish.Key() == other.publish.Key() {
 		t.Error("server blocks on other ports share a feed or a publisher: their series would mix")
 	}
 }

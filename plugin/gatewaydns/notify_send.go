@@ -13,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/backoff"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/statelog"
 )
 
 // A NOTIFY waits notifyTry for its answer, and is sent again until it is answered (RFC 1996
@@ -45,8 +46,8 @@ type notifySender struct {
 
 	flights sync.WaitGroup
 	mu      sync.Mutex
-	again   map[flight]*uint32 // the NOTIFYs in flight; not nil: to be sent once more, at this serial
-	failing map[string]bool    // secondaries whose last NOTIFY failed, so that it is logged once
+	again   map[flight]*uint32            // the NOTIFYs in flight; not nil: to be sent once more, at this serial
+	failing statelog.States[string, bool] // whether each secondary's last NOTIFY failed, so that it is logged once
 }
 
 func newNotifySender(ctx context.Context, g *GatewayDNS, t *transfer.Transfer, keyName, key string) *notifySender {
@@ -62,7 +63,7 @@ func newNotifySender(ctx context.Context, g *GatewayDNS, t *transfer.Transfer, k
 		soa: func(zone string, serial uint32) dns.RR { return a.soaAt(zone, serial, minTTL) },
 		ctx: ctx, server: g.stanza.cfg.server, zones: strings.Join(g.Zones, " "),
 		targets: targets, t: t, keyName: keyName, key: key,
-		again: map[flight]*uint32{}, failing: map[string]bool{},
+		again: map[flight]*uint32{},
 	}
 }
 
@@ -175,25 +176,20 @@ func (s *notifySender) report(f flight, serial uint32, err error) {
 	if s.ctx.Err() != nil {
 		return // stopped: not the secondary's failure
 	}
-	s.mu.Lock()
-	wasFailing := s.failing[f.addr]
-	s.failing[f.addr] = err != nil
-	s.mu.Unlock()
 	to := f.addr
 	if to == "" {
 		to = "the secondaries"
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		notifies.WithLabelValues(s.server, s.zones, "failed").Inc()
-		if !wasFailing {
+		s.failing.Set(f.addr, true, func(bool) {
 			log.Warningf("NOTIFY of %s (serial %d) to %s: %v; logged again once it answers", f.zone, serial, to, err)
-		}
-	default:
-		notifies.WithLabelValues(s.server, s.zones, "ok").Inc()
-		if wasFailing {
-			log.Infof("NOTIFY of %s (serial %d) to %s answered again", f.zone, serial, to)
-		}
-		log.Debugf("Sent NOTIFY of %s at serial %d to %s", f.zone, serial, to)
+		})
+		return
 	}
+	notifies.WithLabelValues(s.server, s.zones, "ok").Inc()
+	s.failing.Set(f.addr, false, func(bool) {
+		log.Infof("NOTIFY of %s (serial %d) to %s answered again", f.zone, serial, to)
+	})
+	log.Debugf("Sent NOTIFY of %s at serial %d to %s", f.zone, serial, to)
 }

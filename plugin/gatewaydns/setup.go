@@ -3,13 +3,9 @@ package gatewaydns
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -18,13 +14,13 @@ import (
 	"github.com/coredns/coredns/plugin"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	coreparse "github.com/coredns/coredns/plugin/pkg/parse"
-	mwtls "github.com/coredns/coredns/plugin/pkg/tls"
 	"github.com/coredns/coredns/plugin/transfer"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/publish"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
 
@@ -46,7 +42,8 @@ type config struct {
 	prefix         string
 	etcd           store.Config
 	etcdTLSFiles   []byte   // the content of the tls files, so that a rotated certificate is a new configuration
-	options        []string // the stanza's option lines as written, for publishKey
+	options        []string // the stanza's option lines as written, for the publish role's Key
+	root           string   // the server block's root, which relative tls file names are read from
 	minLeaseTTL    uint32
 	maxLeaseTTL    uint32
 	negativeTTL    uint32
@@ -63,8 +60,8 @@ type config struct {
 	exactNames        bool     // answer a name from its own key and record-id children only
 	fall              []string // nil: no fallthrough; empty: every zone
 
-	publish     *publishConfig // nil: this stanza does not publish
-	publishOnly bool           // publish, and leave answering the zone to the plugins after it
+	publish     *publish.Config // nil: this stanza does not publish
+	publishOnly bool            // publish, and leave answering the zone to the plugins after it
 }
 
 func setup(c *caddy.Controller) error {
@@ -106,8 +103,10 @@ func setup(c *caddy.Controller) error {
 	return nil
 }
 
+// parse reads the stanza of c: the options of the serve role (setup_options.go) and of the
+// publish role (package publish); the stanza publishes when one of the latter, or
+// publish-only, is given.
 func parse(c *caddy.Controller) (*config, error) {
-	root := dnsserver.GetConfig(c).Root
 	cfg := &config{
 		prefix:      record.DefaultPrefix,
 		etcd:        store.Config{Endpoints: []string{store.DefaultEndpoint}},
@@ -116,55 +115,22 @@ func parse(c *caddy.Controller) (*config, error) {
 		negativeTTL: index.DefaultNegativeTTL,
 		leaseGrace:  mirror.DefaultGrace,
 		apex:        newApex(),
+		root:        dnsserver.GetConfig(c).Root,
 	}
 	if !c.Next() {
 		return nil, c.ArgErr()
 	}
 	cfg.zones = plugin.OriginsFromArgsOrServerBlock(c.RemainingArgs(), c.ServerBlockKeys)
 	cfg.server = serverLabel(c)
-	pc := &publishConfig{source: source.Config{ControllerName: defaultController}}
-	publishing := false
-	for c.NextBlock() {
-		opt, args := c.Val(), c.RemainingArgs()
-		cfg.options = append(cfg.options, fmt.Sprintf("%q", append([]string{opt}, args...)))
-		ok, err := parsePublishOption(opt, args, pc)
-		if err != nil {
-			return nil, c.Errf("%v", err)
-		}
-		if ok {
-			publishing = true
-			if opt == "owner" {
-				if err := claimOwner(c, pc.owner); err != nil {
-					return nil, err
-				}
-			}
-			continue
-		}
-		if err := parseOption(c, opt, args, cfg, root); err != nil {
-			return nil, err
-		}
-		if opt == "notify-key" {
-			cfg.notifyAt = fmt.Sprintf("%s:%d", c.File(), c.Line())
-		}
+	pc := publish.NewConfig()
+	publishing, err := parseBlock(c, cfg, pc)
+	if err != nil {
+		return nil, err
 	}
 	if publishing || cfg.publishOnly {
-		if pc.owner == "" {
-			return nil, c.Errf("publishing needs 'owner ID', the id this cluster's records carry")
+		if err := pc.Finish(cfg.publishStanza()); err != nil {
+			return nil, c.Errf("%v", err)
 		}
-		if pc.registry != nil {
-			if pc.registry.Owner == "" {
-				return nil, c.Errf("txt-prefix, txt-suffix and txt-wildcard-replacement describe the TXT registry of 'txt-owner-id ID', which is missing")
-			}
-			if err := pc.registry.Check(); err != nil {
-				return nil, c.Errf("%v", err)
-			}
-		}
-		include := pc.domainFilter
-		if len(include) == 0 {
-			include = cfg.zones
-		}
-		pc.source.DomainFilter = source.NewDomainFilter(include, pc.excludeDomains)
-		pc.source.Zones = source.NewDomainFilter(cfg.zones, nil)
 		cfg.publish = pc
 	}
 	if c.Next() {
@@ -173,143 +139,60 @@ func parse(c *caddy.Controller) (*config, error) {
 	return cfg, nil
 }
 
+// parseBlock reads the stanza's options: the publish role's into pc, the others into cfg.
+// publishing tells whether any of the publish role's was given.
+func parseBlock(c *caddy.Controller, cfg *config, pc *publish.Config) (bool, error) {
+	publishing := false
+	for c.NextBlock() {
+		opt, args := c.Val(), c.RemainingArgs()
+		cfg.options = append(cfg.options, fmt.Sprintf("%q", append([]string{opt}, args...)))
+		known, err := pc.Parse(opt, args)
+		if err != nil {
+			return false, c.Errf("%v", err)
+		}
+		if known {
+			publishing = true
+			if opt == "owner" {
+				if err := ownersOf(c).Claim(pc.Owner, fmt.Sprintf("%s:%d", c.File(), c.Line())); err != nil {
+					return false, c.Errf("%v", err)
+				}
+			}
+			continue
+		}
+		if known, err = serveOptions.Parse(cfg, opt, args); err != nil {
+			return false, c.Errf("%v", err)
+		}
+		if !known {
+			return false, c.Errf("unknown property '%s'", opt)
+		}
+		if opt == "notify-key" {
+			cfg.notifyAt = fmt.Sprintf("%s:%d", c.File(), c.Line())
+		}
+	}
+	return publishing, nil
+}
+
+// publishStanza is what the publish role takes from the stanza.
+func (c *config) publishStanza() publish.Stanza {
+	return publish.Stanza{Server: c.server, Zones: c.zones, Prefix: c.prefix, Etcd: c.etcd, Options: c.options, EtcdTLSFiles: c.etcdTLSFiles}
+}
+
 // ownersKey keys, in the CoreDNS instance's storage, the owners claimed by its stanzas so far
 // and where. The storage is the instance's, so a reload starts with none.
 type ownersKey struct{}
 
-// claimOwner refuses a second stanza of one owner in one Corefile: the two would campaign in
-// one election, and the names of the one that never leads would never be published.
-func claimOwner(c *caddy.Controller, owner string) error {
-	claimed, _ := c.Get(ownersKey{}).(map[string]string)
-	if at, ok := claimed[owner]; ok {
-		return c.Errf("owner %q is already published by the stanza at %s: two stanzas of one owner share one election, so one of them would never publish; merge them or give each its own owner", owner, at)
+// ownersOf returns the owners published by the Corefile of c so far.
+func ownersOf(c *caddy.Controller) publish.Owners {
+	owners, _ := c.Get(ownersKey{}).(publish.Owners)
+	if owners == nil {
+		owners = publish.Owners{}
+		c.Set(ownersKey{}, owners)
 	}
-	if claimed == nil {
-		claimed = map[string]string{}
-		c.Set(ownersKey{}, claimed)
-	}
-	claimed[owner] = fmt.Sprintf("%s:%d", c.File(), c.Line())
-	return nil
+	return owners
 }
 
-// defaultController is external-dns's controller name, so that objects annotated for it
-// keep publishing after the migration.
-const defaultController = "dns-controller"
-
-func parseOption(c *caddy.Controller, opt string, args []string, cfg *config, root string) error {
-	switch opt {
-	case "endpoint":
-		if len(args) == 0 {
-			return c.Errf("endpoint needs at least one URL")
-		}
-		cfg.etcd.Endpoints = args
-	case "path":
-		if len(args) != 1 {
-			return c.Errf("path needs exactly one argument")
-		}
-		cfg.prefix = args[0]
-	case "credentials":
-		if len(args) != 2 {
-			return c.Errf("credentials needs 2 arguments, username and password")
-		}
-		cfg.etcd.Username, cfg.etcd.Password = args[0], args[1]
-	case "tls": // [CERT KEY [CACERT]]
-		for i := range args {
-			if !filepath.IsAbs(args[i]) && root != "" {
-				args[i] = filepath.Join(root, args[i])
-			}
-		}
-		tc, err := mwtls.NewTLSConfigFromArgs(args...)
-		if err != nil {
-			return c.Errf("tls: %v", err)
-		}
-		cfg.etcd.TLS = tc
-		cfg.etcdTLSFiles = nil
-		for _, f := range args {
-			b, err := os.ReadFile(filepath.Clean(f))
-			if err != nil {
-				return c.Errf("tls: %v", err)
-			}
-			cfg.etcdTLSFiles = append(cfg.etcdTLSFiles, b...)
-		}
-	case "fallthrough":
-		cfg.fall = append([]string{}, args...)
-	case "min-lease-ttl", "max-lease-ttl":
-		if len(args) != 1 {
-			return c.Errf("%s needs exactly one duration", opt)
-		}
-		ttl, err := parseTTL(args[0])
-		if err != nil {
-			return c.Errf("invalid %s %q: %v", opt, args[0], err)
-		}
-		if opt == "min-lease-ttl" {
-			cfg.minLeaseTTL = ttl
-		} else {
-			cfg.maxLeaseTTL = ttl
-		}
-	case "lease-grace":
-		if len(args) != 1 {
-			return c.Errf("lease-grace needs exactly one duration")
-		}
-		d, err := time.ParseDuration(args[0])
-		if err != nil || d < 0 {
-			return c.Errf("invalid lease-grace %q: a duration such as 5s, or 0 to delete at once", args[0])
-		}
-		cfg.leaseGrace = d
-	case "negative-ttl":
-		if len(args) != 1 {
-			return c.Errf("negative-ttl needs exactly one duration")
-		}
-		if err := setNegativeTTL(args[0], cfg); err != nil {
-			return c.Errf("invalid negative-ttl %q: %v", args[0], err)
-		}
-	case "soa", "nameserver", "notify", "notify-source", "notify-key", "transfer-synthetic":
-		if err := parseTransferOption(opt, args, cfg); err != nil {
-			return c.Errf("%v", err)
-		}
-	case "publish-only":
-		if len(args) != 0 {
-			return c.Errf("publish-only takes no arguments")
-		}
-		cfg.publishOnly = true
-	case "exact-names":
-		if len(args) != 0 {
-			return c.Errf("exact-names takes no arguments")
-		}
-		cfg.exactNames = true
-	case "explain":
-		if len(args) != 0 {
-			return c.Errf("explain takes no arguments")
-		}
-		cfg.explain = true
-	case "no_apex_fallback":
-		if len(args) != 0 {
-			return c.Errf("no_apex_fallback takes no arguments")
-		}
-		cfg.noApexFallback = true
-	case "stubzones", "debug", "upstream":
-		// Accepted and ignored, as the stock etcd plugin does, so its Corefiles keep working.
-		log.Warningf("Option %q is ignored, as in the stock etcd plugin", opt)
-	default:
-		return c.Errf("unknown property '%s'", opt)
-	}
-	return nil
-}
-
-// parseTTL reads seconds ("30") or a Go duration ("5m"), as the stock etcd plugin does.
-func parseTTL(s string) (uint32, error) {
-	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
-		return uint32(n), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, errors.New("want seconds or a duration such as 30s, 5m, 1h")
-	}
-	if d < 0 || d.Seconds() > float64(^uint32(0)) {
-		return 0, errors.New("out of range")
-	}
-	return uint32(d.Seconds()), nil
-}
+// parseTTL is option.TTL, by the name the serve role's files use.
+var parseTTL = option.TTL
 
 // zonePrefixes are the etcd key prefixes of the zones' records, e.g. "/skydns/cluster/openmcp/"
 // for openmcp.cluster: the server reads and watches only these, so an etcd role with read on
@@ -343,21 +226,6 @@ func (c *config) feedKey() string {
 	fmt.Fprintf(h, "%q %q %q %q %q %q %d %d %d %t %d\n", c.server, c.zones, c.prefix, c.etcd.Endpoints, c.etcd.Username,
 		c.etcd.Password, c.minLeaseTTL, c.maxLeaseTTL, c.negativeTTL, c.exactNames, c.leaseGrace)
 	h.Write(c.etcdTLSFiles)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-// publishKey is what two stanzas must have in common to share a publisher across a reload:
-// the same stanza, word for word, with the same certificates and kubeconfig behind it, in a
-// server block of the same address, which the publisher's series carry: a reload that moves
-// the block to another port hands the owner over to a new publisher, as a changed stanza does.
-func (c *config) publishKey() string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%q %q %q\n", c.server, c.zones, c.options)
-	h.Write(c.etcdTLSFiles)
-	if c.publish != nil && c.publish.kubeconfig != "" {
-		kubeconfig, _ := os.ReadFile(c.publish.kubeconfig) // unreadable: starting the publisher says so
-		h.Write(kubeconfig)
-	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -7,11 +7,8 @@ import (
 	"time"
 
 	"github.com/coredns/caddy"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/txtregistry"
 )
 
 func TestParse(t *testing.T) {
@@ -96,83 +93,14 @@ func TestParse(t *testing.T) {
 			input: "gatewaydns {\n stubzones\n debug\n upstream 8.8.8.8\n}",
 		},
 		{
-			name: "publishing options",
-			input: `gatewaydns openmcp.cluster {
-				owner landscape.ns.eu1
-				policy upsert-only
-				conflict exclusive
-				lease 1m
-				dry-run
-				kubeconfig /etc/kube/config admin@eu1
-				domain-filter eu1.openmcp.cluster
-				exclude-domains internal.eu1.openmcp.cluster
-				namespaces team-a team-b
-				label-filter dns=public
-				annotation-filter expose in (yes,true)
-				gateway-classes istio
-				gateway-name public
-				gateway-namespace infra
-				gateway-label-filter dns in (public, both)
-				ingress-classes nginx
-				controller gatewaydns
-				ttl 2m
-				base-domain-from-gateway
-				sources gateway-httproute gateway-tlsroute ingress service
-				service-types LoadBalancer NodePort
-				publish-internal-services
-				annotation-prefix dns.example.org/ external-dns.alpha.kubernetes.io/
-			}`,
-			check: func(t *testing.T, c *config) {
-				p := c.publish
-				if p == nil || c.publishOnly {
-					t.Fatalf("publish %+v, publishOnly %v", p, c.publishOnly)
-				}
-				if p.owner != "landscape.ns.eu1" || p.policy != plan.UpsertOnly || p.conflicts != plan.Exclusive || p.lease != time.Minute || !p.dryRun {
-					t.Errorf("%+v", p)
-				}
-				if !slices.Equal(p.kinds, []string{"HTTPRoute", "TLSRoute", "Ingress", "Service"}) {
-					t.Errorf("sources %v", p.kinds)
-				}
-				if p.kubeconfig != "/etc/kube/config" || p.kubecontext != "admin@eu1" {
-					t.Errorf("kubeconfig %q context %q", p.kubeconfig, p.kubecontext)
-				}
-				s := p.source
-				if !slices.Equal(s.Namespaces, []string{"team-a", "team-b"}) || !slices.Equal(s.GatewayClasses, []string{"istio"}) || !slices.Equal(s.IngressClasses, []string{"nginx"}) {
-					t.Errorf("filters %+v", s)
-				}
-				if !slices.Equal(s.ServiceTypes, []corev1.ServiceType{"LoadBalancer", "NodePort"}) || !s.PublishInternal {
-					t.Errorf("service filters %v %v", s.ServiceTypes, s.PublishInternal)
-				}
-				if !slices.Equal(s.AnnotationPrefixes, []string{"dns.example.org/", "external-dns.alpha.kubernetes.io/"}) {
-					t.Errorf("annotation prefixes %v", s.AnnotationPrefixes)
-				}
-				if s.ControllerName != "gatewaydns" || s.DefaultTTL != 120 || !s.BaseDomainFromGateway {
-					t.Errorf("%+v", s)
-				}
-				if !s.LabelSelector.Matches(labels.Set{"dns": "public"}) || s.LabelSelector.Matches(labels.Set{"dns": "private"}) {
-					t.Errorf("label filter %v", s.LabelSelector)
-				}
-				if !s.AnnotationFilter.Matches(labels.Set{"expose": "yes"}) || s.AnnotationFilter.Matches(labels.Set{}) {
-					t.Errorf("annotation filter %v", s.AnnotationFilter)
-				}
-				if s.GatewayName != "public" || s.GatewayNamespace != "infra" ||
-					!s.GatewayLabelSelector.Matches(labels.Set{"dns": "both"}) || s.GatewayLabelSelector.Matches(labels.Set{"dns": "private"}) {
-					t.Errorf("gateway filters %q %q %v", s.GatewayName, s.GatewayNamespace, s.GatewayLabelSelector)
-				}
-				if !s.DomainFilter.Match("app.eu1.openmcp.cluster") || s.DomainFilter.Match("app.us1.openmcp.cluster") || s.DomainFilter.Match("x.internal.eu1.openmcp.cluster") {
-					t.Errorf("domain filter %+v", s.DomainFilter)
-				}
-			},
-		},
-		{
 			name:  "publishing defaults: sync, shared, no lease, external-dns's controller, the zones as domain filter",
 			input: "gatewaydns openmcp.cluster {\n owner eu1\n publish-only\n}",
 			check: func(t *testing.T, c *config) {
 				p := c.publish
-				if p == nil || !c.publishOnly || p.policy != plan.Sync || p.conflicts != plan.Shared || p.lease != 0 || p.source.ControllerName != "dns-controller" {
+				if p == nil || !c.publishOnly || p.Policy != plan.Sync || p.Conflicts != plan.Shared || p.Lease != 0 || p.Source.ControllerName != "dns-controller" {
 					t.Fatalf("%+v", p)
 				}
-				if !p.source.DomainFilter.Match("app.eu1.openmcp.cluster") || p.source.DomainFilter.Match("example.com") {
+				if !p.Source.DomainFilter.Match("app.eu1.openmcp.cluster") || p.Source.DomainFilter.Match("example.com") {
 					t.Errorf("zones are not the default domain filter")
 				}
 			},
@@ -180,34 +108,8 @@ func TestParse(t *testing.T) {
 		{name: "publishing options without owner", input: "gatewaydns {\n domain-filter eu1.openmcp.cluster\n}", wantErr: "publishing needs 'owner ID'"},
 		{name: "publish-only without owner", input: "gatewaydns {\n publish-only\n}", wantErr: "publishing needs 'owner ID'"},
 		{name: "unknown policy", input: "gatewaydns {\n owner eu1\n policy sometimes\n}", wantErr: "Testfile:3 - Error during parsing:"},
-		{name: "dry-run takes no argument", input: "gatewaydns {\n owner eu1\n dry-run yes\n}", wantErr: "Testfile:3 - Error during parsing: dry-run takes no arguments"},
-		{name: "unknown conflict mode", input: "gatewaydns {\n owner eu1\n conflict maybe\n}", wantErr: "Testfile:3"},
-		{name: "lease too short to outlive a failover", input: "gatewaydns {\n owner eu1\n lease 14s\n}", wantErr: "Testfile:3 - Error during parsing: lease 14s is shorter than the election TTL 10s plus 5s"},
-		{name: "owner with a slash", input: "gatewaydns {\n owner eu/1\n}", wantErr: "may not contain"},
-		{name: "bad label selector", input: "gatewaydns {\n owner eu1\n label-filter a=(b\n}", wantErr: "label-filter"},
-		{name: "crd is a source to name", input: "gatewaydns {\n owner eu1\n sources crd ingress\n}", check: func(t *testing.T, c *config) {
-			if !slices.Equal(c.publish.kinds, []string{"DNSEndpoint", "Ingress"}) {
-				t.Errorf("sources %v", c.publish.kinds)
-			}
-		}},
-		{name: "unknown source names the known ones", input: "gatewaydns {\n owner eu1\n sources gateway-httproute pod\n}",
-			wantErr: `unknown source "pod", want some of crd, gateway-grpcroute, gateway-httproute, gateway-tcproute, gateway-tlsroute, gateway-udproute, ingress, service`},
-		{name: "unknown service type", input: "gatewaydns {\n owner eu1\n service-types LoadBalancer Headless\n}", wantErr: `Testfile:3 - Error during parsing: unknown service type "Headless"`},
-		{name: "the TXT registry of external-dns to take over", input: "gatewaydns {\n owner eu1\n txt-owner-id legacy-eu1\n txt-prefix reg-%{record_type}.\n txt-wildcard-replacement wild\n}",
-			check: func(t *testing.T, c *config) {
-				if r := c.publish.registry; r == nil || *r != (txtregistry.Config{Owner: "legacy-eu1", Prefix: "reg-%{record_type}.", WildcardReplacement: "wild"}) {
-					t.Errorf("registry %+v", r)
-				}
-			}},
 		{name: "txt-prefix without txt-owner-id", input: "gatewaydns {\n owner eu1\n txt-prefix reg-\n}", wantErr: "'txt-owner-id ID', which is missing"},
 		{name: "txt-prefix and txt-suffix together", input: "gatewaydns {\n owner eu1\n txt-owner-id eu1\n txt-prefix p-\n txt-suffix -s\n}", wantErr: "mutually exclusive"},
-		{name: "txt-owner-id takes one argument", input: "gatewaydns {\n owner eu1\n txt-owner-id\n}", wantErr: "Testfile:3 - Error during parsing: txt-owner-id needs exactly one argument"},
-		{name: "annotation-prefix needs a prefix", input: "gatewaydns {\n owner eu1\n annotation-prefix\n}", wantErr: "Testfile:3 - Error during parsing: annotation-prefix needs at least one argument"},
-		{name: "annotation-prefix must end with a slash", input: "gatewaydns {\n owner eu1\n annotation-prefix dns.example.org\n}", wantErr: "Testfile:3 - Error during parsing: annotation-prefix \"dns.example.org\" must end with '/'"},
-		{name: "annotation-prefix must be a DNS subdomain", input: "gatewaydns {\n owner eu1\n annotation-prefix Bad_Prefix/\n}", wantErr: "Testfile:3 - Error during parsing: annotation-prefix \"Bad_Prefix/\": Bad_Prefix is not a DNS subdomain"},
-		{name: "publish-internal-services takes no argument", input: "gatewaydns {\n owner eu1\n publish-internal-services yes\n}", wantErr: "publish-internal-services takes no arguments"},
-		{name: "zero ttl", input: "gatewaydns {\n owner eu1\n ttl 0\n}", wantErr: "at least 1s"},
-		{name: "kubeconfig with three arguments", input: "gatewaydns {\n owner eu1\n kubeconfig a b c\n}", wantErr: "kubeconfig needs a file"},
 		{name: "unknown option names itself and its line", input: "gatewaydns {\n endpoint http://e:2379\n bogus 1\n}", wantErr: "Testfile:3 - Error during parsing: unknown property 'bogus'"},
 		{name: "endpoint without URL", input: "gatewaydns {\n endpoint\n}", wantErr: "Testfile:2 - Error during parsing: endpoint needs at least one URL"},
 		{name: "path with two arguments", input: "gatewaydns {\n path a b\n}", wantErr: "path needs exactly one argument"},
@@ -242,19 +144,6 @@ func TestParse(t *testing.T) {
 				tc.check(t, cfg)
 			}
 		})
-	}
-}
-
-func TestParseTTL(t *testing.T) {
-	for in, want := range map[string]uint32{"30": 30, "30s": 30, "5m": 300, "2h30m": 9000, "0": 0} {
-		if got, err := parseTTL(in); err != nil || got != want {
-			t.Errorf("parseTTL(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "x", "-1s", "1e30h"} {
-		if _, err := parseTTL(in); err == nil {
-			t.Errorf("parseTTL(%q) should fail", in)
-		}
 	}
 }
 

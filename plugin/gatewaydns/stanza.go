@@ -15,17 +15,19 @@ import (
 	"github.com/coredns/coredns/plugin/transfer"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/publish"
 )
 
 // stanza runs the roles of one stanza: serve (a feed: an index kept current by etcd
-// watchers) and publish (sources feeding a writer). It starts with its CoreDNS instance and
-// stops with it; only the feed may live on, shared with the stanza of the next instance.
+// watchers) and publish (package publish: sources feeding a writer). It starts with its
+// CoreDNS instance and stops with it; only the feed and the publisher may live on, shared
+// with the stanza of the next instance.
 type stanza struct {
 	cfg      *config
-	index    *index.Index // the index of own, the feed this stanza starts when none is running
-	prefixes []string     // the key prefixes of the zones, each watched on its own
-	own      *feed        // nil when publish-only
-	publish  publishRole
+	index    *index.Index  // the index of own, the feed this stanza starts when none is running
+	prefixes []string      // the key prefixes of the zones, each watched on its own
+	own      *feed         // nil when publish-only
+	publish  *publish.Role // nil when the stanza does not publish
 
 	// serving is what the handler answers from: the feed's index once it has loaded, until
 	// then a bridge's (see bridgeFor), if there is one.
@@ -43,6 +45,9 @@ type stanza struct {
 
 func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 	st := &stanza{cfg: cfg, transfers: newTransferRuns()}
+	if cfg.publish != nil {
+		st.publish = publish.NewRole(cfg.publish)
+	}
 	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, Explain: cfg.explain, stanza: st, apex: cfg.apex}
 	if cfg.fall != nil {
 		g.Fall.SetZonesFromArgs(cfg.fall)
@@ -88,8 +93,8 @@ func (s *stanza) seriesAtZero() {
 	if s.own != nil {
 		metricsAtZero(s.own.server, s.own.zones)
 	}
-	if pc := s.cfg.publish; pc != nil {
-		publishMetricsAtZero(s.cfg.server, pc.owner, pc.dryRun, kindOptions(pc))
+	if s.publish != nil {
+		s.publish.SeriesAtZero()
 	}
 }
 
@@ -106,7 +111,7 @@ const reloadLoadWait = 2 * time.Second
 // tells when they answered); on a reload, see reloadLoadWait.
 func (s *stanza) start(reloading bool) error {
 	if s.own != nil {
-		f, err := feeds.acquire(s.own.key, func() (*feed, error) { return s.own, s.own.start() })
+		f, err := feeds.Acquire(s.own.key, func() (*feed, error) { return s.own, s.own.start() })
 		if err != nil {
 			return fmt.Errorf("%s: %w", pluginName, err)
 		}
@@ -130,8 +135,8 @@ func (s *stanza) start(reloading bool) error {
 		// Set here rather than at setup, which would zero a shared feed's while they last.
 		cnameClashes.WithLabelValues(f.server, f.zones).Set(float64(f.clashes.Load()))
 	}
-	if s.cfg.publish != nil {
-		if err := s.publish.start(s.cfg); err != nil {
+	if s.publish != nil {
+		if err := s.publish.Start(); err != nil {
 			_ = s.stop()
 			return fmt.Errorf("%s: %w", pluginName, err)
 		}
@@ -167,7 +172,7 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 		b, s.bridge = s.bridge, nil
 		s.mu.Unlock()
 		if b != nil {
-			if err := feeds.release(b.key, b); err != nil {
+			if err := feeds.Release(b.key, b); err != nil {
 				log.Error(err)
 			}
 		}
@@ -189,7 +194,9 @@ func (s *stanza) notifyThrough(g *GatewayDNS, t *transfer.Transfer, keyName, key
 func (s *stanza) stop() error {
 	var errs []error
 	var wg sync.WaitGroup
-	wg.Go(func() { s.publish.stop() })
+	if s.publish != nil {
+		wg.Go(s.publish.Stop)
+	}
 	s.mu.Lock()
 	f, b, cancel, stopped, notify := s.feed, s.bridge, s.cancel, s.stopped, s.notify
 	s.feed, s.bridge, s.cancel, s.stopped, s.notify = nil, nil, nil, nil, nil
@@ -202,7 +209,7 @@ func (s *stanza) stop() error {
 	}
 	for _, held := range []*feed{b, f} {
 		if held != nil {
-			if err := feeds.release(held.key, held); err != nil {
+			if err := feeds.Release(held.key, held); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -251,18 +258,11 @@ func (s *stanza) serveReady() bool {
 	started := s.feed != nil
 	s.mu.Unlock()
 	if !started {
-		return feeds.any(func(f *feed) bool { return f.index.Loaded() && len(s.own.sharedZones(f)) > 0 })
+		return feeds.Any(func(f *feed) bool { return f.index.Loaded() && len(s.own.sharedZones(f)) > 0 })
 	}
 	return s.serving.Load().Loaded()
 }
 
 func (s *stanza) publishReady() bool {
-	if s.cfg.publish == nil {
-		return true
-	}
-	if !s.publish.started() {
-		owner := s.cfg.publish.owner
-		return publishers.any(func(p *publisher) bool { return p.cfg.publish.owner == owner && p.ready() })
-	}
-	return s.publish.ready()
+	return s.publish == nil || s.publish.Ready()
 }

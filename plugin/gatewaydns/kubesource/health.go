@@ -10,10 +10,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/statelog"
 )
 
 // apiHealth follows whether the API server answers the Watcher's requests, and the last error
@@ -25,13 +26,12 @@ type apiHealth struct {
 	// transport error in a watch is known to be logged there already.
 	observed bool
 
-	mu          sync.Mutex
-	unreachable bool
-	watchErr    map[string]string // kind -> last watch error logged
+	unreachable statelog.State[bool]
+	watchErr    statelog.States[string, string] // kind -> last watch error logged
 }
 
 func newAPIHealth() *apiHealth {
-	return &apiHealth{warn: log.Warningf, info: log.Infof, watchErr: map[string]string{}}
+	return &apiHealth{warn: log.Warningf, info: log.Infof}
 }
 
 // observe wraps the transport of a client: a request that gets no answer makes the API server
@@ -54,27 +54,16 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func (h *apiHealth) failed(err error) {
-	h.mu.Lock()
-	was := h.unreachable
-	h.unreachable = true
-	h.mu.Unlock()
-	if !was {
+	h.unreachable.Set(true, func(bool) {
 		h.warn("Kubernetes API unreachable, retrying (logged again when it answers): %v", err)
-	}
+	})
 }
 
 func (h *apiHealth) answered() {
-	h.mu.Lock()
-	was := h.unreachable
-	h.unreachable = false
-	if was {
-		// A watch error that comes back after the outage is news again.
-		clear(h.watchErr)
-	}
-	h.mu.Unlock()
-	if was {
+	h.unreachable.Set(false, func(bool) {
+		h.watchErr.Reset() // a watch error that comes back after the outage is news again
 		h.info("Kubernetes API answers again")
-	}
+	})
 }
 
 // watchError is the informers' watch error handler: it logs an informer's list or watch error
@@ -90,13 +79,8 @@ func (h *apiHealth) watchError(kind string) cache.WatchErrorHandlerWithContext {
 		if h.observed && !errors.As(err, &status) {
 			return
 		}
-		msg := err.Error()
-		h.mu.Lock()
-		prev := h.watchErr[kind]
-		h.watchErr[kind] = msg
-		h.mu.Unlock()
-		if prev != msg {
+		h.watchErr.Set(kind, err.Error(), func(string) {
 			h.warn("Listing or watching %s failed, retrying (logged again only if the error changes): %v", kind, err)
-		}
+		})
 	}
 }

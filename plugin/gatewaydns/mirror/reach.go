@@ -3,18 +3,24 @@ package mirror
 import (
 	"sync"
 	"time"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/statelog"
 )
 
 // reach follows whether etcd answers, to tell the observer and the log of transitions only:
 // one line when it stops answering, one when it is back, however many retries lie between.
 type reach struct {
+	// mu makes reading since and changing the state one step: a failure that finds the last
+	// answer old enough must not call etcd unreachable after an answer that came meanwhile.
 	mu    sync.Mutex
-	state int       // reachUnknown, reachUp or reachDown
+	state statelog.State[reachState]
 	since time.Time // last answer, or the start
 }
 
+type reachState int
+
 const (
-	reachUnknown = iota
+	reachUnknown reachState = iota
 	reachUp
 	reachDown
 )
@@ -22,16 +28,15 @@ const (
 // answered is called whenever etcd answers anything.
 func (w *Watcher) answered() {
 	w.reach.mu.Lock()
-	prev, down := w.reach.state, time.Since(w.reach.since)
-	w.reach.state, w.reach.since = reachUp, time.Now()
-	w.reach.mu.Unlock()
-	if prev == reachUp {
-		return
-	}
-	if prev == reachDown {
-		w.Log.Infof("etcd answers again for %s, after %s", w.Prefix, down.Round(time.Second))
-	}
-	w.Observer.Reachable(true)
+	defer w.reach.mu.Unlock()
+	down := time.Since(w.reach.since)
+	w.reach.since = time.Now()
+	w.reach.state.Set(reachUp, func(prev reachState) {
+		if prev == reachDown {
+			w.Log.Infof("etcd answers again for %s, after %s", w.Prefix, down.Round(time.Second))
+		}
+		w.Observer.Reachable(true)
+	})
 }
 
 // failed counts a failure, and calls etcd unreachable once it has not answered for
@@ -39,13 +44,12 @@ func (w *Watcher) answered() {
 func (w *Watcher) failed(op string, err error) {
 	w.Observer.Failed(op, err)
 	w.reach.mu.Lock()
-	if w.reach.state == reachDown || time.Since(w.reach.since) < outageAfter {
-		w.reach.mu.Unlock()
+	defer w.reach.mu.Unlock()
+	if time.Since(w.reach.since) < outageAfter {
 		return
 	}
-	w.reach.state = reachDown
-	since := w.reach.since
-	w.reach.mu.Unlock()
-	w.Log.Warningf("etcd unreachable for %s since %s, serving the last records: %s: %v", w.Prefix, since.UTC().Format(time.RFC3339), op, err)
-	w.Observer.Reachable(false)
+	w.reach.state.Set(reachDown, func(reachState) {
+		w.Log.Warningf("etcd unreachable for %s since %s, serving the last records: %s: %v", w.Prefix, w.reach.since.UTC().Format(time.RFC3339), op, err)
+		w.Observer.Reachable(false)
+	})
 }

@@ -6,7 +6,9 @@
 package store
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,4 +84,22 @@ func NewClient(cfg Config) (*clientv3.Client, error) {
 		return nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
 	}
 	return c, nil
+}
+
+// Close closes c within wait, which bounds a stop whatever state etcd is in; what names the
+// client in the error.
+func Close(c *clientv3.Client, what string, wait time.Duration) error {
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case err := <-closed:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("closing the etcd client of %s: %w", what, err)
+		}
+		return nil
+	case <-t.C:
+		return fmt.Errorf("the etcd client of %s did not close within %s", what, wait)
+	}
 }

@@ -79,15 +79,20 @@ func (w *Writer) reached(err error) {
 	if !ok {
 		return
 	}
-	state := 1
-	if err != nil && !perKey(err) && !errors.Is(err, ErrNotLeader) && !errors.Is(err, errStale) {
-		state = -1
+	answered := err == nil || perKey(err) || errors.Is(err, ErrNotLeader) || errors.Is(err, errStale)
+	state := reachNo
+	if answered {
+		state = reachYes
 	}
-	w.reachMu.Lock()
-	defer w.reachMu.Unlock()
-	if w.reachable == state {
-		return
-	}
-	w.reachable = state
-	ro.EtcdReachable(state == 1)
+	w.reach.Set(state, func(reachability) { ro.EtcdReachable(answered) })
 }
+
+// reachability is the last state told to the Observer; the zero one, before the first
+// request, is neither.
+type reachability int
+
+const (
+	reachUnknown reachability = iota
+	reachYes
+	reachNo
+)

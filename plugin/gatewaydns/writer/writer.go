@@ -18,6 +18,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/statelog"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/txtregistry"
 )
@@ -223,8 +224,7 @@ type Writer struct {
 
 	opMu sync.Mutex // one reconcile at a time
 
-	reachMu   sync.Mutex
-	reachable int // 0 unknown, 1 yes, -1 no: the last state told to the Observer
+	reach statelog.State[reachability] // what the Observer was last told of etcd (request.go)
 
 	mu      sync.Mutex
 	term    *Term

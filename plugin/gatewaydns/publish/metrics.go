@@ -1,16 +1,15 @@
-package gatewaydns
+package publish
 
 import (
-	"sync"
 	"time"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/kubesource"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/statelog"
 )
 
 // The publish role's metrics carry the owner id.
@@ -82,41 +81,26 @@ var (
 	}, []string{"server", "owner", "kind", "cause"})
 )
 
-// publishMetrics is the kubesource.Observer and writer.Observer of one owner. The owner is
-// unique in a Corefile (claimOwner); server is that of the block whose stanza publishes it.
-type publishMetrics struct {
+// metrics is the kubesource.Observer and writer.Observer of one owner. The owner is unique in
+// a Corefile (Owners.Claim); server is that of the block whose stanza publishes it.
+type metrics struct {
 	server  string
 	owner   string
 	dryRun  bool
 	desired *source.Desired
 
-	mu     sync.Mutex
-	warned map[string]string // what was last logged of a failure that is not a name's, by subject
+	warned statelog.States[string, string] // what was last logged of a failure that is not a name's, by subject
 }
 
 // warnOnce logs a failure of subject (the election, a zone's scan) when it differs from the
 // last one logged for it: a writer retries every few seconds, its log must not.
-func (m *publishMetrics) warnOnce(subject, reason string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.warned[subject] == reason {
-		return
-	}
-	if m.warned == nil {
-		m.warned = map[string]string{}
-	}
-	m.warned[subject] = reason
-	log.Warningf("Writer for owner %q: %s: %s", m.owner, subject, reason)
+func (m *metrics) warnOnce(subject, reason string) {
+	m.warned.Set(subject, reason, func(string) {
+		log.Warningf("Writer for owner %q: %s: %s", m.owner, subject, reason)
+	})
 }
 
-// recovered forgets the failures logged: the next one is news again.
-func (m *publishMetrics) recovered() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	clear(m.warned)
-}
-
-func (m *publishMetrics) KindServed(kind, _ string, served bool) {
+func (m *metrics) KindServed(kind, _ string, served bool) {
 	v := 0.0
 	if served {
 		v = 1
@@ -124,15 +108,15 @@ func (m *publishMetrics) KindServed(kind, _ string, served bool) {
 	sourceKindServed.WithLabelValues(m.server, m.owner, kind).Set(v)
 }
 
-func (m *publishMetrics) Rejected(kind string, cause source.Cause) {
+func (m *metrics) Rejected(kind string, cause source.Cause) {
 	sourceRejections.WithLabelValues(m.server, m.owner, kind, string(cause)).Inc()
 }
 
-func (m *publishMetrics) Rejecting(kind string, cause source.Cause, n int) {
+func (m *metrics) Rejecting(kind string, cause source.Cause, n int) {
 	sourceRejecting.WithLabelValues(m.server, m.owner, kind, string(cause)).Set(float64(n))
 }
 
-func (m *publishMetrics) Leading(leading bool) {
+func (m *metrics) Leading(leading bool) {
 	if m.dryRun {
 		// A dry run never writes: counted as a leader, it would make two "leaders" of an owner
 		// beside its real writer, and one of an owner external-dns still publishes.
@@ -145,46 +129,46 @@ func (m *publishMetrics) Leading(leading bool) {
 	writerLeader.WithLabelValues(m.server, m.owner).Set(v)
 }
 
-func (m *publishMetrics) Committed(puts, deletes int) {
+func (m *metrics) Committed(puts, deletes int) {
 	writerWrites.WithLabelValues(m.server, m.owner, "put").Add(float64(puts))
 	writerWrites.WithLabelValues(m.server, m.owner, "delete").Add(float64(deletes))
 }
 
-func (m *publishMetrics) Conflict(plan.Conflict) {
+func (m *metrics) Conflict(plan.Conflict) {
 	writerConflicts.WithLabelValues(m.server, m.owner).Inc()
 }
 
-func (m *publishMetrics) Skipped(s plan.Skip) {
+func (m *metrics) Skipped(s plan.Skip) {
 	writerSkipped.WithLabelValues(m.server, m.owner, string(s.Reason)).Inc()
 }
 
-func (m *publishMetrics) Failed(string, error) {
+func (m *metrics) Failed(string, error) {
 	writerFailures.WithLabelValues(m.server, m.owner).Inc()
 }
 
-func (m *publishMetrics) Planned(c plan.Change) {
+func (m *metrics) Planned(c plan.Change) {
 	writerDryRun.WithLabelValues(m.server, m.owner, "put").Add(float64(len(c.Puts)))
 	writerDryRun.WithLabelValues(m.server, m.owner, "delete").Add(float64(len(c.Deletes)))
 	log.Infof("Dry run: owner %q would write %s", m.owner, c)
 }
 
-func (m *publishMetrics) Adopted(keys int) {
+func (m *metrics) Adopted(keys int) {
 	writerAdopted.WithLabelValues(m.server, m.owner).Add(float64(keys))
 	log.Infof("Writer for owner %q took over %d key(s) external-dns wrote (records and TXT registry records)", m.owner, keys)
 }
 
-func (m *publishMetrics) Problems(lost, failing int) {
+func (m *metrics) Problems(lost, failing int) {
 	writerLostNames.WithLabelValues(m.server, m.owner).Set(float64(lost))
 	writerFailingNames.WithLabelValues(m.server, m.owner).Set(float64(failing))
 }
 
-func (m *publishMetrics) Synced(at time.Time) {
-	m.recovered()
+func (m *metrics) Synced(at time.Time) {
+	m.warned.Reset() // a full sync: the next failure is news again
 	writerLastSync.WithLabelValues(m.server, m.owner).Set(float64(at.UnixNano()) / 1e9)
 	writerDesired.WithLabelValues(m.server, m.owner).Set(float64(m.desired.Records()))
 }
 
-func (m *publishMetrics) Propagated(_ string, d time.Duration) {
+func (m *metrics) Propagated(_ string, d time.Duration) {
 	writerPropagation.WithLabelValues(m.server, m.owner).Observe(d.Seconds())
 }
 
@@ -194,7 +178,7 @@ var writerEtcdReachable = promauto.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "1 while etcd answers the owner's writer, 0 before it first did and while it is unreachable.",
 }, []string{"server", "owner"})
 
-func (m *publishMetrics) EtcdReachable(ok bool) {
+func (m *metrics) EtcdReachable(ok bool) {
 	v := 0.0
 	if ok {
 		v = 1
@@ -202,12 +186,6 @@ func (m *publishMetrics) EtcdReachable(ok bool) {
 	writerEtcdReachable.WithLabelValues(m.server, m.owner).Set(v)
 }
 
-// publishMetricsAtZero creates the publish role's series of the owner at zero, as
-// metricsAtZero does: a standby replica exports writer_leader 0, so that "no replica leads"
-// can be alerted on, and every label value a counter can take (each skip reason; each cause
-// for each kind read) has its series, so that increase() sees the first event. The kinds are
-// those the owner's sources read (kubesource.Options: source_kind_served is 0 until the first
-// discovery).
 // writerWatchStreams are a publisher's etcd watch streams, as gRPC counts them: one on a
 // leader (its key and the names lost to older claims share it) or a standby (the leader's
 // key). A count that grows with each outage is a leak; a campaign's and a term's streams end
@@ -217,8 +195,15 @@ var writerWatchStreams = promauto.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "etcd watch streams this publishing replica holds open or is opening.",
 }, []string{"server", "owner"})
 
-func publishMetricsAtZero(server, owner string, dryRun bool, kinds kubesource.Options) {
-	m := &publishMetrics{server: server, owner: owner, dryRun: dryRun}
+// seriesAtZero creates the role's series at zero, as the serve role does its own: a standby
+// replica exports writer_leader 0, so that "no replica leads" can be alerted on, and every
+// label value a counter can take (each skip reason; each cause for each kind read) has its
+// series, so that increase() sees the first event. The kinds are those the owner's sources
+// read (kubesource.Options: source_kind_served is 0 until the first discovery). A series that
+// already exists (a reload sharing the publisher) keeps its value.
+func (c *Config) seriesAtZero() {
+	server, owner, kinds := c.Stanza.Server, c.Owner, c.kindOptions()
+	m := &metrics{server: server, owner: owner, dryRun: c.DryRun}
 	discovered := kinds.DiscoveredKinds()
 	m.atZero(discovered, kinds.SourceKinds())
 	for _, kind := range discovered {
@@ -230,7 +215,7 @@ func publishMetricsAtZero(server, owner string, dryRun bool, kinds kubesource.Op
 	}
 }
 
-func (m *publishMetrics) atZero(kinds, sources []string) {
+func (m *metrics) atZero(kinds, sources []string) {
 	if !m.dryRun {
 		writerLeader.WithLabelValues(m.server, m.owner)
 	}
@@ -262,12 +247,15 @@ func (m *publishMetrics) atZero(kinds, sources []string) {
 	}
 }
 
-// forgetPublishSeries deletes the publish role's series of an owner published by a server
-// block once its last publisher has stopped, for the same reason: a frozen writer_leader 1
-// would count as a second leader of the owner (GatewayDNSWriterLeader).
-func forgetPublishSeries(server, owner string) {
+// forgetSeries deletes the role's series of an owner published by a server block once its
+// last publisher has stopped, as the serve role forgets a feed's: nothing would update them
+// any more, and a frozen writer_leader 1 would count as a second leader of the owner
+// (GatewayDNSWriterLeader).
+func forgetSeries(server, owner string) {
 	labels := prometheus.Labels{"server": server, "owner": owner}
-	for _, vec := range []seriesOf{writerLeader, writerDesired, writerWrites, writerConflicts, writerLostNames,
+	for _, vec := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{writerLeader, writerDesired, writerWrites, writerConflicts, writerLostNames,
 		writerFailingNames, writerSkipped, writerFailures, writerDryRun, writerLastSync, writerPropagation,
 		writerAdopted, sourceKindServed, sourceKindNamed, sourceRejections, sourceRejecting, writerEtcdReachable, writerWatchStreams} {
 		vec.DeletePartialMatch(labels)

@@ -1,4 +1,4 @@
-package gatewaydns
+package publish
 
 import (
 	"os"
@@ -45,7 +45,7 @@ func externalDNSSources(t *testing.T) []string {
 // --source value named in a row's first column, the row's second column.
 func sourceTable(t *testing.T) map[string]string {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "migration.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "migration.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

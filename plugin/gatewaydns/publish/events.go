@@ -1,0 +1,77 @@
+package publish
+
+import (
+	"fmt"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/kubesource"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+)
+
+// desired adapts the kubesource's merged endpoints to what the writer asks.
+type desired struct{ kube *kubesource.Watcher }
+
+func (d desired) Endpoint(name string) (record.Endpoint, bool) {
+	return d.kube.Desired().Endpoint(name)
+}
+
+func (d desired) Names() []string { return d.kube.Desired().Names() }
+
+func (d desired) Synced() bool { return d.kube.Synced() }
+
+func (d desired) SyncedC() <-chan struct{} { return d.kube.SyncedC() }
+
+// writerEvents reports what the writer could not do on the objects behind the name, as
+// Warning Events, besides counting it.
+type writerEvents struct {
+	*metrics
+	kube *kubesource.Watcher
+}
+
+// Leading: only the leader reports rejections, so that the replicas of an owner do not each
+// raise the same Event and count it.
+func (w writerEvents) Leading(leading bool) {
+	w.metrics.Leading(leading)
+	w.kube.SetLeading(leading)
+}
+
+func (w writerEvents) Conflict(c plan.Conflict) {
+	w.metrics.Conflict(c)
+	reason := c.Detail
+	if reason == "" {
+		reason = fmt.Sprintf("owner %q holds this name in exclusive mode (claimed at revision %d, ours %d)", c.Winner, c.WinnerRevision, c.OwnRevision)
+	}
+	if c.Sources == nil { // no objects given: every object behind the name
+		w.rejectName(c.Name, source.CauseConflict, reason)
+		return
+	}
+	w.reject(c.Sources, c.Name, source.CauseConflict, reason) // the objects not told yet
+}
+
+// ClaimGuardsRefused: the etcd role predates the claim guards; claims still work, at the cost
+// the guards were made to save. Said once per writer.
+func (w writerEvents) ClaimGuardsRefused(prefix string, err error) {
+	log.Warningf("Writer for owner %q may not write claim guards under %s (%v): claims compare each name's whole key range instead, which for a zone's apex reads the zone; grant the role readwrite on its names' paths below %s (deploy/etcd/roles.sh)", w.owner, prefix, err, prefix)
+}
+
+func (w writerEvents) Failed(name string, err error) {
+	w.metrics.Failed(name, err)
+	w.rejectName(name, source.CausePublishFailed, err.Error())
+}
+
+func (w writerEvents) rejectName(name string, cause source.Cause, reason string) {
+	ep, ok := w.kube.Desired().Endpoint(name)
+	if !ok { // not a name: a zone the full sync could not read, or the election
+		w.warnOnce(name, reason)
+		return
+	}
+	w.reject(ep.Sources, name, cause, reason)
+}
+
+// reject reports name on each of objects.
+func (w writerEvents) reject(objects []record.ObjectRef, name string, cause source.Cause, reason string) {
+	for _, ref := range objects {
+		w.kube.Reject(source.Rejection{Object: ref, Hostname: name, Cause: cause, Reason: reason})
+	}
+}

@@ -1,0 +1,122 @@
+// The serve role's options in the Corefile stanza: the stock etcd plugin's, and gatewaydns's own.
+
+package gatewaydns
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	mwtls "github.com/coredns/coredns/plugin/pkg/tls"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
+)
+
+// serveOptions are the options of the serve role and of the stanza as a whole: where etcd is
+// and how to reach it, how records are answered, and the apex and zone transfers.
+var serveOptions = option.Table[*config]{
+	"endpoint": func(cfg *config, _ string, args []string) error {
+		if len(args) == 0 {
+			return errors.New("endpoint needs at least one URL")
+		}
+		cfg.etcd.Endpoints = args
+		return nil
+	},
+	"path": option.Word(func(cfg *config, v string) error { cfg.prefix = v; return nil }),
+	"credentials": func(cfg *config, _ string, args []string) error {
+		if len(args) != 2 {
+			return errors.New("credentials needs 2 arguments, username and password")
+		}
+		cfg.etcd.Username, cfg.etcd.Password = args[0], args[1]
+		return nil
+	},
+	"tls":           parseTLS,
+	"fallthrough":   func(cfg *config, _ string, args []string) error { cfg.fall = append([]string{}, args...); return nil },
+	"min-lease-ttl": leaseTTL(func(cfg *config, ttl uint32) { cfg.minLeaseTTL = ttl }),
+	"max-lease-ttl": leaseTTL(func(cfg *config, ttl uint32) { cfg.maxLeaseTTL = ttl }),
+	"lease-grace": func(cfg *config, _ string, args []string) error {
+		if len(args) != 1 {
+			return errors.New("lease-grace needs exactly one duration")
+		}
+		d, err := time.ParseDuration(args[0])
+		if err != nil || d < 0 {
+			return fmt.Errorf("invalid lease-grace %q: a duration such as 5s, or 0 to delete at once", args[0])
+		}
+		cfg.leaseGrace = d
+		return nil
+	},
+	"negative-ttl": func(cfg *config, _ string, args []string) error {
+		if len(args) != 1 {
+			return errors.New("negative-ttl needs exactly one duration")
+		}
+		if err := setNegativeTTL(args[0], cfg); err != nil {
+			return fmt.Errorf("invalid negative-ttl %q: %w", args[0], err)
+		}
+		return nil
+	},
+	"soa":                transferOption,
+	"nameserver":         transferOption,
+	"notify":             transferOption,
+	"notify-source":      transferOption,
+	"notify-key":         transferOption,
+	"transfer-synthetic": transferOption,
+	"publish-only":       option.Flag(func(cfg *config) { cfg.publishOnly = true }),
+	"exact-names":        option.Flag(func(cfg *config) { cfg.exactNames = true }),
+	"explain":            option.Flag(func(cfg *config) { cfg.explain = true }),
+	"no_apex_fallback":   option.Flag(func(cfg *config) { cfg.noApexFallback = true }),
+	// Accepted and ignored, as the stock etcd plugin does, so its Corefiles keep working.
+	"stubzones": ignored,
+	"debug":     ignored,
+	"upstream":  ignored,
+}
+
+// parseTLS reads tls [CERT KEY [CACERT]], relative names from the server block's root, and
+// keeps the files' content, so that a rotated certificate is a new configuration.
+func parseTLS(cfg *config, _ string, args []string) error {
+	for i := range args {
+		if !filepath.IsAbs(args[i]) && cfg.root != "" {
+			args[i] = filepath.Join(cfg.root, args[i])
+		}
+	}
+	tc, err := mwtls.NewTLSConfigFromArgs(args...)
+	if err != nil {
+		return fmt.Errorf("tls: %v", err)
+	}
+	cfg.etcd.TLS = tc
+	cfg.etcdTLSFiles = nil
+	for _, f := range args {
+		b, err := os.ReadFile(filepath.Clean(f))
+		if err != nil {
+			return fmt.Errorf("tls: %v", err)
+		}
+		cfg.etcdTLSFiles = append(cfg.etcdTLSFiles, b...)
+	}
+	return nil
+}
+
+// leaseTTL reads min-lease-ttl or max-lease-ttl.
+func leaseTTL(set func(cfg *config, ttl uint32)) option.Func[*config] {
+	return func(cfg *config, opt string, args []string) error {
+		if len(args) != 1 {
+			return fmt.Errorf("%s needs exactly one duration", opt)
+		}
+		ttl, err := parseTTL(args[0])
+		if err != nil {
+			return fmt.Errorf("invalid %s %q: %v", opt, args[0], err)
+		}
+		set(cfg, ttl)
+		return nil
+	}
+}
+
+// transferOption reads the options of the apex and of zone transfers (setup_transfer.go).
+func transferOption(cfg *config, opt string, args []string) error {
+	return parseTransferOption(opt, args, cfg)
+}
+
+func ignored(_ *config, opt string, _ []string) error {
+	log.Warningf("Option %q is ignored, as in the stock etcd plugin", opt)
+	return nil
+}
