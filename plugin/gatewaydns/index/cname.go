@@ -2,6 +2,7 @@ package index
 
 import (
 	"cmp"
+	"slices"
 
 	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/miekg/dns"
@@ -46,8 +47,13 @@ func (s *answerSet) forQuestion(qtype uint16) *answerSet {
 // applyCNAMERule sets the ruled sets of s where s has a clash; created gives each record's
 // create revision.
 func (s *answerSet) applyCNAMERule(created func(i int) int64) {
-	address := cnameRule(s.services, created, record.AddressQuestion)
-	text := cnameRule(s.services, created, record.TextQuestion)
+	var buf [8]record.AnswerKind // most sets are smaller: then ruling allocates nothing
+	kinds := buf[:0]
+	for i := range s.services {
+		kinds = append(kinds, record.KindOf(&s.services[i]))
+	}
+	address := cnameRule(kinds, created, record.AddressQuestion)
+	text := cnameRule(kinds, created, record.TextQuestion)
 	if address == nil && text == nil {
 		return
 	}
@@ -80,24 +86,18 @@ func (s *answerSet) subset(keep []int) *answerSet {
 	return out
 }
 
-// cnameRule returns the positions of sx that the rule keeps in answers to q, ascending, or
-// nil when it keeps them all.
-func cnameRule(sx []msg.Service, created func(i int) int64, q record.Question) []int {
-	onlyTargets := true
-	for i := range sx {
-		if record.KindOf(&sx[i]) != record.Target {
-			onlyTargets = false
-			break
-		}
-	}
-	part := func(i int) record.Part { return record.PartOf(q, record.KindOf(&sx[i]), onlyTargets) }
+// cnameRule returns the positions of the records of the given kinds that the rule keeps in
+// answers to q, ascending, or nil when it keeps them all.
+func cnameRule(kinds []record.AnswerKind, created func(i int) int64, q record.Question) []int {
+	onlyTargets := !slices.ContainsFunc(kinds, func(k record.AnswerKind) bool { return k != record.Target })
+	part := func(i int) record.Part { return record.PartOf(q, kinds[i], onlyTargets) }
 	older := func(i, j int) int { return cmp.Compare(created(i), created(j)) }
-	r := record.RuleCNAME(len(sx), part, older)
+	r := record.RuleCNAME(len(kinds), part, older)
 	if !r.LeavesOut {
 		return nil
 	}
-	keep := make([]int, 0, len(sx))
-	for i := range sx {
+	keep := make([]int, 0, len(kinds))
+	for i := range kinds {
 		if r.Keeps(i, part(i)) {
 			keep = append(keep, i)
 		}
