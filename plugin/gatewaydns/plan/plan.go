@@ -155,7 +155,11 @@ func Make(in Input) Plan {
 	if in.Owner == "" {
 		panic("plan: empty owner id")
 	}
-	names, scope := namesIn(in.Names)
+	names := NormalizeNames(in.Names)
+	scope := make(map[string]bool, len(names))
+	for _, n := range names {
+		scope[n] = true
+	}
 	desired := make(map[string]record.Endpoint, len(in.Desired))
 	for _, ep := range in.Desired {
 		n := record.NormalizeName(ep.Name)
@@ -195,19 +199,20 @@ func Make(in Input) Plan {
 	return p
 }
 
-// namesIn is the names to plan, normalized, without duplicates, sorted, and as a set.
-func namesIn(list []string) ([]string, map[string]bool) {
-	names := make([]string, 0, len(list))
-	scope := make(map[string]bool, len(list))
-	for _, n := range list {
+// NormalizeNames is names in record.NormalizeName form, without empty ones and duplicates,
+// sorted: the names a plan plans.
+func NormalizeNames(names []string) []string {
+	seen := make(map[string]bool, len(names))
+	out := make([]string, 0, len(names))
+	for _, n := range names {
 		n = record.NormalizeName(n)
-		if n != "" && !scope[n] {
-			scope[n] = true
-			names = append(names, n)
+		if n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
 		}
 	}
-	sort.Strings(names)
-	return names, scope
+	sort.Strings(out)
+	return out
 }
 
 // heldAt sorts the keys etcd holds by the name in scope they are records of, and the keys
