@@ -15,7 +15,7 @@ import (
 // the index rules every set it answers from, per kind of question (record.Question): A, AAAA
 // and CNAME questions see the CNAMEs against the addresses, TXT questions the CNAMEs against
 // the text. Of a key's claim on the name, its create revision is the age; at equal revisions
-// the other data answers, and of CNAMEs of one revision the first in key order. Sets without a
+// the other data answers, and of CNAMEs of one revision the first the set holds. Sets without a
 // clash, nearly all of them, are served as they are, at no cost per question. SRV and MX
 // answers are left as the stock plugin gives them: there a host name is a target, not a CNAME.
 

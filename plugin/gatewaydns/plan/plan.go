@@ -13,6 +13,8 @@
 //     that name; the smallest claim wins (ties: the smaller owner id). A writer that loses keeps
 //     none of its keys (as far as the policy allows deleting) and reports a Conflict. A writer
 //     with no key yet has the youngest possible claim, so it never displaces a present owner.
+//   - The CNAME rule, in any mode: the writer withdraws with a Conflict when the server would
+//     not answer one of its records under record.RuleCNAME (cname.go).
 package plan
 
 import (
@@ -110,8 +112,8 @@ type Conflict struct {
 	Winner         string // the owner holding the name
 	WinnerRevision int64  // the create revision of the winner's oldest key for the name
 	OwnRevision    int64  // ours; 0 when we hold no key
-	// Detail says what the winner holds when the conflict is a CNAME beside other data (or a
-	// second CNAME), in any mode; empty for an exclusive-mode conflict.
+	// Detail says what the winner holds when the conflict is the CNAME rule's (a CNAME beside
+	// addresses or text, or a second CNAME), in any mode; empty for an exclusive-mode conflict.
 	Detail string
 	// Sources are the objects that asked for the name (the endpoint's), to report it on.
 	Sources []record.ObjectRef
