@@ -30,92 +30,133 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 	defer watches.Close()
 	sctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	p := newProgress(w.progressEvery(), w.stallAfter(), time.Now())
-	// A new stream must show it lives like a quiet one: its created response is due within
-	// stall. The balancer may open it on the very member that was just left frozen, and
-	// that must cost one stall, not a progress interval on top.
-	p.asked = time.Now()
-	// Watch itself waits until the client's stream goroutine takes the request, which it does
-	// only once it has opened the stream: on a frozen member that is never. Bound it.
-	giveUp := time.AfterFunc(p.stall, cancel)
-	wch := watches.Watch(sctx, w.Prefix, clientv3.WithPrefix(), clientv3.WithRev(from),
-		clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
-	if !giveUp.Stop() && ctx.Err() == nil {
+	s := &session{w: w, watches: watches, ctx: sctx, rev: rev,
+		p: newProgress(w.progressEvery(), w.stallAfter(), time.Now())}
+	wch, ok := s.open(cancel, from)
+	if !ok && ctx.Err() == nil {
 		return rev, false, errStalled
 	}
 
-	tick := time.NewTicker(p.every / 10)
+	tick := time.NewTicker(s.p.every / 10)
 	defer tick.Stop()
-	heard := false
 	for {
+		var err error
 		select {
 		case <-ctx.Done():
-			return rev, heard, ctx.Err()
+			err = ctx.Err()
 		case now := <-tick.C:
-			w.releaseHeld(rev, now)
-			switch p.due(now) {
-			case stalled:
-				return rev, heard, errStalled
-			case ask:
-				// On the session's own stream; bounded, since a stream stuck in flow
-				// control may not take the request.
-				rctx, rcancel := context.WithTimeout(sctx, p.stall)
-				if err := watches.RequestProgress(rctx); err != nil && ctx.Err() == nil {
-					w.Log.Debugf("Asking etcd for progress on %s: %v", w.Prefix, err)
-				}
-				rcancel()
-			}
+			err = s.tick(ctx, now)
 		case reply := <-w.snapshots:
-			if len(w.held) > 0 {
-				reply <- snapshot{} // the Sink holds keys etcd deleted: compare next round
-				continue
-			}
-			reply <- w.snapshot(rev) // buffered: never blocks the session
+			s.snapshot(reply)
 		case gen := <-w.inconsistent:
 			if gen == w.generation {
-				return rev, heard, errInconsistent
+				err = errInconsistent
 			}
-		case resp, ok := <-wch:
-			if !ok {
-				return rev, heard, errors.New("watch channel closed")
-			}
-			if resp.CompactRevision != 0 {
-				return rev, heard, compactedError{at: resp.CompactRevision}
-			}
-			if err := resp.Err(); err != nil {
-				return rev, heard, err
-			}
-			heard = true
-			p.heard(time.Now())
-			w.answered()
-			if !resp.Created {
-				// Freshness moves with data and progress only: a new watch may be far behind.
-				w.Observer.Heard()
-			}
-			events := resp.Events
-			replayed := int64(0)
-			for len(events) > 0 && events[0].Kv.ModRevision <= rev {
-				// Held already: the watch starts at rev, or replays what the load could not
-				// show (the deletes after its newest key), which counts for the serial only.
-				replayed = events[0].Kv.ModRevision
-				events = events[1:]
-			}
-			if replayed > 0 {
-				w.Sink.Replayed(w.Prefix, replayed)
-			}
-			switch {
-			case len(events) > 0:
-				// The last event's revision, not the header's: while catching up, a batch's
-				// header carries the store's current revision, past events not yet sent. All
-				// events of one revision come in one response (no WithFragment).
-				rev = w.apply(events)
-			case resp.IsProgressNotify() && resp.Header.Revision > rev:
-				// Safe since etcd 3.5.8, which sends progress only to a synced watcher: every
-				// event up to the header's revision has been sent. The server here is 3.7.3.
-				rev = resp.Header.Revision
+		case resp, open := <-wch:
+			if !open {
+				err = errors.New("watch channel closed")
+			} else {
+				err = s.receive(resp)
 			}
 		}
+		if err != nil {
+			return s.rev, s.heard, err
+		}
 	}
+}
+
+// session is one watch stream's life: the revision the Sink reflects, and whether etcd said
+// anything.
+type session struct {
+	w       *Watcher
+	watches *store.Watches
+	ctx     context.Context // the stream's: it requires a leader and ends with the session
+	p       *progress
+	rev     int64
+	heard   bool
+}
+
+// open starts the watch from revision from; ok is false when the client did not take it in
+// time.
+func (s *session) open(cancel context.CancelFunc, from int64) (wch clientv3.WatchChan, ok bool) {
+	// A new stream must show it lives like a quiet one: its created response is due within
+	// stall. The balancer may open it on the very member that was just left frozen, and
+	// that must cost one stall, not a progress interval on top.
+	s.p.asked = time.Now()
+	// Watch itself waits until the client's stream goroutine takes the request, which it does
+	// only once it has opened the stream: on a frozen member that is never. Bound it.
+	giveUp := time.AfterFunc(s.p.stall, cancel)
+	wch = s.watches.Watch(s.ctx, s.w.Prefix, clientv3.WithPrefix(), clientv3.WithRev(from),
+		clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
+	return wch, giveUp.Stop()
+}
+
+// tick releases the held keys whose grace ended, and asks for progress when the stream has
+// been quiet, or gives it up as stalled.
+func (s *session) tick(ctx context.Context, now time.Time) error {
+	s.w.releaseHeld(s.rev, now)
+	switch s.p.due(now) {
+	case stalled:
+		return errStalled
+	case ask:
+		// On the session's own stream; bounded, since a stream stuck in flow control may not
+		// take the request.
+		rctx, rcancel := context.WithTimeout(s.ctx, s.p.stall)
+		defer rcancel()
+		if err := s.watches.RequestProgress(rctx); err != nil && ctx.Err() == nil {
+			s.w.Log.Debugf("Asking etcd for progress on %s: %v", s.w.Prefix, err)
+		}
+	}
+	return nil
+}
+
+// snapshot answers the consistency check with what the Sink holds at the session's revision.
+func (s *session) snapshot(reply chan snapshot) {
+	if len(s.w.held) > 0 {
+		reply <- snapshot{} // the Sink holds keys etcd deleted: compare next round
+		return
+	}
+	reply <- s.w.snapshot(s.rev) // buffered: never blocks the session
+}
+
+// receive takes one watch response: events to apply, a progress notification, or the end.
+func (s *session) receive(resp clientv3.WatchResponse) error {
+	if resp.CompactRevision != 0 {
+		return compactedError{at: resp.CompactRevision}
+	}
+	if err := resp.Err(); err != nil {
+		return err
+	}
+	s.heard = true
+	s.p.heard(time.Now())
+	s.w.answered()
+	if !resp.Created {
+		// Freshness moves with data and progress only: a new watch may be far behind.
+		s.w.Observer.Heard()
+	}
+	events := resp.Events
+	replayed := int64(0)
+	for len(events) > 0 && events[0].Kv.ModRevision <= s.rev {
+		// Held already: the watch starts at rev, or replays what the load could not show
+		// (the deletes after its newest key), which counts for the serial only.
+		replayed = events[0].Kv.ModRevision
+		events = events[1:]
+	}
+	if replayed > 0 {
+		s.w.Sink.Replayed(s.w.Prefix, replayed)
+	}
+	switch {
+	case len(events) > 0:
+		// The last event's revision, not the header's: while catching up, a batch's header
+		// carries the store's current revision, past events not yet sent. All events of one
+		// revision come in one response (no WithFragment).
+		s.rev = s.w.apply(events)
+	case resp.IsProgressNotify() && resp.Header.Revision > s.rev:
+		// Safe since etcd 3.5.8, which sends progress only to a synced watcher: every event
+		// up to the header's revision has been sent. The server here is 3.7.3.
+		s.rev = resp.Header.Revision
+	}
+	return nil
 }
 
 // apply hands one response's events to the Sink and returns the last one's revision (a

@@ -128,15 +128,8 @@ func (w *Watcher) Run(ctx context.Context) {
 	w.reach.since = time.Now()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		w.trackLeases(ctx)
-	}()
-	go func() {
-		defer wg.Done()
-		w.checkLoop(ctx)
-	}()
+	wg.Go(func() { w.trackLeases(ctx) })
+	wg.Go(func() { w.checkLoop(ctx) })
 
 	var rev int64 // last revision the Sink reflects; 0: it needs a full load
 	// from is where the next watch starts: rev, or rev+1 once rev is compacted away; after
@@ -147,17 +140,12 @@ func (w *Watcher) Run(ctx context.Context) {
 	delay := backoff.New(100*time.Millisecond, 5*time.Second)
 	for ctx.Err() == nil {
 		if rev == 0 {
-			w.dropHeld()
-			loaded, newest, err := w.load(ctx, reason)
+			loaded, newest, err := w.reload(ctx, reason)
 			if err != nil {
-				if ctx.Err() == nil {
-					w.failed("get", err)
-				}
 				store.Pause(ctx, w.Client, delay, w.Members)
 				continue
 			}
 			rev, from = loaded, w.replayFrom(newest, loaded)
-			w.generation++
 			delay.Reset()
 		}
 		next, heard, err := w.session(ctx, rev, from)
@@ -167,30 +155,77 @@ func (w *Watcher) Run(ctx context.Context) {
 		if next != rev {
 			rev, from = next, next
 		}
-		var compacted compactedError
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return
-		case errors.As(err, &compacted) && from < rev:
-			// The history after the newest key is gone: which delete came last is unknown.
-			// The load's revision is not before it; replicas may differ until the next change.
+		}
+		switch endOf(err, rev, from) {
+		case replayCompacted:
+			// Which delete after the load's newest key came last is unknown. The load's
+			// revision is not before it; replicas may differ until the next change.
 			w.Log.Infof("History of %s after revision %d was compacted; its serial is the load's revision %d", w.Prefix, from-1, rev)
 			w.Sink.Replayed(w.Prefix, rev)
 			from = rev
-		case errors.As(err, &compacted) && compacted.at <= rev+1 && from == rev:
-			// Only the revision the Sink holds already is gone: what follows it is there.
-			from = rev + 1
-		case errors.Is(err, rpctypes.ErrCompacted):
+		case heldRevisionCompacted:
+			from = rev + 1 // what follows it is there
+		case unseenCompacted:
 			w.Log.Infof("Watch revision %d of %s was compacted; reloading", from, w.Prefix)
 			rev, reason = 0, "compacted"
-		case errors.Is(err, errInconsistent):
+		case foundInconsistent:
 			rev, reason = 0, "inconsistent"
-		default:
+		case sessionFailed:
 			w.failed("watch", err)
 			w.Log.Debugf("Watching %s stopped at revision %d, resuming: %v", w.Prefix, rev, err)
 			store.Pause(ctx, w.Client, delay, w.Members)
 		}
 	}
+}
+
+// reload replaces what the Sink holds by one read of etcd: a new load generation.
+func (w *Watcher) reload(ctx context.Context, reason string) (loaded, newest int64, err error) {
+	w.dropHeld()
+	loaded, newest, err = w.load(ctx, reason)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.failed("get", err)
+		}
+		return 0, 0, err
+	}
+	w.generation++
+	return loaded, newest, nil
+}
+
+// sessionEnd is why a session ended, as Run acts on it.
+type sessionEnd int
+
+const (
+	// sessionFailed: anything else (etcd unreachable, a stalled stream): resume from the last
+	// revision applied, after a back-off.
+	sessionFailed sessionEnd = iota
+	// replayCompacted: the history between a load's newest key and its revision, which the
+	// session replays for the deletes in it, is gone: start at the load's revision.
+	replayCompacted
+	// heldRevisionCompacted: only the revision the Sink holds already is gone: start after it.
+	heldRevisionCompacted
+	// unseenCompacted: revisions the Sink has not seen are gone: reload.
+	unseenCompacted
+	// foundInconsistent: the consistency check found the Sink differs from etcd: reload.
+	foundInconsistent
+)
+
+// endOf sorts out why a session that watched from revision from, the Sink at rev, ended.
+func endOf(err error, rev, from int64) sessionEnd {
+	var compacted compactedError
+	switch {
+	case errors.As(err, &compacted) && from < rev:
+		return replayCompacted
+	case errors.As(err, &compacted) && compacted.at <= rev+1 && from == rev:
+		return heldRevisionCompacted
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return unseenCompacted
+	case errors.Is(err, errInconsistent):
+		return foundInconsistent
+	}
+	return sessionFailed
 }
 
 // replayFrom is where the watch after a load starts: the revision after its newest key, so

@@ -13,13 +13,13 @@
 //     that name; the smallest claim wins (ties: the smaller owner id). A writer that loses keeps
 //     none of its keys (as far as the policy allows deleting) and reports a Conflict. A writer
 //     with no key yet has the youngest possible claim, so it never displaces a present owner.
+//   - The CNAME rule, in any mode: the writer withdraws with a Conflict when the server would
+//     not answer one of its records under record.RuleCNAME (cname.go).
 package plan
 
 import (
 	"cmp"
 	"fmt"
-	"math"
-	"net"
 	"slices"
 	"sort"
 	"strings"
@@ -27,73 +27,6 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/txtregistry"
 )
-
-// Policy is what a writer may do to its own keys.
-type Policy int
-
-const (
-	// Sync creates, updates and deletes own keys.
-	Sync Policy = iota
-	// UpsertOnly creates and updates; a name that is no longer wanted keeps its records. An
-	// update of a name still wanted replaces its records (the old target's key goes), as
-	// external-dns's upsert-only does.
-	UpsertOnly
-	// CreateOnly only publishes names this owner holds no key for; it never updates or deletes.
-	CreateOnly
-)
-
-// ParsePolicy reads "sync", "upsert-only" or "create-only".
-func ParsePolicy(s string) (Policy, error) {
-	switch s {
-	case "sync":
-		return Sync, nil
-	case "upsert-only":
-		return UpsertOnly, nil
-	case "create-only":
-		return CreateOnly, nil
-	}
-	return Sync, fmt.Errorf("unknown policy %q: want sync, upsert-only or create-only", s)
-}
-
-func (p Policy) String() string {
-	switch p {
-	case Sync:
-		return "sync"
-	case UpsertOnly:
-		return "upsert-only"
-	case CreateOnly:
-		return "create-only"
-	}
-	return fmt.Sprintf("Policy(%d)", int(p))
-}
-
-// ConflictMode is what happens when several owners publish one name.
-type ConflictMode int
-
-const (
-	// Shared: every owner publishes; the answer is the union of their targets.
-	Shared ConflictMode = iota
-	// Exclusive: the oldest claim wins; the others withdraw and report a Conflict.
-	Exclusive
-)
-
-// ParseConflictMode reads "shared" or "exclusive".
-func ParseConflictMode(s string) (ConflictMode, error) {
-	switch s {
-	case "shared":
-		return Shared, nil
-	case "exclusive":
-		return Exclusive, nil
-	}
-	return Shared, fmt.Errorf("unknown conflict mode %q: want shared or exclusive", s)
-}
-
-func (m ConflictMode) String() string {
-	if m == Exclusive {
-		return "exclusive"
-	}
-	return "shared"
-}
 
 // KV is one key read back from etcd.
 type KV struct {
@@ -179,8 +112,8 @@ type Conflict struct {
 	Winner         string // the owner holding the name
 	WinnerRevision int64  // the create revision of the winner's oldest key for the name
 	OwnRevision    int64  // ours; 0 when we hold no key
-	// Detail says what the winner holds when the conflict is a CNAME beside other data (or a
-	// second CNAME), in any mode; empty for an exclusive-mode conflict.
+	// Detail says what the winner holds when the conflict is the CNAME rule's (a CNAME beside
+	// addresses or text, or a second CNAME), in any mode; empty for an exclusive-mode conflict.
 	Detail string
 	// Sources are the objects that asked for the name (the endpoint's), to report it on.
 	Sources []record.ObjectRef
@@ -224,17 +157,11 @@ func Make(in Input) Plan {
 	if in.Owner == "" {
 		panic("plan: empty owner id")
 	}
-	names := make([]string, 0, len(in.Names))
-	scope := make(map[string]bool, len(in.Names))
-	for _, n := range in.Names {
-		n = record.NormalizeName(n)
-		if n != "" && !scope[n] {
-			scope[n] = true
-			names = append(names, n)
-		}
+	names := NormalizeNames(in.Names)
+	scope := make(map[string]bool, len(names))
+	for _, n := range names {
+		scope[n] = true
 	}
-	sort.Strings(names)
-
 	desired := make(map[string]record.Endpoint, len(in.Desired))
 	for _, ep := range in.Desired {
 		n := record.NormalizeName(ep.Name)
@@ -243,8 +170,57 @@ func Make(in Input) Plan {
 			desired[n] = ep
 		}
 	}
-	current := make(map[string][]KV)
 	registries := registryScope(in.Registry, names)
+	current, registry := heldAt(in, scope, registries)
+
+	pl := planner{in: in, deleted: in.Deleted}
+	if pl.deleted == nil {
+		pl.deleted = make(map[string]bool)
+	}
+	// A registry record can be found for two names (as one's typed registry record and as
+	// another's old-format one): only the first change deletes it, for one transaction must
+	// not name a key twice. The names whose registry records these are go first, so that the
+	// record goes with the change of the name it registers whether or not its own registry
+	// name is in scope: a name's change is the same in a reconcile of that name alone and in
+	// a full resync (a dry run tells each change once, and would otherwise tell it twice,
+	// once with its registry records and once without, and the registry records as names of
+	// their own with deletes only).
+	order := slices.Clone(names)
+	slices.SortStableFunc(order, func(a, b string) int {
+		return cmp.Compare(len(registries[a]), len(registries[b]))
+	})
+	for _, n := range order {
+		ep, wanted := desired[n]
+		pl.planName(nameInput{name: n, ep: ep, wanted: wanted, cur: current[n], reg: registry[n]})
+	}
+	p := pl.plan
+	byName := func(a, b string) int { return strings.Compare(a, b) }
+	slices.SortStableFunc(p.Changes, func(a, b Change) int { return byName(a.Name, b.Name) })
+	slices.SortStableFunc(p.Conflicts, func(a, b Conflict) int { return byName(a.Name, b.Name) })
+	slices.SortStableFunc(p.Skipped, func(a, b Skip) int { return byName(a.Name, b.Name) })
+	return p
+}
+
+// NormalizeNames is names in record.NormalizeName form, without empty ones and duplicates,
+// sorted: the names a plan plans.
+func NormalizeNames(names []string) []string {
+	seen := make(map[string]bool, len(names))
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		n = record.NormalizeName(n)
+		if n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// heldAt sorts the keys etcd holds by the name in scope they are records of, and the keys
+// found at registry names by the name they register.
+func heldAt(in Input, scope map[string]bool, registries map[string][]registryEntry) (map[string][]KV, map[string][]registryKV) {
+	current := make(map[string][]KV)
 	registry := make(map[string][]registryKV)
 	for _, kv := range in.Current {
 		n, ok := record.RecordName(in.Prefix, kv.Key)
@@ -258,320 +234,7 @@ func Make(in Input) Plan {
 			registry[e.name] = append(registry[e.name], registryKV{KV: kv, Type: e.typ})
 		}
 	}
-
-	var p Plan
-	// A registry record can be found for two names (as one's typed registry record and as
-	// another's old-format one): only the first change deletes it, for one transaction must
-	// not name a key twice. The names whose registry records these are go first, so that the
-	// record goes with the change of the name it registers whether or not its own registry
-	// name is in scope: a name's change is the same in a reconcile of that name alone and in
-	// a full resync (a dry run tells each change once, and would otherwise tell it twice,
-	// once with its registry records and once without, and the registry records as names of
-	// their own with deletes only).
-	deleted := in.Deleted
-	if deleted == nil {
-		deleted = make(map[string]bool)
-	}
-	order := slices.Clone(names)
-	slices.SortStableFunc(order, func(a, b string) int {
-		return cmp.Compare(len(registries[a]), len(registries[b]))
-	})
-	for _, n := range order {
-		ep, want := desired[n]
-		planName(&p, in, n, ep, want, current[n], registry[n], deleted)
-	}
-	byName := func(a, b string) int { return strings.Compare(a, b) }
-	slices.SortStableFunc(p.Changes, func(a, b Change) int { return byName(a.Name, b.Name) })
-	slices.SortStableFunc(p.Conflicts, func(a, b Conflict) int { return byName(a.Name, b.Name) })
-	slices.SortStableFunc(p.Skipped, func(a, b Skip) int { return byName(a.Name, b.Name) })
-	return p
-}
-
-func planName(p *Plan, in Input, name string, ep record.Endpoint, wanted bool, cur []KV, reg []registryKV, deleted map[string]bool) {
-	adopt, registry := adoptable(in, cur, reg)
-	own := make(map[string]KV)
-	byKey := make(map[string]string, len(cur)) // key -> owner
-	claims := make(map[string]int64)           // other owner -> oldest create revision
-	ownClaim := int64(math.MaxInt64)
-	for _, kv := range cur {
-		o := record.OwnerOf(kv.Value)
-		byKey[kv.Key] = o
-		switch {
-		case o == in.Owner || adopt[kv.Key]:
-			own[kv.Key] = kv
-			ownClaim = min(ownClaim, kv.CreateRevision)
-		case o != "":
-			if r, ok := claims[o]; !ok || kv.CreateRevision < r {
-				claims[o] = kv.CreateRevision
-			}
-		}
-	}
-	// The registry records taken over go with the name's change; they make no claim on it.
-	for _, r := range reg {
-		if adopt[r.Key] && !deleted[r.Key] {
-			own[r.Key] = r.KV
-		}
-	}
-	if !wanted && len(own) == 0 {
-		return // nothing of ours, nothing wanted
-	}
-	if in.Allow != nil && !in.Allow(name) {
-		p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonDomainFilter})
-		return
-	}
-
-	// The keys we want, one per target and one per typed record. A key that another owner (or
-	// nobody) holds stops the name: it is not ours to overwrite.
-	want := make(map[string]Put)
-	take := func(k, what string, v record.Value) bool {
-		if o, ok := byKey[k]; ok && o != in.Owner && !adopt[k] {
-			holder := "no owner"
-			if o != "" {
-				holder = "owner " + o
-			}
-			p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonNotOwned,
-				Detail: fmt.Sprintf("key %s (%s) is held by %s", k, what, holder)})
-			return false
-		}
-		want[k] = Put{Key: k, Value: v.Encode(), Lease: in.Lease}
-		return true
-	}
-	if wanted {
-		for _, t := range ep.Targets {
-			if !take(record.Key(in.Prefix, name, in.Owner, t), "target "+t, record.NewValue(ep, in.Owner, t)) {
-				return
-			}
-		}
-		for _, r := range ep.Records {
-			if !take(r.Key(in.Prefix, name, in.Owner), r.String(), record.NewTypedValue(ep, in.Owner, r)) {
-				return
-			}
-		}
-	}
-
-	if wanted {
-		if c, lost := cnameRule(in.Owner, name, ep, cur, adopt, ownClaim); lost {
-			c.Sources = ep.Sources
-			p.Conflicts = append(p.Conflicts, c)
-			want = nil // withdraw: as if not wanted
-			wanted = false
-		}
-	}
-	if wanted && in.Conflicts == Exclusive {
-		if winner, rev, lost := loses(claims, ownClaim, in.Owner); lost {
-			c := Conflict{Name: name, Winner: winner, WinnerRevision: rev, Sources: ep.Sources}
-			if ownClaim != math.MaxInt64 {
-				c.OwnRevision = ownClaim
-			}
-			p.Conflicts = append(p.Conflicts, c)
-			want = nil // withdraw: as if not wanted
-			wanted = false
-		}
-	}
-
-	if in.Policy == CreateOnly && len(own) > 0 {
-		if !sameKeys(own, want) || changedValues(own, want) {
-			p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonPolicy,
-				Detail: "create-only: the name already has records of this owner"})
-		}
-		// The records are left as they are, but not to expire: an own key on another lease
-		// (a predecessor's, now dead) is put again, same value, on the lease kept alive.
-		if in.Lease != 0 {
-			c := Change{Name: name}
-			for _, k := range sortedKeys(own) {
-				if kv := own[k]; kv.Lease != in.Lease && !adopt[k] {
-					c.Puts = append(c.Puts, Put{Key: k, Value: kv.Value, Lease: in.Lease})
-				}
-			}
-			if c.Ops() > 0 {
-				p.Changes = append(p.Changes, c)
-			}
-		}
-		return
-	}
-
-	var c Change
-	c.Name = name
-	for _, k := range sortedKeys(want) {
-		put := want[k]
-		if kv, ok := own[k]; ok && kv.Lease == put.Lease && upToDate(kv.Value, put.Value) {
-			continue
-		}
-		c.Puts = append(c.Puts, put)
-	}
-	var stale []string
-	for _, k := range sortedKeys(own) {
-		if _, ok := want[k]; !ok && !deleted[k] {
-			stale = append(stale, k)
-		}
-	}
-	switch {
-	case len(stale) == 0:
-	case !in.Synced:
-		p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonNotSynced,
-			Detail: fmt.Sprintf("%d key(s) kept", len(stale))})
-	case in.Policy == UpsertOnly && !wanted:
-		p.Skipped = append(p.Skipped, Skip{Name: name, Reason: ReasonPolicy,
-			Detail: fmt.Sprintf("upsert-only: %d key(s) of a name no longer wanted kept", len(stale))})
-	default:
-		c.Deletes = stale
-		for _, k := range stale {
-			deleted[k] = true
-			if adopt[k] {
-				c.Adopted++
-			}
-			if registry[k] {
-				c.Registry = append(c.Registry, k)
-			}
-		}
-	}
-	c.Claim = len(own) == 0 && len(c.Puts) > 0
-	c.Withdraws = len(want) == 0 && len(c.Deletes) > 0
-	if c.Ops() > 0 {
-		p.Changes = append(p.Changes, c)
-	}
-}
-
-// cnameRule applies RFC 1034 3.6.2 across owners, in shared and exclusive mode alike: a name
-// with a CNAME has no other data (addresses, SRV or MX records), and one CNAME. (Text records
-// take no part: external-dns's TXT registry records of its older format sit beside its CNAMEs.
-// An SRV or MX record's host name is its target, not a CNAME: record.KindOf tells them apart.)
-// When the endpoint and another owner's key (or a key without owner) disagree on that, the
-// older claim keeps the name: the create revision
-// of that key against the oldest of our own keys there (none: we are the later claimant). The
-// server applies the same rule to whatever etcd holds (index.cnameRule), so an answer is valid
-// DNS even while two writers race or a key was written by hand.
-func cnameRule(owner, name string, ep record.Endpoint, cur []KV, adopt map[string]bool, ownClaim int64) (Conflict, bool) {
-	ours, data := "", record.HasType(ep.Records, record.TypeSRV) || record.HasType(ep.Records, record.TypeMX)
-	for _, t := range ep.Targets {
-		if net.ParseIP(t) == nil {
-			ours = record.NormalizeName(t)
-		} else {
-			data = true
-		}
-	}
-	if ours == "" && !data {
-		return Conflict{}, false // text only: no part in the rule
-	}
-	var oldest *KV
-	var theirs string
-	for i, kv := range cur {
-		o := record.OwnerOf(kv.Value)
-		if o == owner || adopt[kv.Key] {
-			continue
-		}
-		target, ok := record.DataAnswer(kv.Value)
-		if !ok {
-			continue // text, or not a record a reader could serve: no part in the rule
-		}
-		clash := (ours == "") != (target == "") || (ours != "" && target != ours)
-		if clash && (oldest == nil || kv.CreateRevision < oldest.CreateRevision) {
-			oldest, theirs = &cur[i], target
-		}
-	}
-	if oldest == nil || oldest.CreateRevision >= ownClaim {
-		return Conflict{}, false
-	}
-	holder := record.OwnerOf(oldest.Value)
-	who := "owner " + holder
-	if holder == "" {
-		who = "a key without owner (" + oldest.Key + ")"
-	}
-	var detail string
-	switch {
-	case ours != "" && theirs == "":
-		detail = fmt.Sprintf("a CNAME cannot share its name with other data, and %s has %s there since revision %d", who, dataOf(oldest.Value), oldest.CreateRevision)
-	case ours == "":
-		detail = fmt.Sprintf("the name is a CNAME to %s of %s since revision %d, and a CNAME cannot share its name with %s", theirs, who, oldest.CreateRevision, oursData(ep))
-	default:
-		detail = fmt.Sprintf("the name is a CNAME to %s of %s since revision %d, and a name has one CNAME", theirs, who, oldest.CreateRevision)
-	}
-	c := Conflict{Name: name, Winner: holder, WinnerRevision: oldest.CreateRevision, Detail: detail}
-	if ownClaim != math.MaxInt64 {
-		c.OwnRevision = ownClaim
-	}
-	return c, true
-}
-
-// dataOf names the data of a value that is not a CNAME, for a Conflict's detail.
-func dataOf(value []byte) string {
-	v, err := record.ParseValue(value)
-	if err == nil && record.KindOf(&v.Service) == record.Target {
-		if v.Mail {
-			return "an MX record"
-		}
-		return "an SRV record"
-	}
-	return "addresses"
-}
-
-// oursData names the data of an endpoint without a CNAME, for a Conflict's detail.
-func oursData(ep record.Endpoint) string {
-	if len(ep.Targets) > 0 {
-		return "addresses"
-	}
-	if record.HasType(ep.Records, record.TypeSRV) {
-		return "SRV records"
-	}
-	return "MX records"
-}
-
-// loses reports whether some other owner's claim is older than ours.
-func loses(claims map[string]int64, ownClaim int64, owner string) (winner string, rev int64, lost bool) {
-	winner, rev = owner, ownClaim
-	for o, r := range claims {
-		if r < rev || (r == rev && o < winner) {
-			winner, rev = o, r
-		}
-	}
-	return winner, rev, winner != owner
-}
-
-// upToDate reports whether the value etcd holds needs no rewrite to become want (see
-// record.Value.Current).
-func upToDate(have, want []byte) bool {
-	if string(have) == string(want) {
-		return true
-	}
-	vh, err := record.ParseValue(have)
-	if err != nil {
-		return false
-	}
-	vw, err := record.ParseValue(want)
-	if err != nil {
-		return false
-	}
-	return vh.Current(vw)
-}
-
-func sameKeys(own map[string]KV, want map[string]Put) bool {
-	if len(own) != len(want) {
-		return false
-	}
-	for k := range want {
-		if _, ok := own[k]; !ok {
-			return false
-		}
-	}
-	return true
-}
-
-func changedValues(own map[string]KV, want map[string]Put) bool {
-	for k, put := range want {
-		if kv, ok := own[k]; ok && !upToDate(kv.Value, put.Value) {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
+	return current, registry
 }
 
 // String is a short, stable description, for logs and test failures. A change that deletes

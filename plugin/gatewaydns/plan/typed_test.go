@@ -99,8 +99,9 @@ func sortedStrings(s ...string) []string {
 	return s
 }
 
-// The CNAME rule across owners: SRV and MX records are data a CNAME cannot share its name with,
-// but their host name is no CNAME; TXT records take no part.
+// The CNAME rule across owners, as the server answers (index): SRV and MX answers are not
+// ruled, and their host name is no CNAME, so they neither lose a name nor take it; text meets
+// a CNAME in TXT answers only, where the older keeps the name.
 func TestTypedRecordsCNAMERule(t *testing.T) {
 	alias := ep(name, 300, "lb.example.net")
 	theirAddr := ep(name, 300, "10.0.0.2")
@@ -112,25 +113,29 @@ func TestTypedRecordsCNAMERule(t *testing.T) {
 		desired   record.Endpoint
 		current   []KV
 		want      summary
+		detail    string // what a conflict's detail names besides the CNAME
 	}{
 		{"our MX beside another owner's older SRV and A records: no CNAME anywhere, a union", mxAndA,
 			[]KV{ownTyped(other, srvOnly, srv, 5), theirs(other, theirAddr, "10.0.0.2", 5)},
-			summary{changes: []string{change(name, sortedStrings(key(me, name, "10.0.0.1"), typedKey(me, name, mx)))}}},
+			summary{changes: []string{change(name, sortedStrings(key(me, name, "10.0.0.1"), typedKey(me, name, mx)))}}, ""},
 		{"our A beside another owner's older MX: the MX's host is no CNAME", ep(name, 300, "10.0.0.1"),
 			[]KV{ownTyped(other, mxAndA, mx, 5)},
-			summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}}},
-		{"our CNAME loses to another owner's older SRV record", alias,
+			summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}}, ""},
+		{"our CNAME beside another owner's older SRV record: the server answers A with the CNAME, SRV with both", alias,
 			[]KV{ownTyped(other, srvOnly, srv, 5)},
-			summary{conflicts: []string{name + " lost to " + other + "@5"}}},
-		{"our SRV loses to another owner's older CNAME", srvOnly,
+			summary{changes: []string{change(name, puts(key(me, name, "lb.example.net")))}}, ""},
+		{"our SRV beside another owner's older CNAME: SRV answers are not ruled", srvOnly,
 			[]KV{theirs(other, alias, "lb.example.net", 5)},
-			summary{conflicts: []string{name + " lost to " + other + "@5"}}},
-		{"our TXT beside another owner's older CNAME: text takes no part", txtOnly,
+			summary{changes: []string{change(name, puts(typedKey(me, name, srv)))}}, ""},
+		{"our TXT loses to another owner's older CNAME: a TXT question gets the CNAME", txtOnly,
 			[]KV{theirs(other, alias, "lb.example.net", 5)},
-			summary{changes: []string{change(name, puts(typedKey(me, name, txt)))}}},
-		{"our CNAME beside another owner's older TXT: text takes no part", alias,
+			summary{conflicts: []string{name + " lost to " + other + "@5"}}, "text"},
+		{"our CNAME beside another owner's older TXT: an A question still gets the CNAME", alias,
 			[]KV{ownTyped(other, txtOnly, txt, 5)},
-			summary{changes: []string{change(name, puts(key(me, name, "lb.example.net")))}}},
+			summary{changes: []string{change(name, puts(key(me, name, "lb.example.net")))}}, ""},
+		{"our TXT beside another owner's younger CNAME: ours is the older claim", txtOnly,
+			[]KV{ownTyped(me, txtOnly, txt, 3), theirs(other, alias, "lb.example.net", 5)},
+			summary{}, ""},
 	} {
 		t.Run(tc.behaviour, func(t *testing.T) {
 			p := Make(Input{Prefix: "skydns", Owner: me, Synced: true,
@@ -139,8 +144,8 @@ func TestTypedRecordsCNAMERule(t *testing.T) {
 				t.Fatalf("got  %+v\nwant %+v", got, tc.want)
 			}
 			for _, c := range p.Conflicts {
-				if !strings.Contains(c.Detail, "CNAME") || !(strings.Contains(c.Detail, "SRV")) {
-					t.Errorf("conflict detail %q does not name the CNAME and the SRV record", c.Detail)
+				if !strings.Contains(c.Detail, "CNAME") || !strings.Contains(c.Detail, tc.detail) {
+					t.Errorf("conflict detail %q does not name the CNAME and the %s", c.Detail, tc.detail)
 				}
 			}
 		})

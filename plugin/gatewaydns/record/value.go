@@ -171,7 +171,7 @@ const (
 	Text
 	// Target: a host that is a name, without text, with a port or "mail": an SRV or MX
 	// target, not a CNAME. The stock plugin answers it to A questions as a CNAME all the same;
-	// the CNAME rule lets it do so only on a name that holds nothing else (see index.cnameRule).
+	// the CNAME rule lets it do so only on a name that holds nothing else (see PartOf).
 	Target
 )
 
@@ -194,22 +194,4 @@ func KindOfType(s *msg.Service, what uint16) AnswerKind {
 		return Text
 	}
 	return Address
-}
-
-// DataAnswer tells what a value is to the CNAME rule: the normalized CNAME target for a
-// CNAME, "" for other data a CNAME cannot share its name with (an address, an SRV or MX
-// target). ok is false for a value that takes no part: a text record (external-dns's TXT
-// registry records among them), or a value a reader cannot serve.
-func DataAnswer(value []byte) (cname string, ok bool) {
-	v, err := ParseValue(value)
-	if err != nil || v.Host == "" {
-		return "", false
-	}
-	switch KindOf(&v.Service) {
-	case CNAME:
-		return NormalizeName(v.Host), true
-	case Address, Target:
-		return "", true
-	}
-	return "", false
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -169,7 +168,7 @@ func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.Lease
 	defer w.opMu.Unlock()
 
 	var res Result
-	all := normalize(names)
+	all := plan.NormalizeNames(names)
 	deleted := make(map[string]bool)
 	var err error
 	for start := 0; start < len(all) && err == nil; start += namesPerPart {
@@ -220,7 +219,7 @@ func (w *Writer) reconcilePart(ctx context.Context, term *Term, lease clientv3.L
 		}
 		// Another write changed these names' keys since they were read (a late transaction of
 		// an earlier attempt, a hand edit): read them again and plan from what is there.
-		names = normalize(res.stale)
+		names = plan.NormalizeNames(res.stale)
 		deleted = nil // a replan is a plan of its own
 	}
 }
@@ -270,18 +269,4 @@ func (w *Writer) reconcileOnce(ctx context.Context, term *Term, lease clientv3.L
 		w.depose(term)
 	}
 	return err
-}
-
-func normalize(names []string) []string {
-	seen := make(map[string]bool, len(names))
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		n = record.NormalizeName(n)
-		if n != "" && !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

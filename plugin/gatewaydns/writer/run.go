@@ -63,14 +63,7 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 	defer watches.Close()
 	deposed := w.setTerm(term, lease, watches)
 	w.obs.Leading(true)
-	defer func() {
-		w.depose(term)
-		w.forgetLost()
-		w.obs.Leading(false)
-		// A standby counts no problems: the leader does. What was reported stays remembered,
-		// so that leading again does not report it twice.
-		w.tellNoProblems()
-	}()
+	defer w.stepDown(term)
 	go w.watchKey(ctx, watches, term)
 
 	// The full resync at the start covers everything enqueued so far.
@@ -78,20 +71,10 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 	clear(w.pending)
 	w.mu.Unlock()
 
-	// A resync made before the sources synced held its deletes back: when they sync, resync
-	// again at once.
-	syncedC := w.cfg.Desired.SyncedC()
-	resyncedSynced := false
-
-	delay := newRetryDelay()
-	resync := time.NewTimer(0)
-	defer resync.Stop()
-	var retry <-chan time.Time
-	// up is closed when etcd's connection comes back while a resync or a retry waits out its
-	// delay: the pending work is done then, not after the delay (store.Pause's rule).
-	var up <-chan struct{}
-	resyncFailed := false
+	l := newTermWork(w, term, lease)
+	defer l.resync.Stop()
 	for {
+		var err error
 		select {
 		case <-ctx.Done():
 			return nil
@@ -101,65 +84,129 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 			return ErrNotLeader
 		case <-leaseLost:
 			return errors.New("records' lease lost")
-		case <-syncedC:
-			syncedC = nil
-			if !resyncedSynced {
-				resync.Reset(0)
-			}
-		case <-resync.C:
-			synced := w.cfg.Desired.Synced()
-			res, err := w.resync(ctx, term, lease)
-			if errors.Is(err, ErrNotLeader) {
-				return err
-			}
-			if err != nil && ctx.Err() == nil {
-				resync.Reset(delay.Next())
-				resyncFailed = true
-				if up == nil {
-					up = store.Reconnected(ctx, w.client)
-				}
-				continue
-			}
-			resyncFailed = false
-			resyncedSynced = resyncedSynced || synced
-			delay.Reset()
-			next := w.cfg.ResyncInterval
-			if res.Adopted > 0 {
-				next = min(next, adoptionRecheck)
-			}
-			resync.Reset(next)
-		case <-up:
-			up = nil
-			if resyncFailed {
-				resync.Reset(0)
-			}
-			if retry != nil {
-				retry = nil
-				w.Enqueue()
-			}
-		case <-retry:
-			retry = nil
+		case <-l.syncedC:
+			l.sourcesSynced()
+		case <-l.resync.C:
+			err = l.resyncAll(ctx)
+		case <-l.up:
+			l.reconnected()
+		case <-l.retry:
+			l.retry = nil
 			w.Enqueue()
 		case <-w.wake:
-			names, since := w.takePending()
-			if len(names) == 0 {
-				continue
-			}
-			_, err := w.reconcile(ctx, term, lease, names, since)
-			if errors.Is(err, ErrNotLeader) {
-				return err
-			}
-			if err != nil && ctx.Err() == nil {
-				// etcd unreachable or the like: try these names again later.
-				w.requeue(names, since)
-				retry = time.After(delay.Next())
-				if up == nil {
-					up = store.Reconnected(ctx, w.client)
-				}
-				continue
-			}
-			delay.Reset()
+			err = l.reconcilePending(ctx)
 		}
+		if errors.Is(err, ErrNotLeader) {
+			return err
+		}
+	}
+}
+
+// stepDown ends a term as leader.
+func (w *Writer) stepDown(term *Term) {
+	w.depose(term)
+	w.forgetLost()
+	w.obs.Leading(false)
+	// A standby counts no problems: the leader does. What was reported stays remembered, so
+	// that leading again does not report it twice.
+	w.tellNoProblems()
+}
+
+// termWork is the work of one term as leader besides its end: when the next full resync is
+// due, and the retries of what failed while etcd could not be reached.
+type termWork struct {
+	w     *Writer
+	term  *Term
+	lease clientv3.LeaseID
+
+	// syncedC is closed when the sources have synced. A resync made before held its deletes
+	// back: when they sync, resync again at once, unless one has been made since.
+	syncedC        <-chan struct{}
+	resyncedSynced bool
+
+	delay        *backoff.Backoff
+	resync       *time.Timer
+	resyncFailed bool
+	retry        <-chan time.Time // the pending names' retry, nil when none waits
+	// up is closed when etcd's connection comes back while a resync or a retry waits out its
+	// delay: the pending work is done then, not after the delay (store.Pause's rule).
+	up <-chan struct{}
+}
+
+func newTermWork(w *Writer, term *Term, lease clientv3.LeaseID) *termWork {
+	return &termWork{w: w, term: term, lease: lease, syncedC: w.cfg.Desired.SyncedC(),
+		delay: newRetryDelay(), resync: time.NewTimer(0)}
+}
+
+func (l *termWork) sourcesSynced() {
+	l.syncedC = nil
+	if !l.resyncedSynced {
+		l.resync.Reset(0)
+	}
+}
+
+// resyncAll makes a full resync and sets when the next is due: after ResyncInterval, sooner
+// after a take-over from external-dns, after a back-off when it failed.
+func (l *termWork) resyncAll(ctx context.Context) error {
+	synced := l.w.cfg.Desired.Synced()
+	res, err := l.w.resync(ctx, l.term, l.lease)
+	if errors.Is(err, ErrNotLeader) {
+		return err
+	}
+	if err != nil && ctx.Err() == nil {
+		l.resync.Reset(l.delay.Next())
+		l.resyncFailed = true
+		l.awaitReconnect(ctx)
+		return nil
+	}
+	l.resyncFailed = false
+	l.resyncedSynced = l.resyncedSynced || synced
+	l.delay.Reset()
+	next := l.w.cfg.ResyncInterval
+	if res.Adopted > 0 {
+		next = min(next, adoptionRecheck)
+	}
+	l.resync.Reset(next)
+	return nil
+}
+
+// reconcilePending reconciles the names enqueued; when etcd cannot be reached they are tried
+// again after a back-off.
+func (l *termWork) reconcilePending(ctx context.Context) error {
+	names, since := l.w.takePending()
+	if len(names) == 0 {
+		return nil
+	}
+	_, err := l.w.reconcile(ctx, l.term, l.lease, names, since)
+	if errors.Is(err, ErrNotLeader) {
+		return err
+	}
+	if err != nil && ctx.Err() == nil {
+		// etcd unreachable or the like: try these names again later.
+		l.w.requeue(names, since)
+		l.retry = time.After(l.delay.Next())
+		l.awaitReconnect(ctx)
+		return nil
+	}
+	l.delay.Reset()
+	return nil
+}
+
+func (l *termWork) awaitReconnect(ctx context.Context) {
+	if l.up == nil {
+		l.up = store.Reconnected(ctx, l.w.client)
+	}
+}
+
+// reconnected does at once what waits out a delay.
+func (l *termWork) reconnected() {
+	l.up = nil
+	if l.resyncFailed {
+		l.resync.Reset(0)
+	}
+	if l.retry != nil {
+		l.retry = nil
+		l.w.Enqueue()
 	}
 }
 
