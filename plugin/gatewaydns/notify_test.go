@@ -212,16 +212,16 @@ func TestABurstOfChangesGivesOneNotifyPerSecondary(t *testing.T) {
 	}
 }
 
-// TestASustainedBurstIsNotifiedEveryHalfSecond: changes that never pause for notifyQuiet
-// still get a NOTIFY within a second, one per notifyAtMost. On a busy machine the burst may
+// TestASustainedBurstIsNotifiedEverySecond: changes that never pause for notifyQuiet still
+// get a NOTIFY, one per notifyAtMost (and the poll that sees it due). On a busy machine the burst may
 // pause for longer now and then, which ends it: a NOTIFY sooner than notifyAtMost after the
 // previous one must follow such a pause.
-func TestASustainedBurstIsNotifiedEveryHalfSecond(t *testing.T) {
+func TestASustainedBurstIsNotifiedEverySecond(t *testing.T) {
 	l := listenForNotifies(t)
 	_, change := notifying(t, l.addr)
 	l.waitNotifies(t, 1, 2*time.Second)
 
-	const burst = 2 * time.Second
+	const burst = 3*notifyAtMost + notifyAtMost/2
 	var changes []time.Time
 	start := time.Now()
 	for time.Since(start) < burst {
@@ -246,8 +246,8 @@ func TestASustainedBurstIsNotifiedEveryHalfSecond(t *testing.T) {
 		if notified[i+1].After(changes[len(changes)-1]) {
 			break
 		}
-		if gap > time.Second {
-			t.Errorf("a NOTIFY %s after the previous one during a burst, want within 1s", gap)
+		if gap > notifyAtMost+3*notifyPoll {
+			t.Errorf("a NOTIFY %s after the previous one during a burst, want within %s", gap, notifyAtMost+3*notifyPoll)
 		}
 	}
 	if len(gaps) < 3 {

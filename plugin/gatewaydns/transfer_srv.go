@@ -18,17 +18,7 @@ import (
 // transfer of 100k names made, and garbage collection is what delays the queries answered
 // meanwhile. TestPlainSRVIsWhatPluginSRVAnswers holds the two equal.
 func appendPlainSRV(dst []dns.RR, name string, services []msg.Service) []dns.RR {
-	// The weights of each priority, added up as plugin.SRV does; a name has few priorities.
-	type priorityWeight struct{ priority, total int }
-	var totals []priorityWeight
-	for _, s := range services {
-		i := slices.IndexFunc(totals, func(t priorityWeight) bool { return t.priority == s.Priority })
-		if i < 0 {
-			i = len(totals)
-			totals = append(totals, priorityWeight{priority: s.Priority})
-		}
-		totals[i].total += cmp.Or(s.Weight, 100)
-	}
+	weights := srvWeightsOf(services, func(msg.Service) bool { return true })
 	// plugin.SRV's duplicate check: a target and port once. A scan of the records made so far
 	// for a name with few of them, a map for one that many writers share.
 	type targetPort struct {
@@ -45,9 +35,7 @@ func appendPlainSRV(dst []dns.RR, name string, services []msg.Service) []dns.RR 
 		if serv.Port == -1 {
 			continue
 		}
-		total := totals[slices.IndexFunc(totals, func(t priorityWeight) bool { return t.priority == serv.Priority })].total
-		w := 100.0 / float64(total) * float64(cmp.Or(serv.Weight, 100))
-		weight := max(uint16(math.Floor(w)), 1)
+		weight := weights.of(serv)
 		var srv *dns.SRV
 		if target, ok := srvTarget(serv.Key, serv.TargetStrip, name); ok {
 			srv = &dns.SRV{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: serv.TTL},
@@ -68,6 +56,36 @@ func appendPlainSRV(dst []dns.RR, name string, services []msg.Service) []dns.RR 
 		dst = append(dst, srv)
 	}
 	return dst
+}
+
+// srvWeights are the weights of a name's services with a port, added up per priority as
+// plugin.SRV does, so that each SRV record's weight is its share of its priority's: the one
+// rule for the synthetic and the published transfer. A name has few priorities.
+type srvWeights []priorityWeight
+
+type priorityWeight struct{ priority, total int }
+
+// srvWeightsOf adds up the weights of the services that take part.
+func srvWeightsOf(services []msg.Service, takesPart func(msg.Service) bool) srvWeights {
+	var w srvWeights
+	for _, s := range services {
+		if !takesPart(s) {
+			continue
+		}
+		i := slices.IndexFunc(w, func(t priorityWeight) bool { return t.priority == s.Priority })
+		if i < 0 {
+			i = len(w)
+			w = append(w, priorityWeight{priority: s.Priority})
+		}
+		w[i].total += cmp.Or(s.Weight, 100)
+	}
+	return w
+}
+
+// of is the weight of s's SRV record: plugin.SRV's 100 / total * weight, at least 1.
+func (w srvWeights) of(s msg.Service) uint16 {
+	total := w[slices.IndexFunc(w, func(t priorityWeight) bool { return t.priority == s.Priority })].total
+	return max(uint16(math.Floor(100.0/float64(total)*float64(cmp.Or(s.Weight, 100)))), 1)
 }
 
 // scanSRV is the most services whose SRV records appendPlainSRV checks for duplicates by a scan.

@@ -1,9 +1,7 @@
 package gatewaydns
 
 import (
-	"cmp"
 	"context"
-	"math"
 	"strings"
 
 	"github.com/coredns/coredns/plugin"
@@ -188,12 +186,7 @@ func (x *zoneWriter) appendPublished(dst []dns.RR, name string) []dns.RR {
 // priority as plugin.SRV does, a target and port once. An address's target is its key's
 // name, whose address goes with it (appendGlue).
 func (x *zoneWriter) appendSRV(dst []dns.RR, name string, services []msg.Service) []dns.RR {
-	totals := map[int]int{}
-	for _, s := range services {
-		if s.Port > 0 {
-			totals[s.Priority] += cmp.Or(s.Weight, 100)
-		}
-	}
+	weights := srvWeightsOf(services, func(s msg.Service) bool { return s.Port > 0 })
 	type targetPort struct {
 		target string
 		port   int
@@ -203,7 +196,7 @@ func (x *zoneWriter) appendSRV(dst []dns.RR, name string, services []msg.Service
 		if s.Port <= 0 {
 			continue
 		}
-		weight := max(uint16(math.Floor(100.0/float64(totals[s.Priority])*float64(cmp.Or(s.Weight, 100)))), 1)
+		weight := weights.of(s)
 		what, ip := s.HostType()
 		if what == dns.TypeA || what == dns.TypeAAAA {
 			s.Host = msg.Domain(s.Key)
