@@ -18,6 +18,7 @@ TARGETS=(
 	"./plugin/gatewaydns/source FuzzHostnameIntersection"
 	"./plugin/gatewaydns/source FuzzDNSEndpointClaims"
 	"./plugin/gatewaydns        FuzzParse"
+	"./plugin/gatewaydns        FuzzAnswer"
 	"./plugin/gatewaydns/index  FuzzQuery"
 	"./plugin/gatewaydns/index  FuzzAskableIsTheReachabilityRule"
 )

@@ -1,0 +1,76 @@
+package gatewaydns
+
+import (
+	"context"
+	"testing"
+
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/internal/dnscheck"
+	"github.com/gatewaydns/gatewaydns/internal/queryfuzz"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+)
+
+// FuzzAnswer: for any stored keys and any question (queryfuzz.Input: a fixed zone plus fuzzed
+// keys in the full load and the watch), the handler answers without a panic, and its reply
+// packs whole and truncated to 512 bytes; where the CNAME rule applies, no CNAME stands beside
+// other data. The reply is ServeDNS's own: lookup, the SOA of a negative answer, over the index
+// as served, one whose reads stop at two records, and one of exact names. The index's own
+// reads are fuzzed in its package (FuzzQuery).
+func FuzzAnswer(f *testing.F) {
+	queryfuzz.Fuzz(f, func(t *testing.T, in queryfuzz.Input, q *dns.Msg, _ string) {
+		for _, opts := range []index.Options{{}, {MaxRecords: 2}, {ExactNames: true}} {
+			ix := index.New(opts)
+			in.Fill(ix)
+			checkReply(t, q, reply(t, answering(ix, queryfuzz.Zones), q))
+		}
+	})
+}
+
+// checkReply fails t unless m, the reply to q, packs whole and truncated to the minimal UDP
+// size, as the server sends it, and has no CNAME beside other data where the rule applies.
+func checkReply(t *testing.T, q, m *dns.Msg) {
+	t.Helper()
+	question := q.Question[0].Name + " " + dns.TypeToString[q.Question[0].Qtype]
+	if ruledQuestion(q.Question[0].Qtype) && dnscheck.CNAMEBesideOtherData(m.Answer) {
+		t.Fatalf("%s: a CNAME beside other data: %v", question, m.Answer)
+	}
+	if _, err := m.Pack(); err != nil {
+		t.Fatalf("%s: reply does not pack: %v\n%v", question, err, m)
+	}
+	m.Truncate(dns.MinMsgSize)
+	if _, err := m.Pack(); err != nil {
+		t.Fatalf("%s: truncated reply does not pack: %v\n%v", question, err, m)
+	}
+}
+
+// ruledQuestion says whether the CNAME rule applies to answers of qtype (the index's
+// answerSet.forQuestion).
+func ruledQuestion(qtype uint16) bool {
+	switch qtype {
+	case dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeCNAME:
+		return true
+	}
+	return false
+}
+
+// answering is the handler of a stanza of zones that serves ix, as a feed's index once
+// loaded, with the stock apex: what ServeDNS answers from, without etcd.
+func answering(ix *index.Index, zones []string) *GatewayDNS {
+	st := &stanza{cfg: &config{}}
+	st.serving.Store(newBackend(ix))
+	return &GatewayDNS{Zones: zones, stanza: st}
+}
+
+// reply is what g writes to q; it fails t when g writes nothing.
+func reply(t *testing.T, g *GatewayDNS, q *dns.Msg) *dns.Msg {
+	t.Helper()
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	g.ServeDNS(context.Background(), rec, q)
+	if rec.Msg == nil {
+		t.Fatalf("%s %s: no reply", q.Question[0].Name, dns.TypeToString[q.Question[0].Qtype])
+	}
+	return rec.Msg
+}
