@@ -128,6 +128,18 @@ func (a *apex) glue(name string, qtype uint16) []dns.RR {
 	return rrs
 }
 
+// glued tells whether the nameserver option gives name (lower case) addresses: such a name is
+// a nameserver, which is never an alias (RFC 2181 10.3), so a CNAME published for it does not
+// answer beside the glue, nor go to secondaries.
+func (a *apex) glued(name string) bool {
+	for _, n := range a.nameservers {
+		if n.name == name && len(n.glue) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // zoneGlue is the nameserver option's addresses for the names in zone, for its transfer.
 func (a *apex) zoneGlue(zone string) []dns.RR {
 	var rrs []dns.RR

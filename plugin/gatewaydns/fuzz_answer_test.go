@@ -2,6 +2,7 @@ package gatewaydns
 
 import (
 	"context"
+	"net"
 	"testing"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
@@ -26,6 +27,14 @@ func FuzzAnswer(f *testing.F) {
 			in.Fill(ix)
 			checkReply(t, q, reply(t, answering(ix, queryfuzz.Zones), q))
 		}
+		// And a stanza whose nameserver option glues a name the fixture publishes a CNAME for:
+		// the glue answers, never beside the CNAME.
+		ix := index.New(index.Options{})
+		in.Fill(ix)
+		g := answering(ix, queryfuzz.Zones)
+		g.apex = newApex()
+		g.apex.nameservers = []nameserver{{name: "cname." + queryfuzz.Zone, glue: []net.IP{net.ParseIP("192.0.2.1")}}}
+		checkReply(t, q, reply(t, g, q))
 	})
 }
 

@@ -124,12 +124,19 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 func lookup(ctx context.Context, b plugin.ServiceBackend, a *apex, zone string, state request.Request, opt plugin.Options) (records, extra []dns.RR, truncated bool, err error) {
 	qtype := state.QType()
 	if glue := a.glue(state.Name(), qtype); len(glue) > 0 {
-		// A nameserver's glue, beside whatever the name has in etcd: what a secondary holds.
+		// A nameserver's glue, beside the addresses the name has in etcd: what a secondary
+		// holds. Not beside a CNAME, nor what it leads to (apex.glued).
 		records, extra, truncated, err = lookupBackend(ctx, b, a, zone, state, opt)
 		if err != nil && !b.IsNameError(err) {
 			return nil, nil, false, err
 		}
-		return append(glue, records...), extra, truncated, nil
+		own := glue
+		for _, rr := range records {
+			if h := rr.Header(); h.Rrtype == qtype && h.Name == state.QName() {
+				own = append(own, rr)
+			}
+		}
+		return own, extra, truncated, nil
 	}
 	return lookupBackend(ctx, b, a, zone, state, opt)
 }

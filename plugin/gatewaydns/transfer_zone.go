@@ -176,7 +176,7 @@ func (x *zoneWriter) appendPublished(dst []dns.RR, name string) []dns.RR {
 	}
 	dst = x.appendSRV(dst, name, ask(dns.TypeSRV))
 	dst = x.appendMX(dst, name, ask(dns.TypeMX))
-	if len(dst) == start && cname != nil {
+	if len(dst) == start && cname != nil && !x.apex.glued(name) {
 		dst = append(dst, cname)
 	}
 	return dst
@@ -271,7 +271,7 @@ func zoneRecords(z *index.Zone, a *apex, name string, reverse bool, opt plugin.O
 		return ask(dns.TypePTR)
 	}
 	var rrs []dns.RR
-	if name != z.Origin {
+	if name != z.Origin && !a.glued(name) {
 		if cn := ask(dns.TypeCNAME); len(cn) > 0 {
 			return cn[:1]
 		}
