@@ -35,7 +35,9 @@ type flight struct{ zone, addr string }
 
 // notifySender sends the NOTIFYs of one notifier, each in a goroutine of its own. A NOTIFY due
 // while the same one is still in flight (a secondary slow to answer) is sent once more after
-// it, not beside it.
+// it, not beside it; and where the one in flight waits to be tried again (the secondary did not
+// answer, or refused it), the next try goes at once, with the newer serial: a secondary that
+// comes back hears of a change when it happens, not when the back-off ends.
 type notifySender struct {
 	ctx           context.Context
 	server, zones string                  // the metrics' labels
@@ -47,6 +49,7 @@ type notifySender struct {
 	flights sync.WaitGroup
 	mu      sync.Mutex
 	again   map[flight]*uint32            // the NOTIFYs in flight; not nil: to be sent once more, at this serial
+	newer   map[flight]chan struct{}      // wakes a NOTIFY in flight that waits to be tried again
 	failing statelog.States[string, bool] // whether each secondary's last NOTIFY failed, so that it is logged once
 }
 
@@ -63,7 +66,7 @@ func newNotifySender(ctx context.Context, g *GatewayDNS, t *transfer.Transfer, k
 		soa: func(zone string, serial uint32) dns.RR { return a.soaAt(zone, serial, minTTL) },
 		ctx: ctx, server: g.stanza.cfg.server, zones: strings.Join(g.Zones, " "),
 		targets: targets, t: t, keyName: keyName, key: key,
-		again: map[flight]*uint32{},
+		again: map[flight]*uint32{}, newer: map[flight]chan struct{}{},
 	}
 }
 
@@ -89,20 +92,27 @@ func (s *notifySender) start(f flight, source net.IP, serial uint32) {
 	s.mu.Lock()
 	if _, busy := s.again[f]; busy {
 		s.again[f] = &serial
+		select {
+		case s.newer[f] <- struct{}{}:
+		default: // woken already
+		}
 		s.mu.Unlock()
 		return
 	}
 	s.again[f] = nil
+	newer := make(chan struct{}, 1)
+	s.newer[f] = newer
 	s.mu.Unlock()
 	s.flights.Go(func() {
 		for {
-			s.report(f, serial, s.notify(f, source, serial))
+			serial = s.notify(f, source, serial, newer)
 			s.mu.Lock()
 			next := s.again[f]
 			if next != nil && s.ctx.Err() == nil {
 				s.again[f], serial = nil, *next
 			} else {
 				delete(s.again, f)
+				delete(s.newer, f)
 				next = nil
 			}
 			s.mu.Unlock()
@@ -113,11 +123,29 @@ func (s *notifySender) start(f flight, source net.IP, serial uint32) {
 	})
 }
 
-// notify sends one NOTIFY until it is answered, signed when the sender has a key; a stop ends
-// it at once. Through the transfer plugin (no notify option), its Notify's own tries.
-func (s *notifySender) notify(f flight, source net.IP, serial uint32) error {
+// takeNewer is the serial a NOTIFY in flight is to announce now: a newer one due meanwhile
+// (taken, with its wake-up, so that it is not sent once more after), else serial.
+func (s *notifySender) takeNewer(f flight, serial uint32, newer <-chan struct{}) uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if next := s.again[f]; next != nil {
+		s.again[f], serial = nil, *next
+	}
+	select {
+	case <-newer:
+	default:
+	}
+	return serial
+}
+
+// notify sends one NOTIFY until it is answered, signed when the sender has a key, and reports
+// it; a stop ends it at once. Between two tries a newer serial due (newer) is sent at once, in
+// the old one's stead. It returns the serial it announced last. Through the transfer plugin (no
+// notify option), its Notify's own tries.
+func (s *notifySender) notify(f flight, source net.IP, serial uint32, newer <-chan struct{}) uint32 {
 	if f.addr == "" {
-		return s.t.Notify(f.zone)
+		s.report(f, serial, s.t.Notify(f.zone))
+		return serial
 	}
 	c := &dns.Client{Timeout: notifyTry}
 	if source != nil {
@@ -130,7 +158,7 @@ func (s *notifySender) notify(f flight, source net.IP, serial uint32) error {
 	var err error
 	for try := 1; ; try++ {
 		if s.ctx.Err() != nil {
-			return s.ctx.Err()
+			return serial
 		}
 		m := new(dns.Msg)
 		m.SetNotify(f.zone)
@@ -142,24 +170,31 @@ func (s *notifySender) notify(f flight, source net.IP, serial uint32) error {
 			m.SetTsig(s.keyName, dns.HmacSHA256, 300, time.Now().Unix())
 		}
 		var r *dns.Msg
-		if r, err = exchangeUntilDone(s.ctx, c, m, f.addr); err == nil {
+		if r, err = exchangeUntilDone(s.ctx, c, m, f.addr, newer); err == nil {
 			if r.Rcode == dns.RcodeSuccess {
-				return nil
+				s.report(f, serial, nil)
+				return serial
 			}
 			err = fmt.Errorf("rcode %s", rcode.ToString(r.Rcode))
 		}
 		if try == notifyTries {
 			s.report(f, serial, fmt.Errorf("%d tries: %w; sent again until it is answered", notifyTries, err))
 		}
-		if !wait.Sleep(s.ctx) {
-			return s.ctx.Err()
+		if next := s.takeNewer(f, serial, newer); next != serial {
+			serial = next // this try was cut short for it: no back-off
+			continue
 		}
+		if !wait.Wait(s.ctx, newer) && s.ctx.Err() != nil {
+			return serial
+		}
+		serial = s.takeNewer(f, serial, newer)
 	}
 }
 
-// exchangeUntilDone is c.Exchange, ended early by ctx: miekg/dns only keeps to a context's
-// deadline, so a stop closes the connection.
-func exchangeUntilDone(ctx context.Context, c *dns.Client, m *dns.Msg, addr string) (*dns.Msg, error) {
+// exchangeUntilDone is c.Exchange, ended early by ctx or by a newer NOTIFY due (newer): miekg/dns
+// only keeps to a context's deadline, so either closes the connection. A secondary that drops a
+// NOTIFY (Knot while it loads the zone) would otherwise hold the newer one up for notifyTry.
+func exchangeUntilDone(ctx context.Context, c *dns.Client, m *dns.Msg, addr string, newer <-chan struct{}) (*dns.Msg, error) {
 	co, err := c.DialContext(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -167,6 +202,15 @@ func exchangeUntilDone(ctx context.Context, c *dns.Client, m *dns.Msg, addr stri
 	defer co.Close()
 	stop := context.AfterFunc(ctx, func() { co.Close() })
 	defer stop()
+	answered := make(chan struct{})
+	defer close(answered)
+	go func() {
+		select {
+		case <-newer:
+			co.Close()
+		case <-answered:
+		}
+	}()
 	r, _, err := c.ExchangeWithConnContext(ctx, m, co)
 	return r, err
 }

@@ -85,20 +85,22 @@ func TestNotifiesAreSignedWithTheKeyTheStanzaNames(t *testing.T) {
 
 // notifyListener is a secondary that answers NOTIFYs and notes when each came.
 type notifyListener struct {
-	addr  string
-	mu    sync.Mutex
-	at    []time.Time
-	zones []string // the zones of every NOTIFY taken, in order
-	soas  []string // the SOA each NOTIFY of zone.test carried ("" none), in order
+	addr    string
+	mu      sync.Mutex
+	refused int // NOTIFYs refused or dropped so far
+	at      []time.Time
+	zones   []string // the zones of every NOTIFY taken, in order
+	soas    []string // the SOA each NOTIFY of zone.test carried ("" none), in order
 }
 
 func listenForNotifies(t *testing.T) *notifyListener {
-	return listenForNotifiesWith(t, nil, 0)
+	return listenForNotifiesWith(t, nil, 0, 0)
 }
 
 // listenForNotifiesWith is listenForNotifies, requiring NOTIFYs signed with one of secrets
-// when given (others are refused), and refusing the first refuse NOTIFYs.
-func listenForNotifiesWith(t *testing.T, secrets map[string]string, refuse int) *notifyListener {
+// when given (others are refused), refusing the first refuse NOTIFYs and leaving the first drop
+// unanswered.
+func listenForNotifiesWith(t *testing.T, secrets map[string]string, refuse, drop int) *notifyListener {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -110,14 +112,20 @@ func listenForNotifiesWith(t *testing.T, secrets map[string]string, refuse int) 
 		m := new(dns.Msg)
 		m.SetReply(r)
 		signed := r.IsTsig() != nil && w.TsigStatus() == nil
+		l.mu.Lock() // NOTIFYs are handled side by side
+		defer l.mu.Unlock()
 		switch {
+		case drop > 0:
+			drop--
+			l.refused++
+			return
 		case secrets != nil && !signed:
 			m.Rcode = dns.RcodeNotAuth
 		case refuse > 0:
 			refuse--
+			l.refused++
 			m.Rcode = dns.RcodeRefused
 		case r.Opcode == dns.OpcodeNotify:
-			l.mu.Lock()
 			l.zones = append(l.zones, r.Question[0].Name)
 			if r.Question[0].Name == "zone.test." {
 				l.at = append(l.at, time.Now())
@@ -127,7 +135,6 @@ func listenForNotifiesWith(t *testing.T, secrets map[string]string, refuse int) 
 				}
 				l.soas = append(l.soas, soa)
 			}
-			l.mu.Unlock()
 		}
 		if signed {
 			t := r.IsTsig()
@@ -295,7 +302,7 @@ func TestADeadSecondaryDelaysNeitherTheOthersNorTheStop(t *testing.T) {
 // (down, or still loading) gets the NOTIFY again, with back-off, past the tries that count it
 // as failed, until it takes it.
 func TestANotifyIsSentAgainUntilTheSecondaryAnswersIt(t *testing.T) {
-	l := listenForNotifiesWith(t, nil, notifyTries)
+	l := listenForNotifiesWith(t, nil, notifyTries, 0)
 	start := time.Now()
 	notifying(t, l.addr)
 	at := l.waitNotifies(t, 1, 5*time.Second)
@@ -306,11 +313,53 @@ func TestANotifyIsSentAgainUntilTheSecondaryAnswersIt(t *testing.T) {
 	}
 }
 
+// TestANewerSerialGoesOutAtOnceWhileAnOlderNotifyIsUnanswered: a secondary that refused the
+// loaded zone's NOTIFY (starting, as NSD refuses a zone it has not loaded yet), or dropped it
+// (Knot while it loads), hears of the next change when it happens, with its serial: not when
+// the older NOTIFY's back-off or its wait for an answer (notifyTry) ends.
+func TestANewerSerialGoesOutAtOnceWhileAnOlderNotifyIsUnanswered(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		refuse, drop  int
+		olderWaitsFor time.Duration
+	}{
+		{"refused twice: its next try is a back-off away", 2, 0, notifyRetryMin * 2},
+		{"dropped: its try waits for an answer", 0, 1, notifyTry},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := listenForNotifiesWith(t, nil, tc.refuse, tc.drop)
+			g, _ := notifyingZones(t, "zone.test", "", "", l.addr)
+			for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+				l.mu.Lock()
+				unanswered := l.refused
+				l.mu.Unlock()
+				if unanswered == tc.refuse+tc.drop {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d NOTIFYs refused or dropped within 2s, want %d", unanswered, tc.refuse+tc.drop)
+				}
+			}
+			changed := time.Now()
+			g.stanza.index.Apply([]record.Change{{KV: at(300, "/skydns/test/zone/burst/1", `{"host":"10.9.0.3"}`)}})
+			at := l.waitNotifies(t, 1, 3*time.Second)
+			if took := at[0].Sub(changed); took >= tc.olderWaitsFor {
+				t.Errorf("the change was NOTIFYed %s after it, want before the older NOTIFY's %s ended", took, tc.olderWaitsFor)
+			}
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if want := g.apexOf().soaAt("zone.test.", 300, g.stanza.cfg.negativeTTL).String(); l.soas[0] != want {
+				t.Errorf("the NOTIFY carried %q, want the new serial's SOA %q", l.soas[0], want)
+			}
+		})
+	}
+}
+
 // TestNotifiesAreSignedForASecondaryThatRequiresTSIG: with a key, each NOTIFY is signed, and a
 // secondary requiring it takes the first one.
 func TestNotifiesAreSignedForASecondaryThatRequiresTSIG(t *testing.T) {
 	secrets := map[string]string{"xfr.key.": "c2VjcmV0LXNlY3JldC1zZWNyZXQ="}
-	l := listenForNotifiesWith(t, secrets, 0)
+	l := listenForNotifiesWith(t, secrets, 0, 0)
 	_, change := notifyingSigned(t, "xfr.key.", secrets["xfr.key."], l.addr)
 	l.waitNotifies(t, 1, 2*time.Second)
 	change()
