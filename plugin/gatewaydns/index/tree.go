@@ -29,13 +29,20 @@ func (t *tree) walk(id nodeID, elems []string) (nodeID, int) {
 	return id, len(elems)
 }
 
+// node is the node at elems, 0 when there is none.
+func (t *tree) node(elems []string) nodeID {
+	if id, depth := t.walk(t.root, elems); depth == len(elems) {
+		return id
+	}
+	return 0
+}
+
 // value is the value at elems, nil when there is none.
 func (t *tree) value(elems []string) *entry {
-	id, depth := t.walk(t.root, elems)
-	if depth < len(elems) {
-		return nil
+	if id := t.node(elems); id != 0 {
+		return t.at(id).value
 	}
-	return t.at(id).value
+	return nil
 }
 
 // put stores e at elems below id and reports whether the key is new; key is e's key, which

@@ -79,12 +79,23 @@ func (h *history) value(key string, id nodeID) *entry {
 	return h.t.at(id).value
 }
 
+// changedBelow are the changed keys below key, in order, each without key and its "/".
+func (h *history) changedBelow(key string) func(yield func(rest, changed string) bool) {
+	return func(yield func(rest, changed string) bool) {
+		dir := key + "/"
+		for i := sort.SearchStrings(h.keys, dir); i < len(h.keys) && strings.HasPrefix(h.keys[i], dir); i++ {
+			if !yield(h.keys[i][len(dir):], h.keys[i]) {
+				return
+			}
+		}
+	}
+}
+
 // hadBelow tells whether a key below key (the key of the node id; 0: none now) was there then:
 // a changed one that had a value, or one there now that has not changed since.
 func (h *history) hadBelow(key string, id nodeID) bool {
-	dir := key + "/"
-	for i := sort.SearchStrings(h.keys, dir); i < len(h.keys) && strings.HasPrefix(h.keys[i], dir); i++ {
-		if h.past[h.keys[i]] != nil {
+	for _, changed := range h.changedBelow(key) {
+		if h.past[changed] != nil {
 			return true
 		}
 	}
@@ -126,10 +137,9 @@ func (h *history) roleNow(id nodeID) role {
 // belowThen and belowNow tell whether the name of the node id had, and has, a name below it
 // (Zone.RecordID).
 func (h *history) belowThen(key string, id nodeID) bool {
-	dir := key + "/"
-	for i := sort.SearchStrings(h.keys, dir); i < len(h.keys) && strings.HasPrefix(h.keys[i], dir); i++ {
-		el, _, _ := strings.Cut(h.keys[i][len(dir):], "/")
-		if h.past[h.keys[i]] != nil && askable(el) {
+	for rest, changed := range h.changedBelow(key) {
+		el, _, _ := strings.Cut(rest, "/")
+		if h.past[changed] != nil && askable(el) {
 			return true
 		}
 	}
@@ -137,7 +147,7 @@ func (h *history) belowThen(key string, id nodeID) bool {
 		return false
 	}
 	for el, c := range h.t.children(id) {
-		if askable(el) && h.roleThen(dir+el, c).exists {
+		if askable(el) && h.roleThen(key+"/"+el, c).exists {
 			return true
 		}
 	}
@@ -176,9 +186,9 @@ func (h *history) changedNames(ix *Index, labels []string, origin string, apexNa
 		childRecord := false // the change is of the child's own value
 		for n := len(elems); n > len(labels); n-- {
 			child, parent := elems[:n], elems[:n-1]
-			cid, _ := h.find(child)
+			cid := h.t.node(child)
 			then, now := h.roleThen(h.t.keyOf(child), cid), h.roleNow(cid)
-			pid, _ := h.find(parent)
+			pid := h.t.node(parent)
 			pkey := h.t.keyOf(parent)
 			if n == len(elems) {
 				childRecord = then.record || now.record
@@ -207,22 +217,13 @@ func (h *history) changedNames(ix *Index, labels []string, origin string, apexNa
 	return paths
 }
 
-// find is the node at the path elements p, 0 when there is none now.
-func (h *history) find(p []string) (nodeID, bool) {
-	id, depth := h.t.walk(h.t.root, p)
-	if depth < len(p) {
-		return 0, false
-	}
-	return id, true
-}
-
 // pastTree is a tree of the names at paths as they were then: each one's own value, and its
 // children's, each child with a node below it where it had names below it (so that it is a
 // leaf then only where it was one).
 func (h *history) pastTree(root string, paths [][]string) *tree {
 	pt := newTree(root)
 	for _, p := range paths {
-		id, _ := h.find(p)
+		id := h.t.node(p)
 		key := h.t.keyOf(p)
 		if v := h.value(key, id); v != nil {
 			pt.insert(pt.root, p, v)
@@ -251,22 +252,22 @@ func (h *history) pastTree(root string, paths [][]string) *tree {
 var placeholder = &entry{}
 
 // childLabels are the labels of the children of the node at key (id; 0: none now) now, and of
-// the changed keys right below it.
+// the changed keys right below it. A label of a changed key is new only where the node has no
+// such child now: a look-up, not a scan of the children (the apex may have very many).
 func (h *history) childLabels(key string, id nodeID) []string {
-	var labels []string
+	var labels, gone []string
 	if id != 0 {
 		for el := range h.t.children(id) {
 			labels = append(labels, el)
 		}
 	}
-	dir := key + "/"
-	for i := sort.SearchStrings(h.keys, dir); i < len(h.keys) && strings.HasPrefix(h.keys[i], dir); i++ {
-		el, _, _ := strings.Cut(h.keys[i][len(dir):], "/")
-		if !slices.Contains(labels, el) {
-			labels = append(labels, el)
+	for rest := range h.changedBelow(key) {
+		el, _, _ := strings.Cut(rest, "/")
+		if (id == 0 || h.t.child(id, el) == 0) && !slices.Contains(gone, el) {
+			gone = append(gone, el)
 		}
 	}
-	return labels
+	return append(labels, gone...)
 }
 
 // namesOf is a Zone of the names at paths in t, with the record names below them (where a
@@ -279,18 +280,18 @@ func namesOf(t *tree, origin string, labels []string, paths [][]string) *Zone {
 	}
 	for _, p := range paths {
 		name, ok := nameOfPath(origin, labels, p)
-		id, depth := t.walk(t.root, p)
-		if !ok || depth < len(p) {
+		id := t.node(p)
+		if !ok || id == 0 {
 			continue
 		}
 		z.addName(t, id, name)
-		base := len(z.names) - 1
+		base, dir := len(z.names)-1, strings.Join(p, "/")+"/"
 		for el, c := range t.children(id) {
 			if !askable(el) {
 				continue
 			}
 			z.names[base].below = true
-			if cn := t.at(c); cn.value != nil && cn.leaf() && !listed[strings.Join(p, "/")+"/"+el] {
+			if cn := t.at(c); cn.value != nil && cn.leaf() && !listed[dir+el] {
 				z.addName(t, c, childName(el, name))
 			}
 		}
