@@ -105,47 +105,45 @@ func (s *notifySender) start(f flight, source net.IP, serial uint32) {
 	s.mu.Unlock()
 	s.flights.Go(func() {
 		for {
-			serial = s.notify(f, source, serial, newer)
-			s.mu.Lock()
-			next := s.again[f]
-			if next != nil && s.ctx.Err() == nil {
-				s.again[f], serial = nil, *next
-			} else {
-				delete(s.again, f)
-				delete(s.newer, f)
-				next = nil
-			}
-			s.mu.Unlock()
-			if next == nil {
+			s.notify(f, source, serial, newer)
+			next, ok := s.takeNewer(f, newer, true)
+			if !ok {
 				return
 			}
+			serial = next
 		}
 	})
 }
 
-// takeNewer is the serial a NOTIFY in flight is to announce now: a newer one due meanwhile
-// (taken, with its wake-up, so that it is not sent once more after), else serial.
-func (s *notifySender) takeNewer(f flight, serial uint32, newer <-chan struct{}) uint32 {
+// takeNewer takes the serial of a NOTIFY of f due meanwhile, with its wake-up, so that it is
+// sent once rather than once more after; ok is false when none is due (or the sender stopped).
+// With last, f's flight then ends, under the same lock, so that a NOTIFY due in between starts
+// a flight of its own rather than being lost.
+func (s *notifySender) takeNewer(f flight, newer <-chan struct{}, last bool) (serial uint32, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if next := s.again[f]; next != nil {
-		s.again[f], serial = nil, *next
-	}
 	select {
 	case <-newer:
 	default:
 	}
-	return serial
+	if next := s.again[f]; next != nil && s.ctx.Err() == nil {
+		s.again[f] = nil
+		return *next, true
+	}
+	if last {
+		delete(s.again, f)
+		delete(s.newer, f)
+	}
+	return 0, false
 }
 
 // notify sends one NOTIFY until it is answered, signed when the sender has a key, and reports
 // it; a stop ends it at once. Between two tries a newer serial due (newer) is sent at once, in
-// the old one's stead. It returns the serial it announced last. Through the transfer plugin (no
-// notify option), its Notify's own tries.
-func (s *notifySender) notify(f flight, source net.IP, serial uint32, newer <-chan struct{}) uint32 {
+// the old one's stead. Through the transfer plugin (no notify option), its Notify's own tries.
+func (s *notifySender) notify(f flight, source net.IP, serial uint32, newer <-chan struct{}) {
 	if f.addr == "" {
 		s.report(f, serial, s.t.Notify(f.zone))
-		return serial
+		return
 	}
 	c := &dns.Client{Timeout: notifyTry}
 	if source != nil {
@@ -158,7 +156,7 @@ func (s *notifySender) notify(f flight, source net.IP, serial uint32, newer <-ch
 	var err error
 	for try := 1; ; try++ {
 		if s.ctx.Err() != nil {
-			return serial
+			return
 		}
 		m := new(dns.Msg)
 		m.SetNotify(f.zone)
@@ -173,21 +171,23 @@ func (s *notifySender) notify(f flight, source net.IP, serial uint32, newer <-ch
 		if r, err = exchangeUntilDone(s.ctx, c, m, f.addr, newer); err == nil {
 			if r.Rcode == dns.RcodeSuccess {
 				s.report(f, serial, nil)
-				return serial
+				return
 			}
 			err = fmt.Errorf("rcode %s", rcode.ToString(r.Rcode))
 		}
 		if try == notifyTries {
 			s.report(f, serial, fmt.Errorf("%d tries: %w; sent again until it is answered", notifyTries, err))
 		}
-		if next := s.takeNewer(f, serial, newer); next != serial {
-			serial = next // this try was cut short for it: no back-off
+		if next, ok := s.takeNewer(f, newer, false); ok {
+			serial = next // this try may have been cut short for it: no back-off
 			continue
 		}
 		if !wait.Wait(s.ctx, newer) && s.ctx.Err() != nil {
-			return serial
+			return
 		}
-		serial = s.takeNewer(f, serial, newer)
+		if next, ok := s.takeNewer(f, newer, false); ok {
+			serial = next
+		}
 	}
 }
 

@@ -167,6 +167,22 @@ func (l *notifyListener) waitNotifies(t *testing.T, n int, limit time.Duration) 
 	}
 }
 
+// waitUnanswered waits up to limit for the listener to have refused or dropped n NOTIFYs.
+func (l *notifyListener) waitUnanswered(t *testing.T, n int, limit time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); ; time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		unanswered := l.refused
+		l.mu.Unlock()
+		if unanswered >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d NOTIFYs refused or dropped within %s, want %d", unanswered, limit, n)
+		}
+	}
+}
+
 // notifyingZones loads a stanza of zones (transferFixture) that NOTIFYs the addresses to,
 // signed with keyName when not "", and runs its notifier until the test ends.
 func notifyingZones(t *testing.T, zones, keyName, key string, to ...string) (*GatewayDNS, *notifier) {
@@ -329,17 +345,7 @@ func TestANewerSerialGoesOutAtOnceWhileAnOlderNotifyIsUnanswered(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := listenForNotifiesWith(t, nil, tc.refuse, tc.drop)
 			g, _ := notifyingZones(t, "zone.test", "", "", l.addr)
-			for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
-				l.mu.Lock()
-				unanswered := l.refused
-				l.mu.Unlock()
-				if unanswered == tc.refuse+tc.drop {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d NOTIFYs refused or dropped within 2s, want %d", unanswered, tc.refuse+tc.drop)
-				}
-			}
+			l.waitUnanswered(t, tc.refuse+tc.drop, 2*time.Second)
 			changed := time.Now()
 			g.stanza.index.Apply([]record.Change{{KV: at(300, "/skydns/test/zone/burst/1", `{"host":"10.9.0.3"}`)}})
 			at := l.waitNotifies(t, 1, 3*time.Second)
