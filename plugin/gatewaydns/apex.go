@@ -13,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
 )
 
 // apex is what a stanza says about the apex of its zones: the SOA's fields and the zones'
@@ -218,7 +219,7 @@ func parseSOA(args []string, a *apex, cfg *config) error {
 			}
 			a.rname = name
 		case "refresh", "retry", "expire":
-			v, err := parseTTL(value)
+			v, err := option.TTL(value)
 			if err == nil && v == 0 {
 				err = fmt.Errorf("must be more than 0")
 			}

@@ -42,12 +42,6 @@ type feed struct {
 	done   chan struct{} // closed when every watcher returned
 }
 
-// stopWait and waitClosed bound the waits of a stop: handover's, by the names the serve role's
-// files use.
-const stopWait = handover.StopWait
-
-var waitClosed = handover.WaitClosed
-
 // start connects and starts one watcher per zone prefix. It does not wait for etcd.
 func (f *feed) start() error {
 	etcd := f.etcd
@@ -99,7 +93,7 @@ func (o feedObserver) Resynced(reason string, keys int, took time.Duration) {
 	}
 }
 
-// Stop ends the watchers and closes the client, each wait bounded by stopWait, and forgets
+// Stop ends the watchers and closes the client, each wait bounded by handover.StopWait, and forgets
 // the feed's series unless another feed carries the same labels: the stanza of a reload that
 // changed the block's stanza, which has started by now (CoreDNS starts the new instance before
 // it stops the old one).
@@ -108,14 +102,14 @@ func (f *feed) Stop() error {
 		return nil
 	}
 	f.cancel()
-	if !waitClosed(f.done, stopWait) {
-		log.Errorf("Watchers of %s did not stop within %s of their end; leaving them", f.zones, stopWait)
+	if !handover.WaitClosed(f.done, handover.StopWait) {
+		log.Errorf("Watchers of %s did not stop within %s of their end; leaving them", f.zones, handover.StopWait)
 	}
 	// After the watchers returned: a watcher still running could make the series again.
 	if !feeds.Any(func(o *feed) bool { return o.server == f.server && o.zones == f.zones }) {
 		forgetServeSeries(f.server, f.zones)
 	}
-	if err := store.Close(f.client, f.zones, stopWait); err != nil {
+	if err := store.Close(f.client, f.zones, handover.StopWait); err != nil {
 		return fmt.Errorf("%s: %w", pluginName, err)
 	}
 	return nil

@@ -6,6 +6,8 @@ import (
 
 	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/coredns/coredns/request"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 )
 
 // The notifier tells the secondaries (the notify option's addresses, else the transfer
@@ -99,13 +101,13 @@ func (n *notifier) run(ctx context.Context, g *GatewayDNS, s *notifySender) {
 }
 
 // stop ends the notifier and the NOTIFYs in flight (their wait for an answer ends at once),
-// within stopWait.
+// within handover.StopWait.
 func (n *notifier) stop() {
 	if n == nil {
 		return
 	}
 	n.cancel()
-	if !waitClosed(n.done, stopWait) {
-		log.Warningf("NOTIFYs in flight did not end within %s of the stop; leaving them", stopWait)
+	if !handover.WaitClosed(n.done, handover.StopWait) {
+		log.Warningf("NOTIFYs in flight did not end within %s of the stop; leaving them", handover.StopWait)
 	}
 }

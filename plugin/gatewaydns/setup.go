@@ -18,7 +18,6 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/publish"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
@@ -190,9 +189,6 @@ func ownersOf(c *caddy.Controller) publish.Owners {
 	}
 	return owners
 }
-
-// parseTTL is option.TTL, by the name the serve role's files use.
-var parseTTL = option.TTL
 
 // zonePrefixes are the etcd key prefixes of the zones' records, e.g. "/skydns/cluster/openmcp/"
 // for openmcp.cluster: the server reads and watches only these, so an etcd role with read on

@@ -102,7 +102,7 @@ func leaseTTL(set func(cfg *config, ttl uint32)) option.Func[*config] {
 		if len(args) != 1 {
 			return fmt.Errorf("%s needs exactly one duration", opt)
 		}
-		ttl, err := parseTTL(args[0])
+		ttl, err := option.TTL(args[0])
 		if err != nil {
 			return fmt.Errorf("invalid %s %q: %v", opt, args[0], err)
 		}

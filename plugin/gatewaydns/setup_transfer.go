@@ -8,6 +8,7 @@ import (
 	"github.com/coredns/coredns/plugin/etcd/msg"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
 )
 
 // parseTransferOption reads the options of the apex (soa, nameserver) and of zone transfers
@@ -33,7 +34,7 @@ func setNegativeTTL(value string, cfg *config) error {
 	if cfg.negativeTTLSet {
 		return errors.New("given twice (negative-ttl and soa minimum are the same field)")
 	}
-	ttl, err := parseTTL(value)
+	ttl, err := option.TTL(value)
 	if err == nil && ttl > index.MaxNegativeTTL {
 		err = fmt.Errorf("at most %ds: CoreDNS gives the SOA record a TTL of at most that, and resolvers cache a negative answer for the smaller of the two", index.MaxNegativeTTL)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/upstream"
 	"github.com/coredns/coredns/plugin/transfer"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/publish"
 )
@@ -128,7 +129,7 @@ func (s *stanza) start(reloading bool) error {
 		s.feed = f
 		s.mu.Unlock()
 		if !bridged && reloading {
-			waitClosed(f.loaded, reloadLoadWait)
+			handover.WaitClosed(f.loaded, reloadLoadWait)
 		}
 		metricsAtZero(f.server, f.zones)
 		// The clashes of the feed taken: a shared feed keeps its own, a new one has none yet.

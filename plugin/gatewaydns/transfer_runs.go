@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 )
 
 // A transfer's records are handed to the transfer plugin by a goroutine of ours (Transfer),
@@ -113,7 +115,7 @@ func (x *xfrRun) send(rrs []dns.RR) bool {
 	}
 }
 
-// stop ends the running transfers and waits for them, within stopWait; no transfer starts
+// stop ends the running transfers and waits for them, within handover.StopWait; no transfer starts
 // afterwards.
 func (r *transferRuns) stop() {
 	r.mu.Lock()
@@ -125,7 +127,7 @@ func (r *transferRuns) stop() {
 		r.running.Wait()
 		close(done)
 	}()
-	if !waitClosed(done, stopWait) {
-		log.Warningf("Zone transfers did not end within %s of the stop; leaving them", stopWait)
+	if !handover.WaitClosed(done, handover.StopWait) {
+		log.Warningf("Zone transfers did not end within %s of the stop; leaving them", handover.StopWait)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 )
 
 // slotsFree waits up to a few seconds for every transfer of the process to have ended.
@@ -64,8 +66,8 @@ func TestAStopEndsTheTransfersAndRefusesNewOnes(t *testing.T) {
 	if err := g.stanza.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); took > stopWait {
-		t.Errorf("stop took %s with a transfer blocked, want within %s", took, stopWait)
+	if took := time.Since(start); took > handover.StopWait {
+		t.Errorf("stop took %s with a transfer blocked, want within %s", took, handover.StopWait)
 	}
 	if len(xfrSlots) != 0 {
 		t.Error("a transfer still runs after its stanza stopped")
