@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/internal/freeport"
 )
 
 // coreDNS is one ./coredns process serving zone on a loopback port.
@@ -127,32 +128,5 @@ func (c *coreDNS) waitListening(timeout time.Duration) error {
 	}
 }
 
-// freePorts returns n distinct loopback ports, each free for TCP and UDP right now.
-func freePorts(n int) ([]int, error) {
-	var out []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for tries := 0; len(out) < n; tries++ {
-		if tries > 50 {
-			return nil, fmt.Errorf("no %d free loopback ports", n)
-		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		if err != nil {
-			l.Close()
-			continue
-		}
-		u.Close()
-		ls = append(ls, l)
-		out = append(out, port)
-	}
-	return out, nil
-}
+// freePorts returns n distinct loopback ports, free for TCP and UDP and handed out once.
+func freePorts(n int) ([]int, error) { return freeport.Take(n) }

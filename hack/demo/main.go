@@ -20,12 +20,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/gatewaydns/gatewaydns/internal/freeport"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -98,13 +98,13 @@ func (d *demo) rel(p string) string {
 	return p
 }
 
+// freePort is a loopback port handed to no other process started here (see freeport).
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Take(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {

@@ -4,42 +4,25 @@
 package corednsproc
 
 import (
-	"fmt"
-	"net"
 	"regexp"
-	"slices"
 	"testing"
+
+	"github.com/gatewaydns/gatewaydns/internal/freeport"
 )
 
-// FreePort is a loopback port free for both UDP and TCP, as a DNS listener needs.
+// FreePort is a loopback port free for both UDP and TCP, as a DNS listener needs, and
+// handed to no other process a test starts (see freeport).
 func FreePort(t testing.TB) int {
 	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		l.Close()
-		if err == nil {
-			u.Close()
-			return port
-		}
-	}
-	t.Fatal("no free port for UDP and TCP")
-	return 0
+	return Ports(t, 1)[0]
 }
 
-// Ports are n distinct free ports: a port FreePort closed can come back from the next call
-// (seen: the ready and prometheus plugins given one port, and the process never ready).
+// Ports are n distinct free ports, each handed out once (see freeport).
 func Ports(t testing.TB, n int) []int {
 	t.Helper()
-	var ports []int
-	for len(ports) < n {
-		if p := FreePort(t); !slices.Contains(ports, p) {
-			ports = append(ports, p)
-		}
+	ports, err := freeport.Take(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }

@@ -16,13 +16,14 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/gatewaydns/gatewaydns/internal/freeport"
 )
 
 const (
@@ -136,26 +137,8 @@ func isRootModule(gomod string) bool {
 	return false
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1. They are free
-// when returned; a process started right after can normally bind them.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
+// freePorts returns n distinct free loopback ports, handed to no other process a test starts.
+func freePorts(n int) ([]int, error) { return freeport.Take(n) }
 
 // LogTail returns the last n lines of the file at path, for a failure message.
 func LogTail(path string, n int) string {
