@@ -11,22 +11,30 @@ import (
 )
 
 // The notifier tells the secondaries (the notify option's addresses, else the transfer
-// plugin's `to` through its Notify) that a zone changed: within a second of a change, one NOTIFY per zone and secondary for a burst of
-// changes, sent to each secondary on its own (notifySender), so that one that does not answer
-// delays no other. It looks at the zones' serials rather than hooking into the
+// plugin's `to` through its Notify) that a zone changed: one NOTIFY per zone and secondary for
+// a burst of changes, sent to each secondary on its own (notifySender), so that one that does
+// not answer delays no other. It looks at the zones' serials rather than hooking into the
 // index: the index may be shared with the next instance across a reload, the notifier is the
 // instance's, like the transfer plugin it sends through.
 const (
 	notifyPoll  = 50 * time.Millisecond // how often the serials are read: a map lookup each
 	notifyQuiet = 50 * time.Millisecond // a burst ends when the serial stays this long
-	// notifyAtMost: a NOTIFY goes out this long after a burst began, whatever. Under a
-	// steady churn a secondary is that much behind, plus its IXFR (a few records, journal.go)
-	// and its own reload delay. Not sooner: NSD reloads at most once a second
-	// (xfrd-reload-timeout), and two IXFRs in one reload confuse its bookkeeping ("soa serial
-	// ... update failed, restarting transfer", NLnetLabs/nsd#227), after which it takes the whole
-	// zone. Bench phase X, 100 changes/s at 100k records: every 250 ms, NSD took 28 AXFRs in 3
-	// minutes and fell 7 s behind; every second, none, and no secondary more than 1.7 s behind.
-	notifyAtMost = time.Second
+	// Changes that never pause are notified once a second, at the turn of a second of the
+	// wall clock, and no sooner than notifyMinGap after the previous NOTIFY. A secondary under a
+	// steady churn is then at most a second behind, plus its IXFR (a few records, journal.go)
+	// and its reload.
+	//
+	// Not more often: NSD reloads at most once per xfrd-reload-timeout (1 s), and two IXFRs
+	// within one reload confuse its bookkeeping ("soa serial ... update failed, restarting
+	// transfer", NLnetLabs/nsd#227), after which it takes the whole zone (bench phase X, 100
+	// changes/s at 100k records, a NOTIFY every 250 ms: 28 AXFRs in 3 minutes, 7 s behind).
+	//
+	// On the turn of a second: NSD counts that timeout in whole seconds of its clock, and a
+	// transfer it commits within the same second as its last reload waits a full second more.
+	// Paced by the burst alone (a second after it began), the commits drift into the second of
+	// the reload before, and every reload then waits: NSD was 2.1 s behind, where on the turn
+	// of the second it reloads at once. Knot and BIND do not mind when in the second it is.
+	notifyMinGap = 500 * time.Millisecond
 )
 
 // notifier runs one goroutine per stanza while its instance runs, and one per NOTIFY in
@@ -57,6 +65,7 @@ type pending struct {
 
 func (n *notifier) run(ctx context.Context, g *GatewayDNS, s *notifySender) {
 	sent := map[string]uint32{}
+	sentAt := map[string]time.Time{}
 	waiting := map[string]*pending{}
 	tick := time.NewTicker(notifyPoll)
 	defer tick.Stop()
@@ -90,14 +99,29 @@ func (n *notifier) run(ctx context.Context, g *GatewayDNS, s *notifySender) {
 			case p.serial != serial:
 				p.serial, p.last = serial, now
 			}
-			if now.Sub(p.last) < notifyQuiet && now.Sub(p.first) < notifyAtMost {
+			if now.Sub(p.last) < notifyQuiet && now.Before(churnNotifyDue(p.first, sentAt[zone])) {
 				continue
 			}
 			delete(waiting, zone)
-			sent[zone] = p.serial
+			sent[zone], sentAt[zone] = p.serial, now
 			s.send(zone, p.serial)
 		}
 	}
+}
+
+// churnNotifyDue is when a burst that began at first and has not paused gets its NOTIFY: the
+// first turn of a second at or after first, and notifyMinGap after the previous NOTIFY
+// (prev; zero for none).
+func churnNotifyDue(first, prev time.Time) time.Time {
+	from := first
+	if next := prev.Add(notifyMinGap); next.After(from) {
+		from = next
+	}
+	due := from.Truncate(time.Second)
+	if due.Before(from) {
+		due = due.Add(time.Second)
+	}
+	return due
 }
 
 // stop ends the notifier and the NOTIFYs in flight (their wait for an answer ends at once),
