@@ -76,19 +76,25 @@ type notifyTarget struct {
 	source net.IP
 }
 
-// send NOTIFYs the secondaries of zone, now at serial.
-func (s *notifySender) send(zone string, serial uint32) {
+// send NOTIFYs the secondaries of zone, now at serial; spread, the i-th of n secondaries
+// i/n of notifySpread later.
+func (s *notifySender) send(zone string, serial uint32, spread bool) {
 	if s.targets == nil {
-		s.start(flight{zone: zone}, nil, serial)
+		s.start(flight{zone: zone}, nil, serial, 0)
 		return
 	}
 	target := s.targets[zone]
-	for _, addr := range target.to {
-		s.start(flight{zone, addr}, target.source, serial)
+	for i, addr := range target.to {
+		var after time.Duration
+		if spread {
+			after = notifySpread * time.Duration(i) / time.Duration(len(target.to))
+		}
+		s.start(flight{zone, addr}, target.source, serial, after)
 	}
 }
 
-func (s *notifySender) start(f flight, source net.IP, serial uint32) {
+// start begins f's flight after the given time, or has the one in flight send serial next.
+func (s *notifySender) start(f flight, source net.IP, serial uint32, after time.Duration) {
 	s.mu.Lock()
 	if _, busy := s.again[f]; busy {
 		s.again[f] = &serial
@@ -104,6 +110,17 @@ func (s *notifySender) start(f flight, source net.IP, serial uint32) {
 	s.newer[f] = newer
 	s.mu.Unlock()
 	s.flights.Go(func() {
+		if after > 0 {
+			t := time.NewTimer(after)
+			select {
+			case <-s.ctx.Done(): // notify returns at once, takeNewer ends the flight
+			case <-t.C:
+			}
+			t.Stop()
+			if next, ok := s.takeNewer(f, newer, false); ok {
+				serial = next
+			}
+		}
 		for {
 			s.notify(f, source, serial, newer)
 			next, ok := s.takeNewer(f, newer, true)
