@@ -34,7 +34,10 @@ const (
 	// Paced by the burst alone (a second after it began), the commits drift into the second of
 	// the reload before, and every reload then waits: NSD was 2.1 s behind, where on the turn
 	// of the second it reloads at once. Knot and BIND do not mind when in the second it is.
-	notifyMinGap = 500 * time.Millisecond
+	// The gap keeps a NOTIFY after a pause of the churn from coming right before the turn's
+	// (NSD's reload of 100k records takes 30-90 ms); longer, and a churn with a pause in it left
+	// a second without a NOTIFY (Knot 2.1 s behind, with 0.5 s).
+	notifyMinGap = 250 * time.Millisecond
 	// notifySpread: the secondaries of a zone get those NOTIFYs spread over this much of the
 	// second, each at a fixed offset (NSD needs no more than that), so that their transfers
 	// and reloads do not all come at once: Knot and NSD on one CPU, Knot took up to 0.95 s

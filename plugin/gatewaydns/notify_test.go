@@ -227,7 +227,7 @@ func TestABurstOfChangesGivesOneNotifyPerSecondary(t *testing.T) {
 		}
 	}
 	// No second NOTIFY for the same burst, in the longest a burst can wait.
-	time.Sleep(notifyMinGap + time.Second + 2*notifyPoll)
+	time.Sleep(notifyMinGap + time.Second + notifySpread + 2*notifyPoll)
 	for _, l := range []*notifyListener{one, two} {
 		if got := len(l.times()); got != 2 {
 			t.Errorf("%d NOTIFYs for a load and one burst of 20 changes, want 2", got)
@@ -299,9 +299,9 @@ func TestABurstThatDoesNotPauseIsDueOnTheTurnOfASecond(t *testing.T) {
 		{"begun on the turn: that turn", ms(0), time.Time{}, ms(0)},
 		{"the previous long before: the next turn", ms(300), ms(-5000), ms(1000)},
 		{"a steady churn: one a second", ms(1040), ms(1010), ms(2000)},
-		{"the previous late in the second: a turn later", ms(750), ms(700), ms(2000)},
+		{"the previous late in the second: a turn later", ms(800), ms(760), ms(2000)},
 		{"the previous early in the second: the next turn", ms(350), ms(300), ms(1000)},
-		{"the gap ends on a turn: that turn", ms(600), ms(500), ms(1000)},
+		{"the gap ends on a turn: that turn", ms(800), ms(750), ms(1000)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := churnNotifyDue(tc.first, tc.prev); !got.Equal(tc.want) {
