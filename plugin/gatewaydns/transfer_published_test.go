@@ -67,3 +67,32 @@ func TestATransferHoldsTheRecordsAsPublished(t *testing.T) {
 		t.Errorf("first record %v, want the SOA", rrs[0])
 	}
 }
+
+// Keys of one name with different TTLs are one RRset with one TTL in a transfer, the lowest
+// (RFC 2181 5.2), whatever the mix of kinds beside them; the primary's own answer keeps each
+// key's TTL, as the etcd plugin's does.
+func TestAnRRsetIsTransferredWithTheLowestTTLOfItsKeys(t *testing.T) {
+	g := loadedStanza(t, "gatewaydns zone.test", append(slices.Clone(transferFixture),
+		at(30, "/skydns/test/zone/mixed/00000001", `{"host":"10.7.0.1","ttl":300}`),
+		at(31, "/skydns/test/zone/mixed/00000002", `{"host":"10.7.0.2","ttl":60}`),
+		at(32, "/skydns/test/zone/mixed/00000003", `{"host":"2001:db8::7","ttl":600}`),
+		at(33, "/skydns/test/zone/mixed/00000004", `{"text":"a","ttl":30}`),
+		at(34, "/skydns/test/zone/mixed/00000005", `{"text":"b","ttl":900}`),
+	))
+	var got []string
+	for _, rr := range betweenSOAs(transferred(t, g, "zone.test.", 0)) {
+		if strings.HasPrefix(rr, "mixed.") {
+			got = append(got, rr)
+		}
+	}
+	want := []string{
+		"mixed.zone.test. 30 IN TXT \"a\"",
+		"mixed.zone.test. 30 IN TXT \"b\"",
+		"mixed.zone.test. 60 IN A 10.7.0.1",
+		"mixed.zone.test. 60 IN A 10.7.0.2",
+		"mixed.zone.test. 600 IN AAAA 2001:db8::7",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("transfer:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -32,6 +32,13 @@ func newZoneWriter(z *index.Zone, a *apex, reverse, synthetic bool, opt plugin.O
 // (index.Zone.Plain, nearly every name) are made from its addresses and services by the code
 // that answers questions, without the lookups the other names take.
 func (x *zoneWriter) appendName(dst []dns.RR, i int) []dns.RR {
+	start := len(dst)
+	dst = x.appendNameRecords(dst, i)
+	oneTTLPerRRset(dst[start:])
+	return dst
+}
+
+func (x *zoneWriter) appendNameRecords(dst []dns.RR, i int) []dns.RR {
 	name := x.z.Name(i)
 	if x.reverse || x.synthetic {
 		if name == x.z.Origin || x.reverse {
@@ -283,4 +290,31 @@ func zoneRecords(z *index.Zone, a *apex, name string, reverse bool, opt plugin.O
 		rrs = append(rrs, ask(qtype)...)
 	}
 	return rrs
+}
+
+// oneTTLPerRRset gives the records of each RRset in rrs the lowest TTL among them. The keys of
+// one name may carry different TTLs, and an RRset has one (RFC 2181 5.2): Knot warns of each
+// ("TTL mismatch") and keeps one of its own choosing, BIND the first; the lowest holds no
+// record in a cache longer than its key asks. The primary's own answers keep each key's TTL,
+// as the etcd plugin's do.
+func oneTTLPerRRset(rrs []dns.RR) {
+	if len(rrs) < 2 {
+		return
+	}
+	type rrset struct {
+		name   string
+		rrtype uint16
+	}
+	lowest := make(map[rrset]uint32, 4)
+	for _, rr := range rrs {
+		h := rr.Header()
+		k := rrset{h.Name, h.Rrtype}
+		if ttl, ok := lowest[k]; !ok || h.Ttl < ttl {
+			lowest[k] = h.Ttl
+		}
+	}
+	for _, rr := range rrs {
+		h := rr.Header()
+		h.Ttl = lowest[rrset{h.Name, h.Rrtype}]
+	}
 }
