@@ -60,9 +60,7 @@ func TestATransferHoldsTheRecordsAsPublished(t *testing.T) {
 		"zone.test. 300 IN NS ns.example.net.",
 		"zone.test. 300 IN NS ns1.ns.dns.zone.test.",
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("transfer:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameTransfer(t, got, want)
 	if _, ok := rrs[0].(*dns.SOA); !ok {
 		t.Errorf("first record %v, want the SOA", rrs[0])
 	}
@@ -92,7 +90,5 @@ func TestAnRRsetIsTransferredWithTheLowestTTLOfItsKeys(t *testing.T) {
 		"mixed.zone.test. 60 IN A 10.7.0.2",
 		"mixed.zone.test. 600 IN AAAA 2001:db8::7",
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("transfer:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameTransfer(t, got, want)
 }

@@ -133,12 +133,18 @@ func TestASyntheticTransferHoldsEachNamesAnswersBetweenTwoSOAs(t *testing.T) {
 		"zone.test. 300 IN NS ns1.ns.dns.zone.test.",
 		"zone.test. 300 IN SRV 10 100 0 own.zone.test.",
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("transfer:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	sameTransfer(t, got, want)
 	first, last := rrs[0].(*dns.SOA), rrs[len(rrs)-1].(*dns.SOA)
 	if first.Serial != 16 || last.Serial != 16 {
 		t.Errorf("SOA serials %d and %d, want 16, the last change's revision", first.Serial, last.Serial)
+	}
+}
+
+// sameTransfer fails t unless a transfer's records (betweenSOAs) are want, in order.
+func sameTransfer(t *testing.T, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("transfer:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
