@@ -28,7 +28,9 @@ var (
 // Take returns n distinct loopback ports, each free for TCP and UDP now and handed out by no
 // earlier call in any process still running.
 func Take(n int) ([]int, error) {
-	dir := filepath.Join(os.TempDir(), "gatewaydns-ports")
+	// Per user: SO_REUSEPORT shares a port only between processes of one user, and another
+	// user's directory may not be ours to write.
+	dir := filepath.Join(os.TempDir(), "gatewaydns-ports-"+strconv.Itoa(os.Getuid()))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("freeport: %w", err)
 	}
