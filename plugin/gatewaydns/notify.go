@@ -20,20 +20,20 @@ const (
 	notifyPoll  = 50 * time.Millisecond // how often the serials are read: a map lookup each
 	notifyQuiet = 50 * time.Millisecond // a burst ends when the serial stays this long
 	// Changes that never pause are notified once a second, at the turn of a second of the
-	// wall clock, and no sooner than notifyMinGap after the previous NOTIFY. A secondary under a
-	// steady churn is then at most a second behind, plus its IXFR (a few records, journal.go)
-	// and its reload.
+	// wall clock (plus each secondary's offset, notifySpread), and no sooner than notifyMinGap
+	// after the previous NOTIFY. A secondary under a steady churn is then at most a second
+	// behind, plus its IXFR (a few records, journal.go) and its reload.
 	//
 	// Not more often: NSD reloads at most once per xfrd-reload-timeout (1 s), and two IXFRs
 	// within one reload confuse its bookkeeping ("soa serial ... update failed, restarting
 	// transfer", NLnetLabs/nsd#227), after which it takes the whole zone (bench phase X, 100
 	// changes/s at 100k records, a NOTIFY every 250 ms: 28 AXFRs in 3 minutes, 7 s behind).
 	//
-	// On the turn of a second: NSD counts that timeout in whole seconds of its clock, and a
-	// transfer it commits within the same second as its last reload waits a full second more.
-	// Paced by the burst alone (a second after it began), the commits drift into the second of
-	// the reload before, and every reload then waits: NSD was 2.1 s behind, where on the turn
-	// of the second it reloads at once. Knot and BIND do not mind when in the second it is.
+	// At a fixed point of the second: NSD counts that timeout in whole seconds of its clock,
+	// and a transfer it commits within the same second as its last reload waits a full second
+	// more. Paced by the burst alone (a second after it began), the commits drift into the
+	// second of the reload before, and every reload then waits: NSD was 2.1 s behind, where at a
+	// fixed point of each second it reloads at once. Knot and BIND do not mind when it is.
 	// The gap keeps a NOTIFY after a pause of the churn from coming right before the turn's
 	// (NSD's reload of 100k records takes 30-90 ms); longer, and a churn with a pause in it left
 	// a second without a NOTIFY (Knot 2.1 s behind, with 0.5 s).
