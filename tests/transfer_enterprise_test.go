@@ -157,6 +157,11 @@ func TestKnotAndNSDHoldTheZoneAsPublished(t *testing.T) {
 	}
 	t.Logf("both secondaries hold the primary's %d records", len(want))
 
+	// A secondary in service, not one that has just bootstrapped: right after its first AXFR,
+	// Knot 3.2 now and then takes a NOTIFY's refresh about a second later (traced: NOTIFY
+	// answered at once, the refresh 0.86 s later, one second after the bootstrap), which is
+	// Knot's own start-up and not what the bound is about.
+	followsWithin(t, cli, "warm.c3.openmcp.cluster.", knot, nsd)
 	took := followsWithin(t, cli, "new.c3.openmcp.cluster.", knot, nsd)
 	if took["knot"] > time.Second {
 		t.Errorf("Knot answered a new name %s after its put, want within 1s", took["knot"])
