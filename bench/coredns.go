@@ -36,7 +36,7 @@ type serverSpec struct {
 // startCoreDNS writes the Corefile into the run directory and starts ./coredns with it. It
 // does not wait for readiness: see waitReady.
 func (h *harness) startCoreDNS(s serverSpec) (*coreDNS, error) {
-	ports, err := freePorts(4)
+	ports, err := freeport.Take(4)
 	if err != nil {
 		return nil, fmt.Errorf("coredns %s: %w", s.name, err)
 	}
@@ -127,6 +127,3 @@ func (c *coreDNS) waitListening(timeout time.Duration) error {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
-// freePorts returns n distinct loopback ports, free for TCP and UDP and handed out once.
-func freePorts(n int) ([]int, error) { return freeport.Take(n) }

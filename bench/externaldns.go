@@ -10,6 +10,8 @@ import (
 	"time"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/gatewaydns/gatewaydns/internal/freeport"
 )
 
 // externalDNSBuilder is the one script that builds external-dns v0.21.0 (make test-binaries runs
@@ -75,7 +77,7 @@ func (h *harness) externalDNSPropagation(ctx context.Context, k *kubeEnv, bin, n
 		return nil, 0, err
 	}
 	defer stock.stop()
-	ports, err := freePorts(1)
+	ports, err := freeport.Take(1)
 	if err != nil {
 		return nil, 0, err
 	}

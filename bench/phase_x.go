@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/internal/dnsperf"
+	"github.com/gatewaydns/gatewaydns/internal/freeport"
 	"github.com/gatewaydns/gatewaydns/internal/secondary"
 )
 
@@ -42,7 +43,7 @@ func (h *harness) phaseX() error {
 	var secPorts []int
 	notify := ""
 	if h.opt.secondaries {
-		if secPorts, err = freePorts(len(secondary.Kinds)); err != nil {
+		if secPorts, err = freeport.Take(len(secondary.Kinds)); err != nil {
 			return err
 		}
 		notify = notifyLines(secPorts)

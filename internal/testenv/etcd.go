@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewaydns/gatewaydns/internal/child"
+	"github.com/gatewaydns/gatewaydns/internal/freeport"
 )
 
 // Etcd is a single-member etcd server started by StartEtcd. Its ports and
@@ -109,7 +110,7 @@ func StartEtcd(t testing.TB, opts ...EtcdOption) *Etcd {
 	var err error
 	for attempt := 1; attempt <= 3; attempt++ {
 		var ports []int
-		ports, err = freePorts(2)
+		ports, err = freeport.Take(2)
 		if err != nil {
 			t.Fatalf("testenv: finding free ports: %v", err)
 		}

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gatewaydns/gatewaydns/internal/child"
+	"github.com/gatewaydns/gatewaydns/internal/freeport"
 )
 
 // EtcdCluster is an n-member etcd cluster on loopback started by StartEtcdCluster: one
@@ -107,7 +108,7 @@ func StartEtcdCluster(t testing.TB, n int) *EtcdCluster {
 // startAll picks ports for every member, starts them all at once (a member waits for a
 // quorum of its peers before it is healthy) and waits until each is healthy.
 func (c *EtcdCluster) startAll(bin string) error {
-	ports, err := freePorts(2 * len(c.Members))
+	ports, err := freeport.Take(2 * len(c.Members))
 	if err != nil {
 		return fmt.Errorf("finding free ports: %w", err)
 	}

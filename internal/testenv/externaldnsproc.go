@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gatewaydns/gatewaydns/internal/child"
+	"github.com/gatewaydns/gatewaydns/internal/freeport"
 )
 
 // ExternalDNSOptions configures StartExternalDNS: an external-dns v0.21.0 with
@@ -80,7 +81,7 @@ func StartExternalDNS(t testing.TB, o ExternalDNSOptions) *ExternalDNS {
 	if o.Interval == 0 {
 		o.Interval = time.Second
 	}
-	ports, err := freePorts(1)
+	ports, err := freeport.Take(1)
 	if err != nil {
 		t.Fatalf("testenv: finding a free port: %v", err)
 	}

@@ -22,8 +22,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/gatewaydns/gatewaydns/internal/freeport"
 )
 
 const (
@@ -136,9 +134,6 @@ func isRootModule(gomod string) bool {
 	}
 	return false
 }
-
-// freePorts returns n distinct free loopback ports, handed to no other process a test starts.
-func freePorts(n int) ([]int, error) { return freeport.Take(n) }
 
 // LogTail returns the last n lines of the file at path, for a failure message.
 func LogTail(path string, n int) string {
