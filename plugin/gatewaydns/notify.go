@@ -72,9 +72,14 @@ type pending struct {
 	first, last time.Time // when the burst began, and when the serial last moved
 }
 
+// notified is a zone's last NOTIFY: its serial and when it went out.
+type notified struct {
+	serial uint32
+	at     time.Time
+}
+
 func (n *notifier) run(ctx context.Context, g *GatewayDNS, s *notifySender) {
-	sent := map[string]uint32{}
-	sentAt := map[string]time.Time{}
+	sent := map[string]notified{}
 	waiting := map[string]*pending{}
 	tick := time.NewTicker(notifyPoll)
 	defer tick.Stop()
@@ -100,7 +105,7 @@ func (n *notifier) run(ctx context.Context, g *GatewayDNS, s *notifySender) {
 			p := waiting[zone]
 			switch {
 			case p == nil:
-				if last, ok := sent[zone]; ok && last == serial {
+				if last, ok := sent[zone]; ok && last.serial == serial {
 					continue
 				}
 				waiting[zone] = &pending{serial: serial, first: now, last: now}
@@ -109,11 +114,11 @@ func (n *notifier) run(ctx context.Context, g *GatewayDNS, s *notifySender) {
 				p.serial, p.last = serial, now
 			}
 			quiet := now.Sub(p.last) >= notifyQuiet
-			if !quiet && now.Before(churnNotifyDue(p.first, sentAt[zone])) {
+			if !quiet && now.Before(churnNotifyDue(p.first, sent[zone].at)) {
 				continue
 			}
 			delete(waiting, zone)
-			sent[zone], sentAt[zone] = p.serial, now
+			sent[zone] = notified{p.serial, now}
 			s.send(zone, p.serial, !quiet)
 		}
 	}
