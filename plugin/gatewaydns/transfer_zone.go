@@ -28,7 +28,8 @@ func newZoneWriter(z *index.Zone, a *apex, reverse, synthetic bool, opt plugin.O
 	return &zoneWriter{z: z, apex: a, reverse: reverse, synthetic: synthetic, opt: opt}
 }
 
-// appendName appends the records of the zone's i-th name to dst. A plain name's
+// appendName appends the records of the zone's i-th name to dst, one TTL per RRset
+// (oneTTLPerRRset). A plain name's
 // (index.Zone.Plain, nearly every name) are made from its addresses and services by the code
 // that answers questions, without the lookups the other names take.
 func (x *zoneWriter) appendName(dst []dns.RR, i int) []dns.RR {
@@ -38,6 +39,7 @@ func (x *zoneWriter) appendName(dst []dns.RR, i int) []dns.RR {
 	return dst
 }
 
+// appendNameRecords is appendName before the TTLs are made one per RRset.
 func (x *zoneWriter) appendNameRecords(dst []dns.RR, i int) []dns.RR {
 	name := x.z.Name(i)
 	if x.reverse || x.synthetic {
@@ -298,8 +300,8 @@ func zoneRecords(z *index.Zone, a *apex, name string, reverse bool, opt plugin.O
 // record in a cache longer than its key asks. The primary's own answers keep each key's TTL,
 // as the etcd plugin's do.
 func oneTTLPerRRset(rrs []dns.RR) {
-	if len(rrs) < 2 {
-		return
+	if uniformTTL(rrs) {
+		return // nearly every name: no map to make on the transfer's path
 	}
 	type rrset struct {
 		name   string
@@ -317,4 +319,14 @@ func oneTTLPerRRset(rrs []dns.RR) {
 		h := rr.Header()
 		h.Ttl = lowest[rrset{h.Name, h.Rrtype}]
 	}
+}
+
+// uniformTTL tells whether every record of rrs has the same TTL.
+func uniformTTL(rrs []dns.RR) bool {
+	for i := 1; i < len(rrs); i++ {
+		if rrs[i].Header().Ttl != rrs[0].Header().Ttl {
+			return false
+		}
+	}
+	return true
 }
