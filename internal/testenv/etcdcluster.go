@@ -28,7 +28,11 @@ import (
 type EtcdCluster struct {
 	Members []*EtcdMember
 	t       testing.TB
+	named   int // members ever made, for the next one's name (AddMember)
 }
+
+// clusterToken is every cluster's --initial-cluster-token (and a restore's).
+const clusterToken = "testenv-cluster"
 
 // EtcdMember is one member of an EtcdCluster. Its ports and data directory stay the same
 // across Stop/Restart.
@@ -43,6 +47,9 @@ type EtcdMember struct {
 	ID uint64
 
 	c *EtcdCluster
+
+	// existing: the member joins a running cluster (AddMember), not one started with it.
+	existing bool
 
 	opMu   sync.Mutex // serializes start, stop, freeze and thaw
 	mu     sync.Mutex // guards the fields below
@@ -61,7 +68,7 @@ func StartEtcdCluster(t testing.TB, n int) *EtcdCluster {
 	}
 	bin := FindBinary(t, "etcd")
 	dir := t.TempDir()
-	c := &EtcdCluster{t: t}
+	c := &EtcdCluster{t: t, named: n}
 	for i := range n {
 		name := fmt.Sprintf("m%d", i)
 		m := &EtcdMember{
@@ -147,6 +154,10 @@ func (c *EtcdCluster) learnIDs() error {
 }
 
 func (m *EtcdMember) args(cluster string) []string {
+	state := "new" // ignored once the data directory holds a member
+	if m.existing {
+		state = "existing"
+	}
 	return []string{
 		"--name=" + m.Name,
 		"--data-dir=" + m.DataDir,
@@ -155,8 +166,8 @@ func (m *EtcdMember) args(cluster string) []string {
 		"--listen-peer-urls=" + m.PeerURL,
 		"--initial-advertise-peer-urls=" + m.PeerURL,
 		"--initial-cluster=" + cluster,
-		"--initial-cluster-state=new", // ignored once the data directory holds a member
-		"--initial-cluster-token=testenv-cluster",
+		"--initial-cluster-state=" + state,
+		"--initial-cluster-token=" + clusterToken,
 		"--heartbeat-interval=50",
 		"--election-timeout=500",
 		"--unsafe-no-fsync=true",
@@ -248,11 +259,7 @@ func (m *EtcdMember) Restart() {
 	m.c.t.Helper()
 	m.Stop()
 	bin := FindBinary(m.c.t, "etcd")
-	var initial []string
-	for _, o := range m.c.Members {
-		initial = append(initial, o.Name+"="+o.PeerURL)
-	}
-	if err := m.launch(bin, strings.Join(initial, ",")); err != nil {
+	if err := m.launch(bin, m.c.initialCluster()); err != nil {
 		m.c.t.Fatalf("testenv: restarting etcd member %s: %v", m.Name, err)
 	}
 	if err := m.waitHealthy(30 * time.Second); err != nil {
