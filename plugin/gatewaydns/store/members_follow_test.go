@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gatewaydns/gatewaydns/internal/testenv"
+)
+
+// getOrSuspect is a role's request: a get, and after a failure a suspicion (the round it waits
+// for follows the members) and one more try. It reports whether either answered.
+func getOrSuspect(ctx context.Context, c *clientv3.Client, m *Members) bool {
+	for try := range 2 {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := c.Get(rctx, "/members-follow")
+		cancel()
+		if err == nil {
+			return true
+		}
+		if try == 0 {
+			m.Suspect(ctx)
+		}
+	}
+	return false
+}
+
+// The Corefile's endpoints are a seed: a member added to the cluster is used from the next
+// round on (a suspicion here; every syncEvery in any case), and replacing every original member
+// one by one (remove one, add one, three times) keeps the client working, on members it was
+// never configured with; each new member's use is logged once.
+func TestMembersFollowTheClusterAsEveryOriginalMemberIsReplaced(t *testing.T) {
+	cluster := testenv.StartEtcdCluster(t, 3)
+	seeds := cluster.Endpoints()
+	log := &lines{}
+	client, m, err := Connect(Config{Endpoints: seeds}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	runMembers(t, m)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if !getOrSuspect(ctx, client, m) {
+		t.Fatal("no answer with every member up")
+	}
+
+	for step := range 3 {
+		old := cluster.Members[0]
+		cluster.RemoveMember(t, old)
+		added := cluster.AddMember(t)
+		start := time.Now()
+		if !getOrSuspect(ctx, client, m) {
+			t.Fatalf("step %d: no answer after %s was removed and %s added", step+1, old.Name, added.Name)
+		}
+		m.Suspect(ctx)
+		for !slices.Contains(m.Using(), added.ClientURL) || slices.Contains(m.Using(), old.ClientURL) {
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("step %d: using %v 5s after %s left and %s joined", step+1, m.Using(), old.Name, added.Name)
+			}
+			m.Suspect(ctx)
+		}
+		t.Logf("step %d: %s removed, %s added: using %v after %v", step+1, old.Name, added.Name, m.Using(), time.Since(start).Round(time.Millisecond))
+	}
+	got, want := m.Using(), cluster.Endpoints()
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("with every original member replaced, using %v, want the new members %v", got, want)
+	}
+	for _, s := range seeds {
+		if slices.Contains(client.Endpoints(), s) {
+			t.Errorf("the client still uses the removed seed %s: %v", s, client.Endpoints())
+		}
+	}
+	for i := range 10 {
+		if !getOrSuspect(ctx, client, m) {
+			t.Fatalf("get %d on the new members failed", i)
+		}
+	}
+	for _, mem := range cluster.Members {
+		if n := log.count("Using etcd member " + mem.ClientURL + ": the cluster lists it"); n != 1 {
+			t.Errorf("logged the use of %s %d times, want once: %q", mem.Name, n, log.all)
+		}
+	}
+}
