@@ -30,6 +30,10 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 	defer watches.Close()
 	sctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
+	gen, newStore := w.Members.Lineage().Generation()
+	if gen != w.storeGen {
+		return rev, false, errNewStore
+	}
 	s := &session{w: w, watches: watches, ctx: sctx, rev: rev,
 		p: newProgress(w.progressEvery(), w.stallAfter(), time.Now())}
 	wch, ok := s.open(cancel, from)
@@ -52,6 +56,8 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 			if gen == w.generation {
 				err = errInconsistent
 			}
+		case <-newStore:
+			err = errNewStore
 		case resp, open := <-wch:
 			if !open {
 				err = errors.New("watch channel closed")
@@ -130,6 +136,9 @@ func (s *session) receive(resp clientv3.WatchResponse) error {
 	s.heard = true
 	s.p.heard(time.Now())
 	s.w.answered()
+	if resp.Created && resp.Header.Revision < s.rev && s.behind() {
+		return errNewStore
+	}
 	if !resp.Created {
 		// Freshness moves with data and progress only: a new watch may be far behind.
 		s.w.Observer.Heard()
@@ -157,6 +166,29 @@ func (s *session) receive(resp clientv3.WatchResponse) error {
 		s.rev = resp.Header.Revision
 	}
 	return nil
+}
+
+// behindTimeout bounds the read that tells whether etcd is behind the Sink.
+const behindTimeout = 2 * time.Second
+
+// behind tells whether etcd is at a revision before the one the Sink holds, which a new stream
+// said it is (its created response carries the member's revision). After a restore from a
+// snapshot etcd numbers its revisions anew from the snapshot's: a watch from the Sink's
+// revision would wait for revisions that are others, and never be answered a progress
+// request. A follower that lags says so as well, so a linearizable read, at or after every
+// revision the Sink was given, decides.
+func (s *session) behind() bool {
+	ctx, cancel := context.WithTimeout(s.ctx, behindTimeout)
+	defer cancel()
+	resp, err := s.w.Client.Get(ctx, s.w.Prefix, clientv3.WithCountOnly())
+	if err != nil {
+		return false // the stall and the next session find out
+	}
+	if resp.Header.Revision < s.rev {
+		s.w.Log.Warningf("etcd is at revision %d, before revision %d of %s that the index holds: its history went back (restored from a snapshot?)", resp.Header.Revision, s.rev, s.w.Prefix)
+		return true
+	}
+	return false
 }
 
 // apply hands one response's events to the Sink and returns the last one's revision (a
