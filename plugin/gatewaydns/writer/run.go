@@ -64,15 +64,15 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 	deposed := w.setTerm(term, lease, watches)
 	w.obs.Leading(true)
 	defer w.stepDown(term)
-	go w.watchKey(ctx, watches, term)
 
 	// The full resync at the start covers everything enqueued so far.
 	w.mu.Lock()
 	clear(w.pending)
 	w.mu.Unlock()
 
-	l := newTermWork(w, term, lease)
+	l := newTermWork(ctx, w, term, lease)
 	defer l.resync.Stop()
+	go w.watchKey(ctx, watches, term, l.keyCompacted)
 	for {
 		var err error
 		select {
@@ -89,12 +89,22 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 		case <-l.resync.C:
 			err = l.resyncAll(ctx)
 		case <-l.up:
-			l.reconnected()
+			l.up = nil
+			l.retryNow()
 		case <-l.retry:
 			l.retry = nil
 			w.Enqueue()
 		case <-w.wake:
 			err = l.reconcilePending(ctx)
+		case <-l.back:
+			l.back = store.Reconnected(ctx, w.client)
+			err = l.checkTerm(ctx)
+		case <-l.newStore:
+			err = l.storeChanged(ctx)
+		case <-l.keyCompacted:
+			// History the key's watch needed is gone (a restore with --mark-compacted among
+			// the causes): what else happened in it is not known. Plan everything again.
+			l.resync.Reset(0)
 		}
 		if errors.Is(err, ErrNotLeader) {
 			return err
@@ -131,11 +141,20 @@ type termWork struct {
 	// up is closed when etcd's connection comes back while a resync or a retry waits out its
 	// delay: the pending work is done then, not after the delay (store.Pause's rule).
 	up <-chan struct{}
+
+	// back is closed at every return of the connection, newStore when the client's Lineage
+	// finds etcd is a new store (restored from a snapshot, another cluster), keyCompacted when
+	// the term key's watch finds the history it needed compacted.
+	back         <-chan struct{}
+	newStore     <-chan struct{}
+	keyCompacted chan struct{}
 }
 
-func newTermWork(w *Writer, term *Term, lease clientv3.LeaseID) *termWork {
+func newTermWork(ctx context.Context, w *Writer, term *Term, lease clientv3.LeaseID) *termWork {
+	_, newStore := w.cfg.Members.Lineage().Generation()
 	return &termWork{w: w, term: term, lease: lease, syncedC: w.cfg.Desired.SyncedC(),
-		delay: newRetryDelay(), resync: time.NewTimer(0)}
+		delay: newRetryDelay(), resync: time.NewTimer(0),
+		back: store.Reconnected(ctx, w.client), newStore: newStore, keyCompacted: make(chan struct{}, 1)}
 }
 
 func (l *termWork) sourcesSynced() {
@@ -198,9 +217,8 @@ func (l *termWork) awaitReconnect(ctx context.Context) {
 	}
 }
 
-// reconnected does at once what waits out a delay.
-func (l *termWork) reconnected() {
-	l.up = nil
+// retryNow does at once what waits out a delay.
+func (l *termWork) retryNow() {
 	if l.resyncFailed {
 		l.resync.Reset(0)
 	}
@@ -208,6 +226,39 @@ func (l *termWork) reconnected() {
 		l.retry = nil
 		l.w.Enqueue()
 	}
+}
+
+// checkTerm reads the term's election key when the connection comes back, in one attempt: a
+// store that lost the key (restored from a snapshot taken before the term) ends the term at
+// once rather than at its next write, and the read, linearizable, shows the client's Lineage
+// the store's revision. When etcd does not answer, the term's session and its fence still
+// guard it.
+func (l *termWork) checkTerm(ctx context.Context) error {
+	actx, cancel := context.WithTimeout(ctx, l.w.cfg.AttemptTimeout)
+	defer cancel()
+	resp, err := l.w.client.Get(actx, l.term.Key)
+	if err != nil {
+		return nil
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.term.Rev {
+		l.w.depose(l.term)
+		return ErrNotLeader
+	}
+	return nil
+}
+
+// storeChanged is etcd found to be a new store: what this leader wrote may be gone, and what
+// it deleted back. The term is checked (its key may be one the snapshot brought back for
+// another), and everything planned again at once against what etcd holds now: what the backup
+// lacks is published again, what it brought back is withdrawn.
+func (l *termWork) storeChanged(ctx context.Context) error {
+	_, l.newStore = l.w.cfg.Members.Lineage().Generation()
+	if err := l.checkTerm(ctx); err != nil {
+		return err
+	}
+	l.delay.Reset()
+	l.resync.Reset(0)
+	return nil
 }
 
 // adoptionRecheck is how soon a full resync that took keys over from external-dns is followed
@@ -219,16 +270,45 @@ const adoptionRecheck = 10 * time.Second
 
 // watchKey deposes term as soon as its election key is deleted (resigned by hand, its
 // session's lease revoked or expired), without waiting for the session's next keep-alive.
-func (w *Writer) watchKey(ctx context.Context, watches *store.Watches, term *Term) {
-	for ev := range watches.Watch(ctx, term.Key, clientv3.WithRev(term.Rev)) {
-		for _, e := range ev.Events {
-			if e.Type == clientv3.EventTypeDelete {
-				w.depose(term)
-				return
+// A compaction of the history the watch needs (after a reconnection, or a restore with
+// --mark-compacted) tells compacted, which plans everything again; the key is then read (gone:
+// deposed) and watched again from the read.
+func (w *Writer) watchKey(ctx context.Context, watches *store.Watches, term *Term, compacted chan<- struct{}) {
+	from := term.Rev
+	for {
+		oldest := int64(0)
+		for ev := range watches.Watch(ctx, term.Key, clientv3.WithRev(from)) {
+			for _, e := range ev.Events {
+				if e.Type == clientv3.EventTypeDelete {
+					w.depose(term)
+					return
+				}
+			}
+			if ev.CompactRevision != 0 {
+				oldest = ev.CompactRevision
+			}
+			if ev.Err() != nil {
+				break
 			}
 		}
-		if ev.Err() != nil {
-			return // compacted or canceled: the session and the fence still guard the term
+		if oldest == 0 || ctx.Err() != nil {
+			return // canceled: the session and the fence still guard the term
+		}
+		select {
+		case compacted <- struct{}{}:
+		default:
+		}
+		from = oldest
+		rctx, cancel := context.WithTimeout(ctx, w.cfg.AttemptTimeout)
+		resp, err := w.client.Get(rctx, term.Key)
+		cancel()
+		switch {
+		case err != nil: // watched from the oldest revision left; the fence guards the gap
+		case len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != term.Rev:
+			w.depose(term)
+			return
+		default:
+			from = resp.Header.Revision + 1
 		}
 	}
 }
