@@ -177,6 +177,12 @@ func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.Lease
 	if err == nil {
 		w.settle(all, &res)
 	}
+	if cause, refused := refusedAll(err); refused {
+		// Each name whose change waits is a failure of its own, on its objects, until it lands.
+		for n := range res.Failed {
+			w.reportFailure(n, wait(cause, err))
+		}
+	}
 	if ao, ok := w.obs.(AdoptionObserver); ok && res.Adopted > 0 {
 		ao.Adopted(res.Adopted)
 	}

@@ -28,20 +28,37 @@ func (w *Writer) Run(ctx context.Context) error {
 				break
 			}
 			w.reached(err)
+			w.refused(err)
 			w.obs.Failed(w.el.Prefix(), err)
-			store.Pause(ctx, w.client, delay, w.cfg.Members)
+			w.pause(ctx, delay, err)
 			continue
 		}
 		w.reached(nil)
+		w.accepted() // a campaign writes: a lease and a key
 		delay.Reset()
 		err = w.lead(ctx, term)
 		_ = term.Resign(ctx) // bounded by resignTimeout, whether ctx ended or not
 		if err != nil && ctx.Err() == nil {
+			w.refused(err)
 			w.obs.Failed(w.el.Prefix(), err)
-			store.Pause(ctx, w.client, delay, w.cfg.Members)
+			w.pause(ctx, delay, err)
 		}
 	}
 	return nil
+}
+
+// pause waits after a failed campaign or term: store.Pause, cut short when etcd answers again;
+// or, when etcd refused a write (a full database: a campaign grants a lease and puts a key),
+// until a probe finds that it takes writes again.
+func (w *Writer) pause(ctx context.Context, delay *backoff.Backoff, err error) {
+	cause, refused := refusedAll(err)
+	if !refused {
+		store.Pause(ctx, w.client, delay, w.cfg.Members)
+		return
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	delay.Wait(pctx, w.whenAccepted(pctx, cause, nil))
 }
 
 // lead does the work of one term; it returns when the term, the records' lease or ctx ends.
@@ -90,6 +107,9 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 			err = l.resyncAll(ctx)
 		case <-l.up:
 			l.up = nil
+			l.retryNow()
+		case <-l.accepted:
+			l.accepted = nil
 			l.retryNow()
 		case <-l.retry:
 			l.retry = nil
@@ -141,6 +161,9 @@ type termWork struct {
 	// up is closed when etcd's connection comes back while a resync or a retry waits out its
 	// delay: the pending work is done then, not after the delay (store.Pause's rule).
 	up <-chan struct{}
+	// accepted is closed when etcd takes writes again after refusing them (whenAccepted) while
+	// a resync or a retry waits: the same rule for an etcd that answers and says no.
+	accepted <-chan struct{}
 
 	// back is closed at every return of the connection, newStore when the client's Lineage
 	// finds etcd is a new store (restored from a snapshot, another cluster), keyCompacted when
@@ -175,7 +198,7 @@ func (l *termWork) resyncAll(ctx context.Context) error {
 	if err != nil && ctx.Err() == nil {
 		l.resync.Reset(l.delay.Next())
 		l.resyncFailed = true
-		l.awaitReconnect(ctx)
+		l.awaitRecovery(ctx, err)
 		return nil
 	}
 	l.resyncFailed = false
@@ -201,19 +224,24 @@ func (l *termWork) reconcilePending(ctx context.Context) error {
 		return err
 	}
 	if err != nil && ctx.Err() == nil {
-		// etcd unreachable or the like: try these names again later.
+		// etcd unreachable, or refusing writes: try these names again later.
 		l.w.requeue(names, since)
 		l.retry = time.After(l.delay.Next())
-		l.awaitReconnect(ctx)
+		l.awaitRecovery(ctx, err)
 		return nil
 	}
 	l.delay.Reset()
 	return nil
 }
 
-func (l *termWork) awaitReconnect(ctx context.Context) {
+// awaitRecovery watches for the end of what made work fail, to do it at once then: the
+// connection's return, or etcd taking writes again when it refused them.
+func (l *termWork) awaitRecovery(ctx context.Context, err error) {
 	if l.up == nil {
 		l.up = store.Reconnected(ctx, l.w.client)
+	}
+	if cause, refused := refusedAll(err); refused && l.accepted == nil {
+		l.accepted = l.w.whenAccepted(ctx, cause, l.term)
 	}
 }
 

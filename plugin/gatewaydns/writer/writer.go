@@ -224,7 +224,8 @@ type Writer struct {
 
 	opMu sync.Mutex // one reconcile at a time
 
-	reach statelog.State[reachability] // what the Observer was last told of etcd (request.go)
+	reach    statelog.State[reachability] // what the Observer was last told of etcd (request.go)
+	refusing statelog.State[string]       // the cause etcd refuses the writes for, "" none (refusal.go)
 
 	mu      sync.Mutex
 	term    *Term
