@@ -31,8 +31,11 @@ import (
 //
 // A round runs when a caller suspects a member (Suspect: an attempt failed), when the client's
 // connection is lost (no endpoint left to use) and when it comes back, while a member is left
-// out (every recheck), and every syncEvery in any case. The statuses and the member list feed
-// the client's Lineage, which so also checks the store at every reconnection.
+// out (every recheck), and when the member list, read every syncEvery, changed: a member
+// removed is noticed by nobody whose requests it did not serve, and a member added by nobody
+// at all, and the client must know the new members before the last of the old ones goes. The
+// statuses and the member list feed the client's Lineage, which so also checks the store at
+// every reconnection.
 //
 // Requests and streams already on a member left out end as their attempt does: leaving
 // closes its connection once they have.
@@ -47,6 +50,7 @@ type Members struct {
 	waiting   []chan struct{} // suspicions the next round answers
 	wake      chan struct{}
 	using     []string        // what the client uses now
+	members   []string        // the member URLs at the last round that read them, sorted
 	used      map[string]bool // every endpoint used so far (Run's goroutine's)
 }
 
@@ -65,9 +69,9 @@ const (
 	// again within about a second.
 	recheck = time.Second
 	// syncEvery is how often the member list is read when nothing else calls for a round,
-	// as clientv3's AutoSyncInterval would: a member added to a healthy cluster is used
-	// within it. (AutoSyncInterval itself would put back the members left out.)
-	syncEvery = 30 * time.Second
+	// as clientv3's AutoSyncInterval would (which would put back the members left out): a
+	// member added to a healthy cluster is used within it. One linearizable read.
+	syncEvery = 5 * time.Second
 	// listTimeout bounds the member list, a linearizable read.
 	listTimeout = time.Second
 )
@@ -148,19 +152,20 @@ func (m *Members) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { m.followConnection(ctx) })
+	wg.Go(func() { m.followMembers(ctx) })
 	again := time.NewTimer(recheck)
 	defer again.Stop()
 	for {
-		wait := syncEvery
+		var recheckC <-chan time.Time
 		if m.leftOut() {
-			wait = recheck
+			again.Reset(recheck) // since Go 1.23 a Reset drops a tick not yet received
+			recheckC = again.C
 		}
-		again.Reset(wait) // since Go 1.23 a Reset drops a tick not yet received
 		select {
 		case <-ctx.Done():
 			return
 		case <-m.wake:
-		case <-again.C:
+		case <-recheckC:
 		}
 		m.mu.Lock()
 		waiting := m.waiting
@@ -211,6 +216,9 @@ func (m *Members) round(ctx context.Context) {
 	}
 	if len(answered) > 0 {
 		if urls, ok := m.memberURLs(ctx, answeredFirst(candidates, answered)); ok {
+			m.mu.Lock()
+			m.members = sorted(urls)
+			m.mu.Unlock()
 			asked := candidates
 			candidates = m.follow(urls, answered)
 			var fresh []string // members not asked yet: used at once if they answer
@@ -271,6 +279,53 @@ func (m *Members) probe(ctx context.Context, endpoints []string) map[string]stru
 	return answered
 }
 
+// followMembers reads the member list through the client every syncEvery and calls for a
+// round when its URLs are others than at the last round (or no round read them yet). A member
+// list that cannot be read changes nothing: the requests that fail call for a round
+// themselves. Off Run's goroutine: a read that waits on a frozen member must not hold up a
+// suspicion's round.
+func (m *Members) followMembers(ctx context.Context) {
+	t := time.NewTicker(syncEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		lctx, cancel := context.WithTimeout(ctx, listTimeout)
+		resp, err := m.client.MemberList(lctx)
+		cancel()
+		if err != nil {
+			continue
+		}
+		m.mu.Lock()
+		changed := !slices.Equal(sorted(clientURLs(resp.Members)), m.members)
+		m.mu.Unlock()
+		if changed {
+			m.poke()
+		}
+	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+// clientURLs are the client URLs of the members that serve clients: started (named), and
+// voting (a learner refuses most requests), as clientv3's Sync reads them.
+func clientURLs(members []*pb.Member) []string {
+	var urls []string
+	for _, mem := range members {
+		if mem.Name != "" && !mem.IsLearner {
+			urls = append(urls, mem.ClientURLs...)
+		}
+	}
+	return urls
+}
+
 // answeredFirst is the first of candidates that answered.
 func answeredFirst(candidates []string, answered map[string]struct{}) string {
 	for _, ep := range candidates {
@@ -282,9 +337,8 @@ func answeredFirst(candidates []string, answered map[string]struct{}) string {
 }
 
 // memberURLs asks the member at ep (one that just answered: not the client's round robin,
-// which may pick the member that did not) for the cluster's members, and returns the client
-// URLs of those that serve clients: started (named), and voting (a learner refuses most
-// requests), as clientv3's Sync reads them. ok is false when etcd did not say.
+// which may pick the member that did not) for the cluster's members, and returns their
+// clientURLs. ok is false when etcd did not say.
 func (m *Members) memberURLs(ctx context.Context, ep string) (urls []string, ok bool) {
 	lctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
@@ -297,11 +351,7 @@ func (m *Members) memberURLs(ctx context.Context, ep string) (urls []string, ok 
 	if err != nil {
 		return nil, false
 	}
-	for _, mem := range resp.Members {
-		if mem.Name != "" && !mem.IsLearner {
-			urls = append(urls, mem.ClientURLs...)
-		}
-	}
+	urls = clientURLs(resp.Members)
 	return urls, len(urls) > 0
 }
 
