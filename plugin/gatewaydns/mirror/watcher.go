@@ -53,6 +53,7 @@ type Observer interface {
 
 const (
 	requestTimeout  = 10 * time.Second
+	openTimeout     = 5 * time.Second // a stream's wait for a connection (load.go)
 	leaseRefresh    = 5 * time.Second
 	leaseRPCTimeout = 5 * time.Second
 
@@ -181,7 +182,7 @@ func (w *Watcher) Run(ctx context.Context) {
 			w.Log.Warningf("etcd is not the store %s was loaded from (restored from a snapshot, or another cluster): reloading", w.Prefix)
 			rev, reason = 0, "new-store"
 		case sessionFailed:
-			w.failed("watch", err)
+			w.failed(ctx, "watch", err)
 			w.Log.Debugf("Watching %s stopped at revision %d, resuming: %v", w.Prefix, rev, err)
 			store.Pause(ctx, w.Client, delay, w.Members)
 		}
@@ -196,7 +197,7 @@ func (w *Watcher) reload(ctx context.Context, reason string) (loaded, newest int
 	loaded, newest, err = w.load(ctx, reason)
 	if err != nil {
 		if ctx.Err() == nil {
-			w.failed("get", err)
+			w.failed(ctx, "get", err)
 		}
 		return 0, 0, err
 	}
