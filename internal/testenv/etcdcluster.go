@@ -28,7 +28,8 @@ import (
 type EtcdCluster struct {
 	Members []*EtcdMember
 	t       testing.TB
-	named   int // members ever made, for the next one's name (AddMember)
+	named   int      // members ever made, for the next one's name (AddMember)
+	args    []string // every member's flags besides the cluster's own (WithEtcdArgs)
 }
 
 // clusterToken is every cluster's --initial-cluster-token (and a restore's).
@@ -60,15 +61,19 @@ type EtcdMember struct {
 // StartEtcdCluster starts an n-member etcd cluster (bin/etcd, see FindBinary) on free
 // 127.0.0.1 ports, with data under t.TempDir(), and waits until every member reports
 // healthy. Members are thawed and stopped by t.Cleanup; when the test failed, the tail of
-// each member's log is printed.
-func StartEtcdCluster(t testing.TB, n int) *EtcdCluster {
+// each member's log is printed. Of opts, WithEtcdArgs adds flags to every member's.
+func StartEtcdCluster(t testing.TB, n int, opts ...EtcdOption) *EtcdCluster {
 	t.Helper()
+	var o etcdOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if n < 1 {
 		t.Fatalf("testenv: StartEtcdCluster(%d): need at least one member", n)
 	}
 	bin := FindBinary(t, "etcd")
 	dir := t.TempDir()
-	c := &EtcdCluster{t: t, named: n}
+	c := &EtcdCluster{t: t, named: n, args: o.args}
 	for i := range n {
 		name := fmt.Sprintf("m%d", i)
 		m := &EtcdMember{
@@ -158,7 +163,7 @@ func (m *EtcdMember) args(cluster string) []string {
 	if m.existing {
 		state = "existing"
 	}
-	return []string{
+	return append([]string{
 		"--name=" + m.Name,
 		"--data-dir=" + m.DataDir,
 		"--listen-client-urls=" + m.ClientURL,
@@ -172,7 +177,7 @@ func (m *EtcdMember) args(cluster string) []string {
 		"--election-timeout=500",
 		"--unsafe-no-fsync=true",
 		"--log-level=info",
-	}
+	}, m.c.args...)
 }
 
 // launch starts the member's process without waiting for it.
