@@ -45,7 +45,10 @@ type RefusalObserver interface {
 // refusalOf tells whether err is etcd refusing a write, and why.
 func refusalOf(err error) (cause string, ok bool) {
 	switch {
-	case err == nil, retriable(err), errors.Is(err, context.Canceled), errors.Is(err, ErrNotLeader), errors.Is(err, errStale):
+	case err == nil, retriable(err), errors.Is(err, context.Canceled), errors.Is(err, ErrNotLeader), errors.Is(err, errStale),
+		// A read's history gone or not there yet (a watch of a campaign after a restore): no
+		// write was refused.
+		errors.Is(err, rpctypes.ErrCompacted), errors.Is(err, rpctypes.ErrFutureRev):
 		return "", false
 	case errors.Is(err, rpctypes.ErrNoSpace):
 		return CauseNoSpace, true

@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -22,8 +23,20 @@ func (w *Writer) Run(ctx context.Context) error {
 	w.obs.Leading(false)
 	delay := newRetryDelay()
 	for ctx.Err() == nil {
-		term, err := w.el.Campaign(ctx)
+		// The term lives in cctx (its session does): cancelled when the term is over, or while
+		// campaigning when etcd turns out a new store.
+		cctx, cancel := context.WithCancel(ctx)
+		renewed := w.cancelOnNewStore(cctx, cancel)
+		term, err := w.el.Campaign(cctx)
+		if renewed() {
+			cancel()
+			if term != nil {
+				_ = term.Resign(ctx)
+			}
+			continue // at once, in the new store
+		}
 		if err != nil {
+			cancel()
 			if ctx.Err() != nil {
 				break
 			}
@@ -36,8 +49,9 @@ func (w *Writer) Run(ctx context.Context) error {
 		w.reached(nil)
 		w.accepted() // a campaign writes: a lease and a key
 		delay.Reset()
-		err = w.lead(ctx, term)
+		err = w.lead(cctx, term)
 		_ = term.Resign(ctx) // bounded by resignTimeout, whether ctx ended or not
+		cancel()
 		if err != nil && ctx.Err() == nil {
 			w.refused(err)
 			w.obs.Failed(w.el.Prefix(), err)
@@ -45,6 +59,46 @@ func (w *Writer) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// cancelOnNewStore cancels ctx (with cancel) when the client's Lineage finds etcd a new store,
+// until the returned func is called, which says whether it did. A campaign begins again then:
+// after a restore from a snapshot its wait on the leader's key would watch from a revision
+// that the restored store numbers anew, and hear nothing of that key for as long. A standby
+// asks etcd nothing while it waits, so at every return of the connection it reads the
+// election's keys (linearizable, count only): what shows the Lineage where etcd is.
+func (w *Writer) cancelOnNewStore(ctx context.Context, cancel context.CancelFunc) (stop func() bool) {
+	_, newStore := w.cfg.Members.Lineage().Generation()
+	if newStore == nil {
+		return func() bool { return false }
+	}
+	// The goroutine ends with the campaign's ctx or at stop, at most an attempt later.
+	wctx, disarm := context.WithCancel(ctx)
+	var fired atomic.Bool
+	go func() {
+		back := store.Reconnected(wctx, w.client)
+		for {
+			select {
+			case <-newStore:
+				if wctx.Err() == nil {
+					fired.Store(true)
+					cancel()
+				}
+				return
+			case <-back:
+				back = store.Reconnected(wctx, w.client)
+				rctx, rcancel := context.WithTimeout(wctx, w.cfg.AttemptTimeout)
+				_, _ = w.client.Get(rctx, w.el.Prefix()+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+				rcancel()
+			case <-wctx.Done():
+				return
+			}
+		}
+	}()
+	return func() bool {
+		disarm()
+		return fired.Load()
+	}
 }
 
 // pause waits after a failed campaign or term: store.Pause, cut short when etcd answers again;
