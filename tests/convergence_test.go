@@ -66,6 +66,7 @@ func TestConvergesAfterSeededFaults(t *testing.T) {
 	}
 	l := startLandscape(t)
 	hist := watchNames(t, l.cluster)
+	l.hist = hist
 
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := &churn{k8s: l.k8s, rng: rand.New(rand.NewPCG(seed, 2)), routes: map[string]*routeLife{}}
@@ -81,7 +82,7 @@ func TestConvergesAfterSeededFaults(t *testing.T) {
 	l.settle(t)
 	start := time.Now()
 	report := l.converged(t, 60*time.Second)
-	t.Logf("after the faults: %s (%v)", report, time.Since(start).Round(time.Millisecond))
+	t.Logf("after the faults: %s (%v; %v after the last fault ended)", report, time.Since(start).Round(time.Millisecond), time.Since(l.lastFault).Round(time.Millisecond))
 	violations, checked := hist.deletedWhileAlive(ch, l.routeNames(t))
 	for _, v := range violations {
 		t.Errorf("deleted while its route existed: %s", v)
@@ -98,6 +99,8 @@ type landscape struct {
 	central   *coreDNSProcess
 	centralCf string
 	reloads   int
+	hist      *nameHistory // follows etcd anew after a restore (restoreEtcd)
+	lastFault time.Time    // when the last fault ended
 }
 
 func startLandscape(t *testing.T) *landscape {
@@ -136,7 +139,8 @@ func (l *landscape) startWriter(t *testing.T, i int) {
 // injectFaults runs faults drawn from rng, one after the other, for length; the first four
 // are one of each kind, in an order drawn from rng.
 func (l *landscape) injectFaults(t *testing.T, rng *rand.Rand, length time.Duration) []string {
-	kinds := []func(*testing.T, *rand.Rand) string{l.killWriter, l.freezeMember, l.restartAPIServer, l.reloadCentral}
+	kinds := []func(*testing.T, *rand.Rand) string{l.killWriter, l.freezeMember, l.restartAPIServer, l.reloadCentral,
+		l.restoreEtcd}
 	order := rng.Perm(len(kinds))
 	var done []string
 	end := time.Now().Add(length)
@@ -146,6 +150,7 @@ func (l *landscape) injectFaults(t *testing.T, rng *rand.Rand, length time.Durat
 			k = order[i]
 		}
 		done = append(done, kinds[k](t, rng))
+		l.lastFault = time.Now()
 		pause := time.Duration(500+rng.IntN(2500)) * time.Millisecond
 		time.Sleep(min(pause, max(time.Until(end), 0))) // the schedule's spacing, not a wait for a condition
 	}
