@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -13,12 +14,14 @@ import (
 
 // Members keeps a client on the etcd members that answer, and follows the cluster's members.
 //
-// The configured endpoints are only the seed. Every round asks the cluster for its member list
-// and uses the members' client URLs, so a member added to the cluster is used without a
-// Corefile change, and replacing every original member one by one (remove one, add one)
-// keeps the client on the cluster. A configured endpoint that is not a member's URL (a load
-// balancer, a DNS name of them all) stays while it answers; one that neither is a member nor
-// answers (a member removed) is dropped, and tried again only when nothing else answers.
+// The configured endpoints are only the seed when they name a member. Every round asks the
+// cluster for its member list and uses the members' client URLs, so a member added to the
+// cluster is used without a Corefile change, and replacing every original member one by one
+// (remove one, add one) keeps the client on the cluster. A configured endpoint that is not a
+// member's URL (a DNS name of them all) stays while it answers; one that neither is a member
+// nor answers (a member removed) is dropped, and tried again only when nothing else answers.
+// Endpoints that name no member at all are a front the operator put before etcd (a load
+// balancer, a proxy): they are used as they are, and the member list is not followed.
 //
 // A frozen member (SIGSTOP, a hung host or disk) keeps its TCP connection open, so gRPC goes on
 // picking it, round robin, for one request or stream in three until its keep-alive closes the
@@ -52,6 +55,7 @@ type Members struct {
 	using     []string        // what the client uses now
 	members   []string        // the member URLs at the last round that read them, sorted
 	used      map[string]bool // every endpoint used so far (Run's goroutine's)
+	following atomic.Uint32   // a following: whether the member list is followed
 }
 
 // Logger is where Members says when it leaves a member and when it uses it again; clog.P is one.
@@ -214,8 +218,8 @@ func (m *Members) round(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
-	if len(answered) > 0 {
-		if urls, ok := m.memberURLs(ctx, answeredFirst(candidates, answered)); ok {
+	if len(answered) > 0 && following(m.following.Load()) != followNot {
+		if urls, ok := m.memberURLs(ctx, answeredFirst(candidates, answered)); ok && m.follows(urls) {
 			m.mu.Lock()
 			m.members = sorted(urls)
 			m.mu.Unlock()
@@ -299,6 +303,9 @@ func (m *Members) followMembers(ctx context.Context) {
 		if err != nil {
 			continue
 		}
+		if following(m.following.Load()) == followNot {
+			return // the endpoints are a front: nothing to follow
+		}
 		m.mu.Lock()
 		changed := !slices.Equal(sorted(clientURLs(resp.Members)), m.members)
 		m.mu.Unlock()
@@ -353,6 +360,32 @@ func (m *Members) memberURLs(ctx context.Context, ep string) (urls []string, ok 
 	}
 	urls = clientURLs(resp.Members)
 	return urls, len(urls) > 0
+}
+
+// Whether the member list is followed: decided at the first one read.
+type following uint32
+
+const (
+	followUndecided following = iota
+	followYes
+	followNot
+)
+
+// follows decides, at the first member list read, whether to follow it: when the configured
+// endpoints name a member, they are a seed; when they name none, they are a front (a load
+// balancer, a proxy, a tunnel) that the operator put before etcd, which the clients must go
+// through rather than around, and they are used as they are. Run's goroutine calls it.
+func (m *Members) follows(urls []string) bool {
+	if following(m.following.Load()) == followUndecided {
+		decided := followNot
+		if slices.ContainsFunc(m.seeds, func(s string) bool { return slices.Contains(urls, s) }) {
+			decided = followYes
+		} else {
+			m.log.Infof("etcd endpoints %v are none of its members' own URLs %v (a load balancer or a proxy): using them as they are, not the member list", m.seeds, urls)
+		}
+		m.following.Store(uint32(decided))
+	}
+	return following(m.following.Load()) == followYes
 }
 
 // follow is the candidates once the cluster said its members are at urls: the seeds that are

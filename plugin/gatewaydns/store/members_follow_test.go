@@ -3,11 +3,13 @@ package store
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -85,5 +87,37 @@ func TestMembersFollowTheClusterAsEveryOriginalMemberIsReplaced(t *testing.T) {
 		if n := log.count("Using etcd member " + mem.ClientURL + ": the cluster lists it"); n != 1 {
 			t.Errorf("logged the use of %s %d times, want once: %q", mem.Name, n, log.all)
 		}
+	}
+}
+
+// Endpoints that name none of the members are a front (a load balancer, a proxy, here a TCP
+// proxy before one member): the client goes through it, never around it, and says so once.
+func TestAFrontBeforeEtcdIsUsedAsItIs(t *testing.T) {
+	e := testenv.StartEtcd(t)
+	front, err := tcpproxy.Start(strings.TrimPrefix(e.ClientURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { front.Close() })
+	log := &lines{}
+	client, m, err := Connect(Config{Endpoints: []string{"http://" + front.Addr}}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	runMembers(t, m)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if !getOrSuspect(ctx, client, m) {
+		t.Fatal("no answer through the front")
+	}
+	for range 3 {
+		m.Suspect(ctx)
+	}
+	if got := client.Endpoints(); !slices.Equal(got, []string{"http://" + front.Addr}) {
+		t.Errorf("the client uses %v, want the front alone", got)
+	}
+	if n := log.count("none of its members' own URLs"); n != 1 {
+		t.Errorf("said it uses the front as it is %d times, want once: %q", n, log.all)
 	}
 }
