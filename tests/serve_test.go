@@ -215,7 +215,10 @@ func TestExplainRevealsWhereAnswersComeFrom(t *testing.T) {
 	port, plain := freePort(t), freePort(t)
 	startCoreDNS(t, fmt.Sprintf("zone.test:%d {\n gatewaydns {\n  endpoint %s\n  explain\n }\n}\nzone.test:%d {\n gatewaydns {\n  endpoint %[2]s\n }\n}\n", port, etcd.ClientURL, plain))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	// Both blocks have loaded: before its load a block answers SERVFAIL to any question, a CH
+	// one too, which is not the refusal the last check looks for.
 	waitFor(t, 10*time.Second, addr, "web.zone.test.", dns.TypeA, answersWith("203.0.113.10"))
+	waitFor(t, 10*time.Second, fmt.Sprintf("127.0.0.1:%d", plain), "web.zone.test.", dns.TypeA, answersWith("203.0.113.10"))
 
 	m := new(dns.Msg)
 	m.SetQuestion("web.zone.test.", dns.TypeTXT)
