@@ -113,8 +113,9 @@ type statusWriter struct {
 	queue workqueue.TypedRateLimitingInterface[dnsrecord.ObjectRef]
 	generations
 	// pruned: the API server dropped the conditions of the last status written (a CRD without
-	// them in its schema); only the goroutine reads and writes it, on a change of prunedLog.
+	// them in its schema), last seen at prunedAt; only the goroutine reads and writes them.
 	pruned    bool
+	prunedAt  time.Time
 	prunedLog statelog.State[bool]
 }
 

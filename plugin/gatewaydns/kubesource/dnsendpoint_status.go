@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,6 +41,9 @@ const (
 	ReasonFailed     = "Failed"
 	ReasonFiltered   = "Filtered"
 )
+
+// prunedRetry is how often the conditions are sent again while the CRD prunes them.
+const prunedRetry = time.Minute
 
 // maxConditionMessage is the API's bound on a condition's message.
 const maxConditionMessage = 32768
@@ -106,9 +110,11 @@ func (w *Watcher) writeStatus(ctx context.Context, sw *statusWriter, ref dnsreco
 	if !ok || !isDE || !w.cfg.SelectsDNSEndpoint(d) {
 		return nil
 	}
-	// A CRD that prunes the conditions is asked again with the next generation only: until
-	// then a patch would change nothing, however often the names are reported.
-	conditions := w.opts.Conditions && (!sw.pruned || d.Status.ObservedGeneration != d.Generation)
+	// While the CRD prunes the conditions, a patch of them would change nothing, however often
+	// the names are reported: they are sent again with a new generation, or once a minute to
+	// see whether the CRD was given them.
+	conditions := w.opts.Conditions &&
+		(!sw.pruned || d.Status.ObservedGeneration != d.Generation || time.Since(sw.prunedAt) >= prunedRetry)
 	status := map[string]any{"observedGeneration": d.Generation}
 	body := map[string]any{"status": status}
 	if conditions {
@@ -135,6 +141,9 @@ func (w *Watcher) writeStatus(ctx context.Context, sw *statusWriter, ref dnsreco
 	}
 	if conditions {
 		_, kept, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		if !kept {
+			sw.prunedAt = time.Now()
+		}
 		sw.prunedLog.Set(!kept, func(bool) {
 			sw.pruned = !kept
 			if sw.pruned {
