@@ -88,10 +88,11 @@ func (w *Watcher) processDNSEndpoint(ref dnsrecord.ObjectRef) {
 		return
 	}
 	claims, rejected := w.cfg.DNSEndpointClaims(d)
-	w.apply(ref, claims)
+	changed := w.desired.Set(ref, claims)
+	w.changed(changed)
 	w.report(ref, string(d.UID), rejected)
 	if w.cfg.SelectsDNSEndpoint(d) {
-		sw.mapped(ref, d.Generation)
+		sw.mapped(ref, d.Generation, len(changed) == 0)
 		w.statusPending = append(w.statusPending, ref)
 	}
 }

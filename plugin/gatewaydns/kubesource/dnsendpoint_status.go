@@ -59,8 +59,9 @@ type generations struct {
 }
 
 // mapped records that generation gen of ref is in Desired (the worker, before its names are
-// handed to the writer).
-func (sw *statusWriter) mapped(ref dnsrecord.ObjectRef, gen int64) {
+// handed to the writer). unchanged: it changed no name's endpoint, so what the writer reported
+// of the generation before holds for it too: there is nothing new to reconcile.
+func (sw *statusWriter) mapped(ref dnsrecord.ObjectRef, gen int64, unchanged bool) {
 	if sw == nil {
 		return
 	}
@@ -68,6 +69,9 @@ func (sw *statusWriter) mapped(ref dnsrecord.ObjectRef, gen int64) {
 	defer sw.mu.Unlock()
 	if sw.mappedGen == nil {
 		sw.mappedGen, sw.reportedGen = make(map[dnsrecord.ObjectRef]int64), make(map[dnsrecord.ObjectRef]int64)
+	}
+	if prev, ok := sw.mappedGen[ref]; ok && unchanged && sw.reportedGen[ref] == prev {
+		sw.reportedGen[ref] = gen
 	}
 	sw.mappedGen[ref] = gen
 }

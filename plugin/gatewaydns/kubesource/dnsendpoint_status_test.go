@@ -71,3 +71,35 @@ func TestDNSEndpointAcceptedNamesTheEntriesRefused(t *testing.T) {
 		t.Errorf("every entry refused: %+v, want Invalid", c)
 	}
 }
+
+// TestDNSEndpointReadySpeaksForAGenerationOnceReported: Ready is written for a generation only
+// once the writer has reported on the names it maps to, or when it maps to what the generation
+// before did, which the writer reported on (nothing new to reconcile).
+func TestDNSEndpointReadySpeaksForAGenerationOnceReported(t *testing.T) {
+	sw := &statusWriter{}
+	ref := pubRecs
+	sw.mapped(ref, 1, false)
+	if sw.reportedOn(ref, 1) {
+		t.Fatal("generation 1 reported on before the writer reported")
+	}
+	sw.reported(ref)
+	if !sw.reportedOn(ref, 1) {
+		t.Fatal("generation 1 not reported on after the writer reported")
+	}
+	sw.mapped(ref, 2, true) // a spec change that changes no name's records
+	if !sw.reportedOn(ref, 2) {
+		t.Fatal("generation 2, which changes nothing the writer publishes, waits for a report")
+	}
+	sw.mapped(ref, 3, false) // a new target
+	if sw.reportedOn(ref, 3) {
+		t.Fatal("generation 3, a change to commit, reported on before the writer reported")
+	}
+	sw.mapped(ref, 4, true) // nothing more: still waiting for 3's report
+	if sw.reportedOn(ref, 4) {
+		t.Fatal("generation 4 reported on while generation 3's change was not")
+	}
+	sw.forget(ref)
+	if sw.reportedOn(ref, 4) {
+		t.Fatal("a DNSEndpoint deleted is still reported on")
+	}
+}
