@@ -52,8 +52,8 @@ type PublishedName struct {
 	Failed string
 }
 
-// Announcement is a change of what one object publishes, to be told on it.
-type Announcement struct {
+// announcement is a change of what one object publishes, to be told on it.
+type announcement struct {
 	Object dnsrecord.ObjectRef
 	// Names are the names it publishes now, sorted; none when it publishes nothing any more.
 	Names []string
@@ -101,7 +101,7 @@ type objectChange struct {
 // apply records p and returns the changes that are news, by object, and the DNSEndpoints
 // among the objects of the names reported (their status is looked at again). sources are the
 // objects a name is published for now (Desired's Sources).
-func (t *publications) apply(p Publication, sources func(name string) []dnsrecord.ObjectRef) (news []Announcement, endpoints []dnsrecord.ObjectRef) {
+func (t *publications) apply(p Publication, sources func(name string) []dnsrecord.ObjectRef) (news []announcement, endpoints []dnsrecord.ObjectRef) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
@@ -114,68 +114,9 @@ func (t *publications) apply(p Publication, sources func(name string) []dnsrecor
 	}
 	baseline := !t.settled
 	changes := make(map[dnsrecord.ObjectRef]*objectChange)
-	change := func(ref dnsrecord.ObjectRef) *objectChange {
-		c := changes[ref]
-		if c == nil {
-			c = &objectChange{}
-			changes[ref] = c
-		}
-		return c
-	}
 	dnsEndpoints := make(map[dnsrecord.ObjectRef]bool)
 	for _, pn := range p.Names {
-		src := sources(pn.Name)
-		prev := t.names[pn.Name]
-		if prev == nil {
-			prev = &nameReport{}
-		}
-		markDNSEndpoints(dnsEndpoints, prev.sources, src)
-		if pn.Failed != "" {
-			if !prev.seen {
-				prev.sources = src
-			}
-			prev.failed = pn.Failed
-			t.names[pn.Name] = prev
-			continue
-		}
-		var was, now []dnsrecord.ObjectRef // the objects it was and is published for
-		if prev.seen && prev.held {
-			was = prev.sources
-		}
-		if pn.Held {
-			now = src
-		}
-		rev := prev.rev
-		if pn.Committed || !prev.seen || prev.held != pn.Held {
-			rev = pn.Revision
-		}
-		cur := &nameReport{seen: true, held: pn.Held, rev: rev, sources: src, withheld: pn.Withheld}
-		for _, ref := range was {
-			if !slices.Contains(now, ref) {
-				c := change(ref)
-				c.lost = append(c.lost, pn.Name)
-			}
-		}
-		for _, ref := range now {
-			if !slices.Contains(was, ref) {
-				c := change(ref)
-				c.gained = append(c.gained, pn.Name)
-				c.gainedKnown = c.gainedKnown || prev.seen
-			}
-		}
-		if pn.Committed {
-			for _, refs := range [][]dnsrecord.ObjectRef{was, now} {
-				for _, ref := range refs {
-					c := change(ref)
-					c.committed, c.commitRev = true, max(c.commitRev, pn.Revision)
-				}
-			}
-		}
-		if cur.held || cur.sources != nil {
-			t.names[pn.Name] = cur
-		} else {
-			delete(t.names, pn.Name) // nothing held, nobody asks: nothing to remember
-		}
+		t.record(pn, sources(pn.Name), changes, dnsEndpoints)
 	}
 	t.settled = t.settled || p.Settled
 	refs := make([]dnsrecord.ObjectRef, 0, len(changes))
@@ -195,9 +136,71 @@ func (t *publications) apply(p Publication, sources func(name string) []dnsrecor
 	return news, endpoints
 }
 
+// record records the report of one name, whose objects are now src, and what it changes of
+// the objects it was and is published for (in changes); dnsEndpoints gets the DNSEndpoints of
+// both.
+func (t *publications) record(pn PublishedName, src []dnsrecord.ObjectRef, changes map[dnsrecord.ObjectRef]*objectChange, dnsEndpoints map[dnsrecord.ObjectRef]bool) {
+	change := func(ref dnsrecord.ObjectRef) *objectChange {
+		c := changes[ref]
+		if c == nil {
+			c = &objectChange{}
+			changes[ref] = c
+		}
+		return c
+	}
+	prev := t.names[pn.Name]
+	if prev == nil {
+		prev = &nameReport{}
+	}
+	markDNSEndpoints(dnsEndpoints, prev.sources, src)
+	if pn.Failed != "" { // what it holds is unknown: nothing changes but the failure
+		if !prev.seen {
+			prev.sources = src
+		}
+		prev.failed = pn.Failed
+		t.names[pn.Name] = prev
+		return
+	}
+	var was, now []dnsrecord.ObjectRef // the objects it was and is published for
+	if prev.seen && prev.held {
+		was = prev.sources
+	}
+	if pn.Held {
+		now = src
+	}
+	for _, ref := range was {
+		if !slices.Contains(now, ref) {
+			c := change(ref)
+			c.lost = append(c.lost, pn.Name)
+		}
+	}
+	for _, ref := range now {
+		if !slices.Contains(was, ref) {
+			c := change(ref)
+			c.gained = append(c.gained, pn.Name)
+			c.gainedKnown = c.gainedKnown || prev.seen
+		}
+	}
+	if pn.Committed {
+		for _, ref := range slices.Concat(was, now) {
+			c := change(ref)
+			c.committed, c.commitRev = true, max(c.commitRev, pn.Revision)
+		}
+	}
+	rev := prev.rev // a report that changes nothing may name an older key's revision: kept
+	if pn.Committed || !prev.seen || prev.held != pn.Held {
+		rev = pn.Revision
+	}
+	if !pn.Held && src == nil {
+		delete(t.names, pn.Name) // nothing held, nobody asks: nothing to remember
+		return
+	}
+	t.names[pn.Name] = &nameReport{seen: true, held: pn.Held, rev: rev, sources: src, withheld: pn.Withheld}
+}
+
 // changeObject applies c to what ref publishes. changed: names or revision differ; news: the
 // change is to be told (see the file's comment).
-func (t *publications) changeObject(ref dnsrecord.ObjectRef, c *objectChange, baseline bool) (a Announcement, changed, news bool) {
+func (t *publications) changeObject(ref dnsrecord.ObjectRef, c *objectChange, baseline bool) (a announcement, changed, news bool) {
 	prev := t.objects[ref]
 	names := slices.DeleteFunc(slices.Clone(prev.names), func(n string) bool { return slices.Contains(c.lost, n) })
 	names = append(names, c.gained...)
@@ -214,7 +217,7 @@ func (t *publications) changeObject(ref dnsrecord.ObjectRef, c *objectChange, ba
 		rev = t.newestRevision(names)
 	}
 	if sameNames && rev == prev.rev {
-		return Announcement{}, false, false
+		return announcement{}, false, false
 	}
 	if len(names) == 0 {
 		delete(t.objects, ref)
@@ -222,7 +225,7 @@ func (t *publications) changeObject(ref dnsrecord.ObjectRef, c *objectChange, ba
 		t.objects[ref] = objectPublished{names: names, rev: rev}
 	}
 	news = c.committed || (!baseline && (len(c.lost) > 0 || c.gainedKnown))
-	return Announcement{Object: ref, Names: names, Was: prev.names, Revision: rev}, true, news
+	return announcement{Object: ref, Names: names, Was: prev.names, Revision: rev}, true, news
 }
 
 // newestRevision is the newest revision among the names' records.

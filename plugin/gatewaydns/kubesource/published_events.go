@@ -43,7 +43,7 @@ func (w *Watcher) Published(p Publication) {
 }
 
 // announcementMessage is what an Event says of a.
-func announcementMessage(a Announcement) string {
+func announcementMessage(a announcement) string {
 	switch {
 	case len(a.Names) > 0:
 		return fmt.Sprintf("Published in etcd at revision %d: %s", a.Revision, listNames(a.Names))

@@ -34,7 +34,7 @@ func withdrawn(name string, rev int64) PublishedName {
 	return PublishedName{Name: name, Revision: rev, Committed: true}
 }
 
-func announced(as []Announcement) []string {
+func announced(as []announcement) []string {
 	var out []string
 	for _, a := range as {
 		if len(a.Names) == 0 {
@@ -148,13 +148,13 @@ func TestAnnouncementMessages(t *testing.T) {
 		many[i] = fmt.Sprintf("n%02d.example", i)
 	}
 	for _, tc := range []struct {
-		a    Announcement
+		a    announcement
 		want string
 	}{
-		{Announcement{Names: []string{"a.example", "b.example"}, Revision: 57}, "Published in etcd at revision 57: a.example, b.example"},
-		{Announcement{Was: []string{"a.example"}, Revision: 60}, "Withdrawn from etcd at revision 60: a.example"},
-		{Announcement{Was: []string{"a.example"}}, "No longer published: a.example"},
-		{Announcement{Names: many, Revision: 9}, "Published in etcd at revision 9: " + strings.Join(many[:10], ", ") + " and 2 more"},
+		{announcement{Names: []string{"a.example", "b.example"}, Revision: 57}, "Published in etcd at revision 57: a.example, b.example"},
+		{announcement{Was: []string{"a.example"}, Revision: 60}, "Withdrawn from etcd at revision 60: a.example"},
+		{announcement{Was: []string{"a.example"}}, "No longer published: a.example"},
+		{announcement{Names: many, Revision: 9}, "Published in etcd at revision 9: " + strings.Join(many[:10], ", ") + " and 2 more"},
 	} {
 		if got := announcementMessage(tc.a); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.a, got, tc.want)
