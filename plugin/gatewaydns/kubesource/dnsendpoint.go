@@ -1,18 +1,14 @@
 // The DNSEndpoint source (external-dns's --source=crd): a dynamic informer on
 // externaldns.k8s.io/v1alpha1 dnsendpoints, found by the discovery loop like the Gateway API
-// kinds, and the status.observedGeneration write-back.
+// kinds, and the queue of the status write-back (dnsendpoint_status.go).
 
 package kubesource
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -20,6 +16,7 @@ import (
 
 	dnsrecord "github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/statelog"
 )
 
 // dnsEndpointKind is the DNSEndpoint kind as discovery looks for it.
@@ -81,17 +78,21 @@ func (s *slimmer) dnsEndpoint(u *unstructured.Unstructured) *source.DNSEndpoint 
 	return out
 }
 
-// processDNSEndpoint maps one DNSEndpoint and, once its names are handed on, writes back the
-// generation it read.
+// processDNSEndpoint maps one DNSEndpoint and, once its names are handed on, has its status
+// looked at (dnsendpoint_status.go): the generation read, and whether its entries were taken.
 func (w *Watcher) processDNSEndpoint(ref dnsrecord.ObjectRef) {
+	sw := w.status.Load()
 	d, ok := stored[*source.DNSEndpoint](w, ref)
 	if !ok {
+		sw.forget(ref)
 		return
 	}
 	claims, rejected := w.cfg.DNSEndpointClaims(d)
-	w.apply(ref, claims)
+	changed := w.desired.Set(ref, claims)
+	w.changed(changed)
 	w.report(ref, string(d.UID), rejected)
-	if d.Status.ObservedGeneration != d.Generation && w.cfg.SelectsDNSEndpoint(d) {
+	if w.cfg.SelectsDNSEndpoint(d) {
+		sw.mapped(ref, d.Generation, len(changed) == 0)
 		w.statusPending = append(w.statusPending, ref)
 	}
 }
@@ -107,9 +108,16 @@ func (w *Watcher) handOffStatus() {
 	w.statusPending = nil
 }
 
-// statusWriter is the queue of the status writes and its goroutine.
+// statusWriter is the queue of the status writes and its goroutine, and what decides a
+// DNSEndpoint's Ready condition besides the published names (dnsendpoint_status.go).
 type statusWriter struct {
 	queue workqueue.TypedRateLimitingInterface[dnsrecord.ObjectRef]
+	generations
+	// pruned: the API server dropped the conditions of the last status written (a CRD without
+	// them in its schema), last seen at prunedAt; only the goroutine reads and writes them.
+	pruned    bool
+	prunedAt  time.Time
+	prunedLog statelog.State[bool]
 }
 
 // statusRequestTimeout bounds one status write: a black-holed API server delays the next one,
@@ -120,8 +128,8 @@ const statusRequestTimeout = 10 * time.Second
 // waits for the object's next change.
 const statusRetries = 5
 
-// startStatusWriter starts, once, the goroutine that writes status.observedGeneration. It is
-// called from the discovery loop, which the WaitGroup counts.
+// startStatusWriter starts, once, the goroutine that writes the status. It is called from the
+// discovery loop, which the WaitGroup counts.
 func (w *Watcher) startStatusWriter(ctx context.Context) {
 	if w.status.Load() != nil {
 		return
@@ -143,38 +151,17 @@ func (w *Watcher) startStatusWriter(ctx context.Context) {
 			if shutdown {
 				return
 			}
-			err := w.writeObservedGeneration(ctx, ref)
+			err := w.writeStatus(ctx, w.status.Load(), ref)
 			switch {
 			case err == nil || ctx.Err() != nil:
 				q.Forget(ref)
 			case q.NumRequeues(ref) < statusRetries:
 				q.AddRateLimited(ref)
 			default:
-				log.Warningf("Could not write status.observedGeneration of DNSEndpoint %s/%s: %v", ref.Namespace, ref.Name, err)
+				log.Warningf("Could not write the status of DNSEndpoint %s/%s: %v", ref.Namespace, ref.Name, err)
 				q.Forget(ref)
 			}
 			q.Done(ref)
 		}
 	}()
-}
-
-// writeObservedGeneration sets status.observedGeneration of the DNSEndpoint to the generation
-// the cache holds, if it is not that already, with a merge patch of the status subresource:
-// it sets that one field, so it cannot conflict with another writer of the object.
-func (w *Watcher) writeObservedGeneration(ctx context.Context, ref dnsrecord.ObjectRef) error {
-	obj, ki, ok := w.get(ref)
-	d, isDE := obj.(*source.DNSEndpoint)
-	if !ok || !isDE || d.Status.ObservedGeneration == d.Generation {
-		return nil
-	}
-	gvr := source.DNSEndpointGVR
-	gvr.Version = ki.version
-	patch := []byte(`{"status":{"observedGeneration":` + strconv.FormatInt(d.Generation, 10) + `}}`)
-	rctx, cancel := context.WithTimeout(ctx, statusRequestTimeout)
-	defer cancel()
-	_, err := w.dyn.Resource(gvr).Namespace(d.Namespace).Patch(rctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
-	if err != nil {
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
 }

@@ -94,6 +94,10 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Component is the source component of the Events; "" means DefaultComponent.
 	Component string
+	// Conditions: a DNSEndpoint's status gets, besides observedGeneration, status.endpoints
+	// and the Accepted and Ready conditions (dnsendpoint_status.go). Off in a dry run, which
+	// publishes nothing: external-dns, publishing beside it, owns them.
+	Conditions bool
 	// Kinds limits the objects read to these route kinds, Ingress, Service and DNSEndpoint
 	// (source.Kind*); empty means every route kind and Ingress: the opt-in kinds (optInKinds:
 	// Services, DNSEndpoints) are read only when named. Gateways and Namespaces are read
@@ -173,6 +177,8 @@ type Watcher struct {
 	statusPending []dnsrecord.ObjectRef
 
 	status atomic.Pointer[statusWriter] // started with the DNSEndpoint informer
+
+	published publications // what each object published, as the writer tells (Published)
 }
 
 // New returns a Watcher that talks to the API server of rc. Start starts it.

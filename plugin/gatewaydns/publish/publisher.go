@@ -86,6 +86,7 @@ func newPublisher(cfg *Config, client *clientv3.Client) (*publisher, error) {
 	opts := cfg.kindOptions()
 	opts.Config, opts.Observer = cfg.Source, obs
 	opts.ReportWhenLeading = true // writerEvents.Leading: the replicas of an owner report once
+	opts.Conditions = !cfg.DryRun // a dry run publishes nothing to be Ready
 	opts.OnChange = func(names []string) { p.writer.Enqueue(names...) }
 	p.kube, err = kubesource.New(rc, opts)
 	if err != nil {

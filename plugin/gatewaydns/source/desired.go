@@ -258,6 +258,19 @@ func (d *Desired) Endpoint(name string) (record.Endpoint, bool) {
 	return cloneEndpoint(st.merged.ep), true
 }
 
+// Sources returns the objects whose claims make the endpoint of one name (its Sources, the
+// winners of its merge), sorted; nil when no object asks for it. Unlike the other reads it hands
+// out Desired's own slice, which a caller may keep (the objects a name was published for, of
+// every name a writer holds): it is never written to, a change replaces it.
+func (d *Desired) Sources(name string) []record.ObjectRef {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if st, ok := d.names[name]; ok && st.merged.ep.Name != "" {
+		return st.merged.ep.Sources
+	}
+	return nil
+}
+
 // NameConflicts returns the conflicts (losing claims) on one name, sorted.
 func (d *Desired) NameConflicts(name string) []Rejection {
 	d.mu.Lock()

@@ -53,9 +53,13 @@ type DNSEndpointEntry struct {
 	RecordTTL     int64    `json:"recordTTL,omitempty"`
 }
 
-// DNSEndpointStatus is status of a DNSEndpoint.
+// DNSEndpointStatus is status of a DNSEndpoint: the generation read, and, with a CRD whose
+// schema has them (external-dns's from its status conditions on, kubernetes-sigs/external-dns
+// #6609), how many spec entries were taken and the Accepted and Ready conditions.
 type DNSEndpointStatus struct {
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Endpoints          *int32             `json:"endpoints,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // DeepCopyObject implements runtime.Object.
@@ -69,6 +73,11 @@ func (d *DNSEndpoint) DeepCopyObject() runtime.Object {
 	for i := range out.Spec.Endpoints {
 		out.Spec.Endpoints[i].Targets = slices.Clone(out.Spec.Endpoints[i].Targets)
 	}
+	if d.Status.Endpoints != nil {
+		n := *d.Status.Endpoints
+		out.Status.Endpoints = &n
+	}
+	out.Status.Conditions = slices.Clone(d.Status.Conditions)
 	return &out
 }
 

@@ -224,6 +224,9 @@ func (w *Writer) commitWith(ctx context.Context, term *Term, snap snapshot, batc
 	res.Deletes += dels
 	res.Revision = resp.Header.Revision
 	res.Adopted += adopted
+	for _, c := range batch {
+		res.committed(c.Name, resp.Header.Revision)
+	}
 	w.obs.Committed(puts, dels)
 	return nil
 }

@@ -190,6 +190,10 @@ type Result struct {
 	// stale are names whose commit found their keys changed since they were read: they are
 	// read and planned again.
 	stale []string
+	// revs are the names committed, each with the revision of its last transaction; seen is
+	// what the owner holds at each name read (published.go).
+	revs map[string]int64
+	seen map[string]seenName
 }
 
 func (r *Result) fail(name string, err error) {
@@ -212,6 +216,23 @@ func (r *Result) add(o *Result) {
 		r.fail(n, err)
 	}
 	r.stale = append(r.stale, o.stale...)
+	for n, rev := range o.revs {
+		r.committed(n, rev)
+	}
+	for n, s := range o.seen {
+		if r.seen == nil {
+			r.seen = make(map[string]seenName, len(o.seen))
+		}
+		r.seen[n] = s
+	}
+}
+
+// committed records that a transaction at revision rev changed name's records.
+func (r *Result) committed(name string, rev int64) {
+	if r.revs == nil {
+		r.revs = make(map[string]int64)
+	}
+	r.revs[name] = max(r.revs[name], rev)
 }
 
 // Writer keeps one owner's records in etcd equal to what Desired wants. Of the replicas of an
