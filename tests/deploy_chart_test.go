@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gatewaydns/gatewaydns/internal/docblocks"
 	"github.com/gatewaydns/gatewaydns/internal/kustomize"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -341,6 +342,7 @@ func TestChartDryRunApplies(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(rendered)) {
 		t.Run(name, func(t *testing.T) { dryRunApply(t, k.Config, rendered[name]) })
 	}
+	t.Run("DeployREADMEPipeline", func(t *testing.T) { deployREADMEPipeline(t, k.KubeconfigFile) })
 	if t.Failed() {
 		return
 	}
@@ -372,6 +374,38 @@ extraServerBlocks:
 		wl.waitReady(t, 60*time.Second)
 		waitFor(t, 5*time.Second, wl.DNS, "www.example.org.", dns.TypeA, answersWith("192.0.2.1"))
 	})
+}
+
+// deployREADMEPipeline runs deploy/README.md's helm template | kubectl apply as written, with
+// examples/workload.yaml for my-values.yaml, against the test's kube-apiserver, dry run.
+func deployREADMEPipeline(t *testing.T, kubeconfig string) {
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Skip("kubectl is not installed")
+	}
+	blocks, err := docblocks.Read(filepath.Join(filepath.Dir(chartDir(t)), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pipeline string
+	for _, b := range blocks {
+		if strings.HasPrefix(b.Lines[0], "helm template gatewaydns deploy/chart") {
+			pipeline = strings.Join(b.Lines, "\n")
+		}
+	}
+	if pipeline == "" {
+		t.Fatal("deploy/README.md shows no helm template gatewaydns deploy/chart | kubectl apply")
+	}
+	home := t.TempDir()
+	cmd := strings.NewReplacer("helm template", testenv.ToolBinary(t, "helm", "hack/build-helm.sh")+" template",
+		"my-values.yaml", filepath.Join(chartDir(t), "examples", "workload.yaml"),
+		"kubectl apply", "kubectl --kubeconfig "+kubeconfig+" apply --dry-run=server").Replace(pipeline)
+	sh := exec.Command("bash", "-o", "pipefail", "-c", cmd)
+	sh.Dir = filepath.Dir(filepath.Dir(chartDir(t)))
+	sh.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
+	out, err := sh.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "deployment.apps/coredns serverside-applied (server dry run)") {
+		t.Errorf("%s: %v\n%s", cmd, err, out)
+	}
 }
 
 // dryRunApply applies objs server-side with a dry run and strict field validation.
