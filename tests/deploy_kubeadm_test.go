@@ -207,15 +207,9 @@ func runDocumented(t *testing.T, k *testenv.Kube, file, prefix string, objs []*u
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, err := docblocks.Read(filepath.Join(root, file))
+	command, err := docblocks.Command(filepath.Join(root, file), prefix)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var command string
-	for _, b := range blocks {
-		if strings.HasPrefix(b.Lines[0], prefix) {
-			command = strings.Join(b.Lines, "\n")
-		}
 	}
 	if !strings.Contains(command, "--force-conflicts") {
 		t.Fatalf("%s shows no %s | kubectl apply --force-conflicts: %q", file, prefix, command)

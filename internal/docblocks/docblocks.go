@@ -155,3 +155,18 @@ func Lines(s string) []string {
 	}
 	return out
 }
+
+// Command is the block of file whose first line starts with prefix, its lines joined: a
+// documented command line, continued lines and all, as a shell runs it.
+func Command(file, prefix string) (string, error) {
+	blocks, err := Read(file)
+	if err != nil {
+		return "", err
+	}
+	for _, b := range blocks {
+		if strings.HasPrefix(b.Lines[0], prefix) {
+			return strings.Join(b.Lines, "\n"), nil
+		}
+	}
+	return "", fmt.Errorf("%s shows no block starting with %q", file, prefix)
+}

@@ -16,7 +16,6 @@ package alerting
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -31,6 +30,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/dashboard"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -432,28 +432,15 @@ func centralWithoutEtcd(t *testing.T, l *landscape) {
 // dashboardQuery is the query of the dashboard's panel title, for every server block.
 func dashboardQuery(t *testing.T, title string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(rulesFile), "dashboard.json"))
+	d, err := dashboard.Read(filepath.Join(filepath.Dir(rulesFile), "dashboard.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dash struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
+	expr, ok := d.Query(title)
+	if !ok {
+		t.Fatalf("the dashboard has no panel %q of one query", title)
 	}
-	if err := json.Unmarshal(b, &dash); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range dash.Panels {
-		if p.Title == title && len(p.Targets) == 1 {
-			return strings.ReplaceAll(p.Targets[0].Expr, "$server", ".*")
-		}
-	}
-	t.Fatalf("the dashboard has no panel %q of one query", title)
-	return ""
+	return strings.ReplaceAll(expr, "$server", ".*")
 }
 
 // clashesByHand writes, beside the writers' records, keys by hand: two names of their own
