@@ -26,6 +26,20 @@ type Target struct {
 	Check record.HealthCheck
 }
 
+// TargetOf is the target of a record's host (an address, or a host name) under its owner's
+// steering; ok is false when the steering declares no health check (or one that does not
+// read: record.Decode drops those).
+func TargetOf(host string, s record.Steering) (t Target, ok bool) {
+	if s.HealthCheck == "" {
+		return Target{}, false
+	}
+	hc, err := record.ParseHealthCheck(s.HealthCheck)
+	if err != nil {
+		return Target{}, false
+	}
+	return Target{Addr: host, Check: hc}, true
+}
+
 // String names the target in logs and metrics: the URL the check uses, e.g.
 // "tcp://10.0.0.1:443", "https://10.0.0.1:443/ready (Host app.example.com)".
 func (t Target) String() string {

@@ -581,3 +581,16 @@ func value(m prometheus.Metric) float64 {
 	}
 	return d.GetCounter().GetValue()
 }
+
+func TestTargetOf(t *testing.T) {
+	tg, ok := TargetOf("10.0.0.1", record.Steering{Weight: 5, Weighted: true, HealthCheck: "http://:8080/healthz"})
+	if !ok || tg.String() != "http://10.0.0.1:8080/healthz" {
+		t.Errorf("TargetOf = %v, %v", tg, ok)
+	}
+	if _, ok := TargetOf("10.0.0.1", record.Steering{Weight: 5, Weighted: true}); ok {
+		t.Error("a target without a health check")
+	}
+	if tg, _ := TargetOf("2001:db8::1", record.Steering{HealthCheck: "tcp://:443"}); tg.String() != "tcp://[2001:db8::1]:443" {
+		t.Errorf("IPv6 target %s", tg)
+	}
+}
