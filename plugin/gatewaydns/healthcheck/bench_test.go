@@ -8,11 +8,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/gatewaydns/gatewaydns/internal/cpuuse"
 )
 
 // listenersEnv makes the test binary a helper process that serves that many loopback
@@ -128,18 +129,14 @@ func benchChecker(b *testing.B, scheme string, n int) {
 	}
 
 	checks0, delay0, skipped0 := checksRun(server), delays(server), value(checksSkipped.WithLabelValues(server))
-	var ru0, ru1 syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
-	start := time.Now()
+	cpu0, start := cpuuse.Now(), time.Now()
 	b.ResetTimer()
 	for b.Loop() {
 		time.Sleep(DefaultInterval)
 	}
 	b.StopTimer()
 	wall := time.Since(start).Seconds()
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := time.Duration(syscall.TimevalToNsec(ru1.Utime) - syscall.TimevalToNsec(ru0.Utime) +
-		syscall.TimevalToNsec(ru1.Stime) - syscall.TimevalToNsec(ru0.Stime)).Seconds()
+	cpu := (cpuuse.Now() - cpu0).Seconds()
 	ran := checksRun(server) - checks0
 	b.ReportMetric(cpu/wall, "cpu-s/s")
 	b.ReportMetric(ran/wall, "checks/s")

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/gatewaydns/gatewaydns/internal/cpuuse"
 )
 
 // BenchmarkProbe is the cost of one check against a loopback listener in this process, one
@@ -21,6 +23,7 @@ func BenchmarkProbe(b *testing.B) {
 		tg := Target{Addr: "127.0.0.1", Check: check(b, hc)}
 		b.Run(tg.Check.Scheme, func(b *testing.B) {
 			b.ReportAllocs()
+			defer cpuuse.PerOp(b)()
 			for b.Loop() {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 				if err := p.check(ctx, tg); err != nil {

@@ -1,6 +1,10 @@
 package record
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gatewaydns/gatewaydns/internal/cpuuse"
+)
 
 // BenchmarkDecode is the cost of reading one value as the index loads a zone, for the value a
 // writer writes without a steering policy (the bulk of every zone) and, once steering exists,
@@ -13,6 +17,7 @@ func BenchmarkDecode(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			value := []byte(bc.value)
 			b.ReportAllocs()
+			defer cpuuse.PerOp(b)()
 			for b.Loop() {
 				if _, err := Decode("/skydns/cluster/openmcp/eu1/web/3e6bee2e", value); err != nil {
 					b.Fatal(err)

@@ -4,10 +4,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"syscall"
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/internal/cpuuse"
 )
 
 // BenchmarkChoose is the selection alone, for a name of three owners of two addresses each.
@@ -26,7 +27,7 @@ func BenchmarkChoose(b *testing.B) {
 			var buf [8]int
 			name := Prepare(bc.owners)
 			b.ReportAllocs()
-			defer cpuPerOp(b)()
+			defer cpuuse.PerOp(b)()
 			for b.Loop() {
 				_ = name.Choose(bc.client, rand.Uint64(), buf[:0])
 			}
@@ -54,7 +55,7 @@ func BenchmarkLocalityClient(b *testing.B) {
 	}
 	addr := netip.MustParseAddr("10.1.200.9")
 	b.ReportAllocs()
-	defer cpuPerOp(b)()
+	defer cpuuse.PerOp(b)()
 	for b.Loop() {
 		_ = l.Client(addr, -1)
 	}
@@ -89,7 +90,7 @@ func BenchmarkAnswer(b *testing.B) {
 		reply := new(dns.Msg)
 		answers := make([]dns.RR, 0, 8)
 		b.ReportAllocs()
-		defer cpuPerOp(b)()
+		defer cpuuse.PerOp(b)()
 		for b.Loop() {
 			answers = answers[:0]
 			if name == nil {
@@ -113,18 +114,4 @@ func BenchmarkAnswer(b *testing.B) {
 	b.Run("plain", func(b *testing.B) { answer(b, nil) })
 	b.Run("steered", func(b *testing.B) { answer(b, Prepare(weighted)) })
 	b.Run("tier", func(b *testing.B) { answer(b, Prepare(union)) })
-}
-
-// cpuPerOp starts counting the process's CPU time; the func it returns reports it per op as
-// cpu-ns/op. On a shared machine the wall time of ns/op grows with the others' load, the CPU
-// time much less.
-func cpuPerOp(b *testing.B) func() {
-	start := cpuTime()
-	return func() { b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op") }
-}
-
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime)
 }
