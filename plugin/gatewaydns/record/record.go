@@ -48,8 +48,11 @@ func Decode(key string, value []byte) (Value, error) {
 	var v Value
 	shown := clip(key) // a hostile key or host must not make a megabyte log line
 	if !parseValue(value, &v) {
-		v = Value{}
-		if err := json.Unmarshal(value, &v); err != nil {
+		// Another variable, so that v stays on the stack on the fast path: encoding/json
+		// takes its value's address through an interface, which moves it to the heap.
+		var slow Value
+		err := json.Unmarshal(value, &slow)
+		if v = slow; err != nil {
 			return v, fmt.Errorf("%s: %w", shown, err)
 		}
 	}
