@@ -368,6 +368,8 @@ func (c *Checker) check(t *target) {
 			c.m.changed(prev, cur)
 			c.gen.Add(1)
 		}
+	} else {
+		t.running = false // nothing to report: the next round may start
 	}
 	c.mu.Unlock()
 
@@ -375,11 +377,13 @@ func (c *Checker) check(t *target) {
 		c.m.own(t, cur, took)
 	}
 	if cur != prev {
+		// Still running while it is reported, so that the next round's change cannot be
+		// reported before this one.
 		c.report(t, Change{Target: t.Target, From: prev, To: cur}, err)
+		c.mu.Lock()
+		t.running = false
+		c.mu.Unlock()
 	}
-	c.mu.Lock()
-	t.running = false
-	c.mu.Unlock()
 }
 
 // report logs a change once per change of "down" (a target that comes up from Unknown is not

@@ -30,8 +30,9 @@ type prober struct {
 
 func newProber(timeout time.Duration) *prober {
 	// No TCP keep-alive: a check's connection lives for one check, and its four setsockopt
-	// calls were a tenth of a tcp check's cost.
-	return &prober{timeout: timeout, dialer: net.Dialer{Timeout: timeout, KeepAlive: -1}, transports: map[string]*http.Transport{}}
+	// calls were a tenth of a tcp check's cost. No Timeout either: the check's context has
+	// the deadline, and a second one would cost a second timer per check.
+	return &prober{timeout: timeout, dialer: net.Dialer{KeepAlive: -1}, transports: map[string]*http.Transport{}}
 }
 
 // maxBody is how much of a response body is read: a health endpoint's answer is its status.
