@@ -5,7 +5,7 @@
 // is pure: no I/O, no clock, no global random source (the caller hands in a random number),
 // and it allocates nothing on the way of a question.
 //
-// The caller (the index) groups a name's records by owner into Owners, with each owner's
+// The caller (the index) groups a name's records by owner into Owners (Group), with each owner's
 // record.Steering, its region (Locality.RegionOf) and how many of its addresses a health check
 // holds down (healthcheck), and prepares them into a Name when they change (the records, or a
 // check's state: healthcheck's Generation moved). It asks the Name's Choose per question,

@@ -292,3 +292,35 @@ func TestPreparedAnswersAsEveryStep(t *testing.T) {
 		}
 	}
 }
+
+func TestGroupGathersRecordsByOwner(t *testing.T) {
+	var g Group
+	w90 := record.Steering{Weight: 90, Weighted: true, HealthCheck: "tcp://:443"}
+	for _, r := range []struct {
+		owner string
+		s     record.Steering
+		down  bool
+	}{
+		{"eu1", w90, false}, {"us1", record.Steering{}, false}, {"eu1", w90, true},
+		{"eu1", record.Steering{Weight: 5, Weighted: true}, false}, // by hand, otherwise: the first holds
+		{"", record.Steering{}, false},
+	} {
+		g.Add(r.owner, r.s, r.down)
+	}
+	loc, err := locality(t, "locality-region eu eu1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := g.Owners(loc)
+	want := []Owner{{ID: "eu1", Region: "eu", Steering: w90, Addrs: 3, Down: 1}, {ID: "us1", Addrs: 1}, {ID: "", Addrs: 1}}
+	if !slices.Equal(owners, want) {
+		t.Fatalf("owners %+v\nwant   %+v", owners, want)
+	}
+	if !Steered(owners, nil) || Steered(owners[1:], nil) {
+		t.Error("Steered: a policy steers, none does not")
+	}
+	placing, _ := locality(t, "locality-cluster us1 10.3.0.0/16")
+	if !Steered(owners[1:], placing) || Steered(owners[1:2], placing) {
+		t.Error("Steered: locality steers a name of several owners, not one of one")
+	}
+}
