@@ -3,6 +3,7 @@ package healthcheck
 import (
 	"container/heap"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -351,6 +352,17 @@ func (c *Checker) check(t *target) {
 		return
 	}
 	took := end.Sub(start)
+	if err != nil && took > c.cfg.Timeout+c.cfg.Timeout/2 {
+		// The check ended well after its deadline: the checker got no CPU in time (an
+		// overloaded machine), and a failure then says nothing of the target. It counts
+		// neither way, so that an overloaded server does not fail healthy clusters over.
+		c.m.inconclusive.Inc()
+		c.mu.Lock()
+		t.status.Err = fmt.Sprintf("inconclusive: the check took %s of a %s timeout: %v", took.Round(time.Millisecond), c.cfg.Timeout, err)
+		t.running = false
+		c.mu.Unlock()
+		return
+	}
 	c.m.checked(t, err == nil, took)
 
 	c.mu.Lock()

@@ -399,8 +399,9 @@ func TestConcurrencyIsBounded(t *testing.T) {
 	}
 }
 
-// TestFirstChecksAreSpreadOverAnInterval: targets added at once are first checked at random
-// moments within one interval, not all at once.
+// TestFirstChecksAreSpreadOverAnInterval: targets added at once are due for their first check
+// at random moments within one interval, not all at once (the moments they are given, not when
+// a loaded machine runs them), and each is checked.
 func TestFirstChecksAreSpreadOverAnInterval(t *testing.T) {
 	f := newFake()
 	const interval = 500 * time.Millisecond
@@ -415,24 +416,28 @@ func TestFirstChecksAreSpreadOverAnInterval(t *testing.T) {
 	}
 	added := time.Now()
 	c.Set(ts)
-	eventually(t, 2*interval, "every target checked", func() bool {
+	var bins [5]int // fifths of the interval
+	c.mu.Lock()
+	for _, tg := range c.targets {
+		due := tg.due.Sub(added)
+		if tg.running || tg.run.passed > 0 { // checked already: its next round is an interval on
+			due -= interval
+		}
+		bins[min(max(int(due*5/interval), 0), 4)]++
+	}
+	c.mu.Unlock()
+	for _, n := range bins {
+		// 40 expected in each; fewer than 15 or more than 70 is a clump, not chance.
+		if n < 15 || n > 70 {
+			t.Errorf("first checks due by fifth of the interval: %v", bins)
+			break
+		}
+	}
+	eventually(t, 5*interval, "every target checked", func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		return len(f.first) == len(ts)
 	})
-	var bins [5]int // fifths of the interval
-	f.mu.Lock()
-	for _, at := range f.first {
-		bins[min(int(at.Sub(added)*5/interval), 4)]++
-	}
-	f.mu.Unlock()
-	for _, n := range bins {
-		// 40 expected in each; fewer than 15 or more than 70 is a clump, not chance.
-		if n < 15 || n > 70 {
-			t.Errorf("first checks by fifth of the interval: %v", bins)
-			break
-		}
-	}
 }
 
 // TestStopEndsEveryGoroutineAtOnce: Stop cancels checks in flight (black-holed connects) and
@@ -518,6 +523,7 @@ func TestSeriesAreForgottenByServer(t *testing.T) {
 		m.changed(Unknown, Up)
 		m.delay.Observe(0)
 		m.skipped.Inc()
+		m.inconclusive.Inc()
 	}, ForgetSeries)
 }
 
@@ -593,4 +599,34 @@ func TestTargetOf(t *testing.T) {
 	if tg, _ := TargetOf("2001:db8::1", record.Steering{HealthCheck: "tcp://:443"}); tg.String() != "tcp://[2001:db8::1]:443" {
 		t.Errorf("IPv6 target %s", tg)
 	}
+}
+
+// TestAStarvedCheckerFailsNoOneOver: a failure that ends well after the timeout (the checker
+// was not run in time, as on an overloaded machine) counts neither way: the target stays up.
+// One that ends at its timeout counts.
+func TestAStarvedCheckerFailsNoOneOver(t *testing.T) {
+	var late atomic.Bool
+	late.Store(true)
+	probe := func(ctx context.Context, _ Target) error {
+		<-ctx.Done()
+		if late.Load() {
+			time.Sleep(30 * time.Millisecond) // the deadline passed long before we ran again
+		}
+		return ctx.Err()
+	}
+	ch := &changes{}
+	c, err := newChecker(Config{Interval: 50 * time.Millisecond, Timeout: 20 * time.Millisecond}, "starved-test", ch.add, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	tg := tcpTarget("10.0.5.1")
+	c.Set([]Target{tg})
+	inconclusive := checksInconclusive.WithLabelValues("starved-test")
+	eventually(t, time.Second, "inconclusive checks", func() bool { return value(inconclusive) >= 4 })
+	if st, _ := c.Status(tg); st.State != Unknown || !strings.Contains(st.Err, "inconclusive") {
+		t.Fatalf("status %+v after late failures", st)
+	}
+	late.Store(false)
+	ch.waitTo(t, tg, Down, time.Second)
 }

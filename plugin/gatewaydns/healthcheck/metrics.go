@@ -39,6 +39,10 @@ var (
 		Help:    "How late a check started after it was due: intervals hold while this stays near 0.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 12),
 	}, []string{"server"})
+	checksInconclusive = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: subsystem, Name: "healthcheck_inconclusive_total",
+		Help: "Failed checks that ended well after their timeout (the checker got no CPU in time) and so count neither way.",
+	}, []string{"server"})
 	checksSkipped = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: subsystem, Name: "healthcheck_skipped_total",
 		Help: "Checks not run when due because the target's previous check had not ended (the workers are saturated).",
@@ -55,9 +59,10 @@ var (
 
 // metrics are one Checker's series.
 type metrics struct {
-	server  string
-	delay   prometheus.Observer
-	skipped prometheus.Counter
+	server       string
+	delay        prometheus.Observer
+	skipped      prometheus.Counter
+	inconclusive prometheus.Counter
 	// per scheme: pass, fail and duration, looked up once.
 	pass, fail map[string]prometheus.Counter
 	duration   map[string]prometheus.Observer
@@ -65,7 +70,8 @@ type metrics struct {
 
 func newMetrics(server string) *metrics {
 	m := &metrics{server: server, delay: checkDelay.WithLabelValues(server), skipped: checksSkipped.WithLabelValues(server),
-		pass: map[string]prometheus.Counter{}, fail: map[string]prometheus.Counter{}, duration: map[string]prometheus.Observer{}}
+		inconclusive: checksInconclusive.WithLabelValues(server),
+		pass:         map[string]prometheus.Counter{}, fail: map[string]prometheus.Counter{}, duration: map[string]prometheus.Observer{}}
 	for _, s := range []string{"tcp", "http", "https"} {
 		m.pass[s] = checks.WithLabelValues(server, s, "pass")
 		m.fail[s] = checks.WithLabelValues(server, s, "fail")
@@ -133,7 +139,7 @@ func ForgetSeries(server string) {
 	labels := prometheus.Labels{"server": server}
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{targetsByState, checks, checkDuration, transitions, checkDelay, checksSkipped, targetUp, targetDuration} {
+	}{targetsByState, checks, checkDuration, transitions, checkDelay, checksSkipped, checksInconclusive, targetUp, targetDuration} {
 		vec.DeletePartialMatch(labels)
 	}
 }
