@@ -6,6 +6,8 @@ package kubesource
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -72,8 +74,17 @@ func (s *slimmer) dnsEndpoint(u *unstructured.Unstructured) *source.DNSEndpoint 
 	out := &source.DNSEndpoint{ObjectMeta: s.routeMeta(&d.ObjectMeta), Status: d.Status}
 	out.Generation = d.Generation
 	for _, e := range d.Spec.Endpoints {
-		e.SetIdentifier = "" // ignored, as providerSpecific and labels, which are not decoded
-		out.Spec.Endpoints = append(out.Spec.Endpoints, e)
+		e.ProviderSpecific = slices.DeleteFunc(e.ProviderSpecific, func(p source.ProviderSpecificProperty) bool {
+			return !source.SteeringProperty(p.Name)
+		})
+		maps.DeleteFunc(e.Labels, func(k, _ string) bool { return !source.SteeringProperty(k) })
+		if len(e.ProviderSpecific) == 0 {
+			e.ProviderSpecific = nil
+		}
+		if len(e.Labels) == 0 {
+			e.Labels = nil
+		}
+		out.Spec.Endpoints = append(out.Spec.Endpoints, e) // setIdentifier kept: it makes aws/weight a weight
 	}
 	return out
 }

@@ -63,7 +63,7 @@ func (s *slimmer) keepAnnotation(key string) bool {
 		}
 	}
 	return key == source.BaseDomainAnnotation || key == source.IngressClassAnnotation ||
-		s.annotationKeys[key]
+		strings.HasPrefix(key, source.SteeringPrefix) || s.annotationKeys[key]
 }
 
 // meta keeps name, namespace, UID, resourceVersion, creationTimestamp, the annotations that are

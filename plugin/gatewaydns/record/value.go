@@ -23,19 +23,27 @@ type Value struct {
 	// SourceCount is how many objects asked for the name when the value was written, set only
 	// when that is more than Sources lists.
 	SourceCount int `json:"sourceCount,omitempty"`
+	// Steering is the owner's policy for the name (steering.go); a value without one has no
+	// "steering" field, and so the bytes it had before steering existed.
+	Steering Steering `json:"steering,omitzero"`
+	// SteeringIgnored says why Decode dropped the value's steering: the record is served, as
+	// a record without a policy. "" when it did not.
+	SteeringIgnored string `json:"-"`
 }
 
 // MaxSources is how many source objects a value lists at most.
 const MaxSources = 3
 
 // NewValue is the value owner writes for one target of ep: host = target, the endpoint's TTL,
-// targetstrip 1 (as external-dns writes, so an SRV target of an IP host is the name itself).
+// targetstrip 1 (as external-dns writes, so an SRV target of an IP host is the name itself),
+// and the endpoint's steering policy, if it has one.
 func NewValue(ep Endpoint, owner, target string) Value {
 	v := Value{Owner: owner}
 	v.Host = target
 	v.TTL = ep.TTL
 	v.TargetStrip = 1
 	v.setSources(ep.Sources)
+	v.Steering = ep.Steering
 	return v
 }
 
@@ -65,7 +73,8 @@ func (v Value) Encode() []byte {
 func (v Value) Equal(o Value) bool {
 	a, b := v.Service, o.Service
 	a.Key, b.Key = "", ""
-	if a != b || v.Owner != o.Owner || v.SourceCount != o.SourceCount || len(v.Sources) != len(o.Sources) {
+	if a != b || v.Owner != o.Owner || v.SourceCount != o.SourceCount || len(v.Sources) != len(o.Sources) ||
+		v.Steering != o.Steering {
 		return false
 	}
 	for i := range v.Sources {
@@ -77,7 +86,7 @@ func (v Value) Equal(o Value) bool {
 }
 
 // Current reports whether v, as read from etcd, needs no rewrite to become want: it answers the
-// same, has the same owner and lists the same sources. Only the count of a list cut short may
+// same, has the same owner and steering, and lists the same sources. Only the count of a list cut short may
 // differ: a route joining or leaving a name that a thousand routes share, beyond the listed
 // ones, changes no answer, so it writes nothing.
 func (v Value) Current(want Value) bool {

@@ -150,6 +150,7 @@ func (c *Config) ServiceClaims(svc *corev1.Service, sc ServiceContext) ([]Claim,
 		}
 	}
 	claims := claimsOf(ref, svc.CreationTimestamp.Time, ttl, published)
+	steerTargets(claims, c.objectPolicy(svc.Annotations, rs, ""))
 	if serviceType(svc) == corev1.ServiceTypeNodePort && !overridden {
 		for _, h := range all {
 			claims = append(claims, c.nodePortSRV(svc, h, ttl, rs)...)
