@@ -3,6 +3,7 @@ package gatewaydns
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 
@@ -219,10 +220,7 @@ func parseSOA(args []string, a *apex, cfg *config) error {
 			}
 			a.rname = name
 		case "refresh", "retry", "expire":
-			v, err := option.TTL(value)
-			if err == nil && v == 0 {
-				err = fmt.Errorf("must be more than 0")
-			}
+			v, err := option.TTL(value, 1, math.MaxUint32)
 			if err != nil {
 				return fmt.Errorf("soa %s %q: %w", field, value, err)
 			}

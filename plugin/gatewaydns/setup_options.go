@@ -5,6 +5,7 @@ package gatewaydns
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -102,7 +103,7 @@ func leaseTTL(set func(cfg *config, ttl uint32)) option.Func[*config] {
 		if len(args) != 1 {
 			return fmt.Errorf("%s needs exactly one duration", opt)
 		}
-		ttl, err := option.TTL(args[0])
+		ttl, err := option.TTL(args[0], 0, math.MaxUint32)
 		if err != nil {
 			return fmt.Errorf("invalid %s %q: %v", opt, args[0], err)
 		}

@@ -3,6 +3,7 @@ package gatewaydns
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/coredns/coredns/plugin/etcd/msg"
@@ -34,8 +35,9 @@ func setNegativeTTL(value string, cfg *config) error {
 	if cfg.negativeTTLSet {
 		return errors.New("given twice (negative-ttl and soa minimum are the same field)")
 	}
-	ttl, err := option.TTL(value)
+	ttl, err := option.TTL(value, 0, math.MaxUint32)
 	if err == nil && ttl > index.MaxNegativeTTL {
+		// Said in words rather than as option.TTL's range: why the bound is what it is.
 		err = fmt.Errorf("at most %ds: CoreDNS gives the SOA record a TTL of at most that, and resolvers cache a negative answer for the smaller of the two", index.MaxNegativeTTL)
 	}
 	if err != nil {
