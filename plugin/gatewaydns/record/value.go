@@ -123,11 +123,16 @@ func NamePath(prefix, name string) string {
 // KeySuffix is the last key element of owner's record for target: the first 8 hex digits of
 // sha256(owner NUL target). It has the shape of external-dns's random suffix and is the same on
 // every run, so a restart or a resync rewrites nothing.
-func KeySuffix(owner, target string) string {
+func KeySuffix(owner, target string) string { return keySuffix(owner, strings.ToLower(target)) }
+
+// keySuffix is the one hash behind every record's key suffix: the first 8 hex digits of
+// sha256(owner NUL what), what being the record's canonical form (a lower-cased target, or
+// Typed.String).
+func keySuffix(owner, what string) string {
 	h := sha256.New()
 	h.Write([]byte(owner))
 	h.Write([]byte{0})
-	h.Write([]byte(strings.ToLower(target)))
+	h.Write([]byte(what))
 	return hex.EncodeToString(h.Sum(nil))[:8]
 }
 
