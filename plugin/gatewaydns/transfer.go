@@ -45,7 +45,7 @@ func (g *GatewayDNS) Transfer(zone string, serial uint32) (<-chan []dns.RR, erro
 	}
 	opt := plugin.Options{NoApexFallback: g.NoApexFallback}
 	if serial != 0 {
-		if current := uint32(b.Revision(zone)); !serialAfter(current, serial) { // #nosec G115 -- RFC 1982
+		if current := uint32(b.Revision(zone)); !index.SerialAfter(current, serial) { // #nosec G115 -- RFC 1982
 			transfers.WithLabelValues(server, zones, "current").Inc()
 			soa := g.apexOf().soaAt(zone, current, b.MinTTL(request.Request{}))
 			return run.run(func(x *xfrRun) { x.send([]dns.RR{soa}) }), nil
@@ -157,6 +157,3 @@ func (p *pacer) pause() {
 	}
 	p.worked = now
 }
-
-// serialAfter reports whether serial a is after b in RFC 1982 arithmetic.
-func serialAfter(a, b uint32) bool { return a != b && int32(a-b) > 0 } // #nosec G115 -- RFC 1982
