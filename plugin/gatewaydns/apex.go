@@ -8,13 +8,13 @@ import (
 	"strings"
 
 	"github.com/coredns/coredns/plugin"
-	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // apex is what a stanza says about the apex of its zones: the SOA's fields and the zones'
@@ -72,7 +72,8 @@ func (a *apex) soaAt(zone string, serial, minTTL uint32) *dns.SOA {
 }
 
 // ns answers an NS question for the apex of zone: the records of the keys below ns.dns.<zone>
-// (an address names the nameserver by its key, with that address as glue, as plugin.NS does;
+// (an address names the nameserver by its key, targetstrip labels taken off (record.TargetName),
+// with that address as glue, as plugin.NS does;
 // a host name is the nameserver itself, where plugin.NS fails the whole answer), then the
 // nameserver option's names, glue for those in zone. With neither, the SOA's MNAME: the
 // apex of a zone always has NS records, so an NS question there is never NXDOMAIN.
@@ -92,7 +93,7 @@ func (a *apex) ns(ctx context.Context, b plugin.ServiceBackend, zone string, sta
 	for _, s := range services {
 		switch what, ip := s.HostType(); what {
 		case dns.TypeA, dns.TypeAAAA:
-			target := msg.Domain(s.Key)
+			target := record.TargetName(s.Key, s.TargetStrip)
 			extra = append(extra, addressRR(target, s.TTL, ip))
 			add(target, s.TTL)
 		case dns.TypeCNAME:

@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // zoneWriter makes the records of the names of a zone being transferred: the zone as a person
@@ -205,12 +206,11 @@ func (x *zoneWriter) appendSRV(dst []dns.RR, name string, services []msg.Service
 		if s.Port <= 0 {
 			continue
 		}
-		weight := weights.of(s)
+		srv := s.NewSRV(name, weights.of(s))
 		what, ip := s.HostType()
 		if what == dns.TypeA || what == dns.TypeAAAA {
-			s.Host = msg.Domain(s.Key)
+			srv.Target = record.TargetName(s.Key, s.TargetStrip)
 		}
-		srv := s.NewSRV(name, weight)
 		srv.Target = strings.ToLower(srv.Target)
 		if k := (targetPort{srv.Target, s.Port}); seen[k] {
 			continue
@@ -233,11 +233,11 @@ func (x *zoneWriter) appendMX(dst []dns.RR, name string, services []msg.Service)
 		if !s.Mail {
 			continue
 		}
+		mx := s.NewMX(name)
 		what, ip := s.HostType()
 		if what == dns.TypeA || what == dns.TypeAAAA {
-			s.Host = msg.Domain(s.Key)
+			mx.Mx = record.TargetName(s.Key, s.TargetStrip)
 		}
-		mx := s.NewMX(name)
 		mx.Mx = strings.ToLower(mx.Mx)
 		if seen[mx.Mx] {
 			continue

@@ -142,26 +142,6 @@ func Key(prefix, name, owner, target string) string {
 	return NamePath(prefix, name) + "/" + KeySuffix(owner, target)
 }
 
-// RecordName is the name a record key belongs to when the record sits one level below its
-// name's key, as every external-dns and gatewaydns record does: the key without its last
-// element, labels reversed. ok is false for a key outside prefix or directly at the root.
-func RecordName(prefix, key string) (name string, ok bool) {
-	root := Root(prefix)
-	if !strings.HasPrefix(key, root) {
-		return "", false
-	}
-	rest := strings.Trim(key[len(root):], "/")
-	i := strings.LastIndexByte(rest, '/')
-	if i <= 0 {
-		return "", false
-	}
-	labels := strings.Split(rest[:i], "/")
-	for l, r := 0, len(labels)-1; l < r; l, r = l+1, r-1 {
-		labels[l], labels[r] = labels[r], labels[l]
-	}
-	return strings.Join(labels, "."), true
-}
-
 // AnswerKind is what a record gives an answer, as msg.Service.HostType tells it: the one
 // classification the CNAME rule uses, when writers plan (package plan) and when the server
 // answers (package index).
