@@ -8,6 +8,7 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/internal/zonefixture"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
@@ -17,9 +18,9 @@ import (
 // NS answer on one), the nameserver option's names with the glue of those in the zone, and the
 // SOA fields of the soa option, the stock plugin's by default.
 func TestTheApexAlwaysHasNSRecordsAndTheSOAAsConfigured(t *testing.T) {
-	addr := at(2, "/skydns/test/zone/dns/ns/ns1", `{"host":"10.0.0.53"}`)
-	host := at(3, "/skydns/test/zone/dns/ns/ns2", `{"host":"ns.example.net"}`)
-	app := at(4, "/skydns/test/zone/app/3e6bee2e", `{"host":"10.0.0.1"}`)
+	addr := zonefixture.At(2, "/skydns/test/zone/dns/ns/ns1", `{"host":"10.0.0.53"}`)
+	host := zonefixture.At(3, "/skydns/test/zone/dns/ns/ns2", `{"host":"ns.example.net"}`)
+	app := zonefixture.At(4, "/skydns/test/zone/app/3e6bee2e", `{"host":"10.0.0.1"}`)
 	for _, tc := range []struct {
 		name   string
 		stanza string
@@ -43,10 +44,10 @@ func TestTheApexAlwaysHasNSRecordsAndTheSOAAsConfigured(t *testing.T) {
 		{"and its AAAA question", "nameserver ns1.zone.test 192.0.2.1 2001:db8::53", []record.KV{app}, "ns1.zone.test.", dns.TypeAAAA,
 			"NOERROR answer [ns1.zone.test. 300 IN AAAA 2001:db8::53] ns []"},
 		{"a CNAME published for a glued nameserver does not answer beside its glue", "nameserver ns1.zone.test 192.0.2.1",
-			[]record.KV{app, at(5, "/skydns/test/zone/ns1", `{"host":"app.zone.test"}`)}, "ns1.zone.test.", dns.TypeA,
+			[]record.KV{app, zonefixture.At(5, "/skydns/test/zone/ns1", `{"host":"app.zone.test"}`)}, "ns1.zone.test.", dns.TypeA,
 			"NOERROR answer [ns1.zone.test. 300 IN A 192.0.2.1] ns []"},
 		{"addresses published for it do", "nameserver ns1.zone.test 192.0.2.1",
-			[]record.KV{app, at(5, "/skydns/test/zone/ns1", `{"host":"192.0.2.9"}`)}, "ns1.zone.test.", dns.TypeA,
+			[]record.KV{app, zonefixture.At(5, "/skydns/test/zone/ns1", `{"host":"192.0.2.9"}`)}, "ns1.zone.test.", dns.TypeA,
 			"NOERROR answer [ns1.zone.test. 300 IN A 192.0.2.1; ns1.zone.test. 300 IN A 192.0.2.9] ns []"},
 		{"the stock SOA by default", "", []record.KV{app}, "zone.test.", dns.TypeSOA,
 			"NOERROR answer [zone.test. 30 IN SOA ns.dns.zone.test. hostmaster.zone.test. 4 7200 1800 86400 30] ns []"},
@@ -59,7 +60,7 @@ func TestTheApexAlwaysHasNSRecordsAndTheSOAAsConfigured(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := loadedStanza(t, "gatewaydns zone.test {\n"+tc.stanza+"\n}", tc.kvs)
-			if got := answer(t, g, tc.qname, tc.qtype); got != tc.want {
+			if got := answerText(t, g, tc.qname, tc.qtype); got != tc.want {
 				t.Errorf("%s %s:\n got %s\nwant %s", tc.qname, dns.TypeToString[tc.qtype], got, tc.want)
 			}
 		})
@@ -93,10 +94,10 @@ func TestTheApexOptionsRefuseWhatTheyCannotMean(t *testing.T) {
 // one nameserver c.ns.dns.skydns.test., glued with both addresses.
 func TestNSKeysWithTargetstripAnswerAsTheStockPlugin(t *testing.T) {
 	g := loadedStanza(t, "gatewaydns skydns.test", []record.KV{
-		at(2, "/skydns/test/skydns/dns/ns/a", `{"host":"10.0.0.2"}`),
-		at(3, "/skydns/test/skydns/dns/ns/b", `{"host":"10.0.0.3"}`),
-		at(4, "/skydns/test/skydns/dns/ns/c/ns1", `{"host":"10.0.0.4","targetstrip":1}`),
-		at(5, "/skydns/test/skydns/dns/ns/c/ns2", `{"host":"10.0.0.5","targetstrip":1}`),
+		zonefixture.At(2, "/skydns/test/skydns/dns/ns/a", `{"host":"10.0.0.2"}`),
+		zonefixture.At(3, "/skydns/test/skydns/dns/ns/b", `{"host":"10.0.0.3"}`),
+		zonefixture.At(4, "/skydns/test/skydns/dns/ns/c/ns1", `{"host":"10.0.0.4","targetstrip":1}`),
+		zonefixture.At(5, "/skydns/test/skydns/dns/ns/c/ns2", `{"host":"10.0.0.5","targetstrip":1}`),
 	})
 	q := new(dns.Msg)
 	q.SetQuestion("skydns.test.", dns.TypeNS)

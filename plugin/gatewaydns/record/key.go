@@ -178,3 +178,29 @@ func keyNameIs(key string, parent bool, name string) bool {
 		path, labels = path[:i], rest
 	}
 }
+
+// ZoneDirs are the key prefixes of zones' records, one per zone (a zone inside another too),
+// "/" at their end: "/skydns/cluster/openmcp/" for openmcp.cluster. A zone's serial is the
+// newest revision under its own.
+func ZoneDirs(prefix string, zones []string) []string {
+	out := make([]string, 0, len(zones))
+	for _, z := range zones {
+		out = append(out, NamePath(prefix, z)+"/")
+	}
+	return out
+}
+
+// Outermost are dirs, key prefixes, without those inside another: what a server reads and
+// watches for its zones, so that an etcd role with read on its zones is all it needs.
+func Outermost(dirs []string) []string {
+	all := slices.Clone(dirs)
+	slices.Sort(all)
+	var out []string
+	for _, p := range all {
+		if len(out) > 0 && strings.HasPrefix(p, out[len(out)-1]) {
+			continue // equal to, or inside, the previous one
+		}
+		out = append(out, p)
+	}
+	return out
+}

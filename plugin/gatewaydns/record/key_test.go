@@ -1,6 +1,7 @@
 package record
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -135,5 +136,28 @@ func TestKeyNameIs(t *testing.T) {
 		if got := keyNameIs(tc.key, tc.parent, tc.name); got != tc.want {
 			t.Errorf("keyNameIs(%q, %v, %q) = %v, want %v", tc.key, tc.parent, tc.name, got, tc.want)
 		}
+	}
+}
+
+// The key prefixes a server reads and watches for its zones.
+func TestZonePrefixes(t *testing.T) {
+	tests := []struct {
+		name   string
+		prefix string
+		zones  []string
+		want   []string
+	}{
+		{name: "a zone is the reversed path of its labels", prefix: "skydns", zones: []string{"openmcp.cluster."}, want: []string{"/skydns/cluster/openmcp/"}},
+		{name: "the root zone is the whole prefix", prefix: "skydns", zones: []string{"."}, want: []string{"/skydns/"}},
+		{name: "a zone inside another is covered by it", prefix: "/skydns", zones: []string{"eu1.openmcp.cluster.", "openmcp.cluster."}, want: []string{"/skydns/cluster/openmcp/"}},
+		{name: "a sibling whose name starts alike is not inside", prefix: "skydns", zones: []string{"a.test.", "ab.test."}, want: []string{"/skydns/test/a/", "/skydns/test/ab/"}},
+		{name: "reverse zones and a custom path", prefix: "/dns/x", zones: []string{"10.in-addr.arpa.", "openmcp.cluster."}, want: []string{"/dns/x/arpa/in-addr/10/", "/dns/x/cluster/openmcp/"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Outermost(ZoneDirs(tc.prefix, tc.zones)); !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

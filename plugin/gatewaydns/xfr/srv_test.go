@@ -1,4 +1,4 @@
-package gatewaydns
+package xfr
 
 import (
 	"context"
