@@ -271,7 +271,7 @@ func (h *history) childLabels(key string, id nodeID) []string {
 }
 
 // namesOf is a Zone of the names at paths in t, with the record names below them (where a
-// record's target may point, zoneWriter.appendGlue).
+// record's target may point: the zone writer's glue, in package xfr).
 func namesOf(t *tree, origin string, labels []string, paths [][]string) *Zone {
 	z := &Zone{Origin: origin, originKey: strings.TrimSuffix(t.keyOf(labels), "/"), last: -1}
 	listed := map[string]bool{}
