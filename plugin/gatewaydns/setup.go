@@ -73,8 +73,9 @@ func newPlugin(cfg *config) (*GatewayDNS, *stanza) {
 	return newHandler(cfg, st), st
 }
 
-// parse reads the stanza of c: the options of the serve role (setup_options.go) and of the
-// publish role (package publish); the stanza publishes when one of the latter, or
+// parse reads the stanza of c: the options of the stanza and its serve role
+// (setup_options.go, setup_apex.go), of the publish role (package publish) and of zone
+// transfers (package xfr); the stanza publishes when one of the publish role's, or
 // publish-only, is given.
 func parse(c *caddy.Controller) (*config, error) {
 	cfg := &config{
