@@ -11,6 +11,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/internal/dnscheck"
 	"github.com/gatewaydns/gatewaydns/internal/queryfuzz"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 )
 
@@ -32,8 +33,8 @@ func FuzzAnswer(f *testing.F) {
 		ix := index.New(index.Options{})
 		in.Fill(ix)
 		g := answering(ix, queryfuzz.Zones)
-		g.apex = newApex()
-		g.apex.nameservers = []nameserver{{name: "cname." + queryfuzz.Zone, glue: []net.IP{net.ParseIP("192.0.2.1")}}}
+		g.apex = answer.NewApex()
+		g.apex.Nameservers = []answer.Nameserver{{Name: "cname." + queryfuzz.Zone, Glue: []net.IP{net.ParseIP("192.0.2.1")}}}
 		checkReply(t, q, reply(t, g, q))
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
 
 // Every metric carries the server block's address (server, see serverLabel) and the stanza's
@@ -123,28 +125,7 @@ func metricsAtZero(server, zones string) {
 	lastUpdate.WithLabelValues(server, zones)
 	etcdReachable.WithLabelValues(server, zones)
 	etcdWatchStreams.WithLabelValues(server, zones)
-	transferMetricsAtZero(server, zones)
-}
-
-// Zone transfers (transfer.go, notify.go).
-var (
-	transfers = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "transfers_total",
-		Help: "Zone transfers asked for, by kind (full: the whole zone; incremental: an IXFR answered with the difference; current: an IXFR from a secondary that was up to date; busy: refused while as many run as may).",
-	}, []string{"server", "zones", "kind"})
-	notifies = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "notifies_total",
-		Help: "NOTIFYs sent to the transfer plugin's secondaries after a change, one per secondary, by result (ok, failed: not answered in 3 tries, or refused).",
-	}, []string{"server", "zones", "result"})
-)
-
-func transferMetricsAtZero(server, zones string) {
-	for _, kind := range []string{"full", "incremental", "current", "busy"} {
-		transfers.WithLabelValues(server, zones, kind)
-	}
-	for _, result := range []string{"ok", "failed"} {
-		notifies.WithLabelValues(server, zones, result)
-	}
+	xfr.SeriesAtZero(server, zones)
 }
 
 // seriesOf is what every metric vector can do: forget the series of some label values.
@@ -160,7 +141,8 @@ type seriesOf interface {
 func forgetServeSeries(server, zones string) {
 	labels := prometheus.Labels{"server": server, "zones": zones}
 	for _, vec := range []seriesOf{indexRecords, watchEvents, resyncs, resyncDuration, lastUpdate, etcdErrors,
-		cnameClashes, invalidRecords, etcdReachable, etcdWatchStreams, transfers, notifies} {
+		cnameClashes, invalidRecords, etcdReachable, etcdWatchStreams} {
 		vec.DeletePartialMatch(labels)
 	}
+	xfr.ForgetSeries(labels)
 }

@@ -1,10 +1,13 @@
-// The serve role's options in the Corefile stanza: the stock etcd plugin's, and gatewaydns's own.
+// The options of the stanza as a whole and of its serve role: where etcd is and how to reach
+// it, how records are answered, the apex. The publish role's are package publish's, those of
+// zone transfers and NOTIFYs package xfr's; setup.go tries each table in turn.
 
 package gatewaydns
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -15,7 +18,8 @@ import (
 )
 
 // serveOptions are the options of the serve role and of the stanza as a whole: where etcd is
-// and how to reach it, how records are answered, and the apex and zone transfers.
+// and how to reach it, how records are answered, and the apex: the stock etcd plugin's, and
+// gatewaydns's own.
 var serveOptions = option.Table[*config]{
 	"endpoint": func(cfg *config, _ string, args []string) error {
 		if len(args) == 0 {
@@ -56,16 +60,12 @@ var serveOptions = option.Table[*config]{
 		}
 		return nil
 	},
-	"soa":                transferOption,
-	"nameserver":         transferOption,
-	"notify":             transferOption,
-	"notify-source":      transferOption,
-	"notify-key":         transferOption,
-	"transfer-synthetic": transferOption,
-	"publish-only":       option.Flag(func(cfg *config) { cfg.publishOnly = true }),
-	"exact-names":        option.Flag(func(cfg *config) { cfg.exactNames = true }),
-	"explain":            option.Flag(func(cfg *config) { cfg.explain = true }),
-	"no_apex_fallback":   option.Flag(func(cfg *config) { cfg.noApexFallback = true }),
+	"soa":              func(cfg *config, _ string, args []string) error { return parseSOA(args, cfg.apex, cfg) },
+	"nameserver":       func(cfg *config, _ string, args []string) error { return parseNameserver(args, cfg.apex, cfg.zones) },
+	"publish-only":     option.Flag(func(cfg *config) { cfg.publishOnly = true }),
+	"exact-names":      option.Flag(func(cfg *config) { cfg.exactNames = true }),
+	"explain":          option.Flag(func(cfg *config) { cfg.explain = true }),
+	"no_apex_fallback": option.Flag(func(cfg *config) { cfg.noApexFallback = true }),
 	// Accepted and ignored, as the stock etcd plugin does, so its Corefiles keep working.
 	"stubzones": ignored,
 	"debug":     ignored,
@@ -102,18 +102,13 @@ func leaseTTL(set func(cfg *config, ttl uint32)) option.Func[*config] {
 		if len(args) != 1 {
 			return fmt.Errorf("%s needs exactly one duration", opt)
 		}
-		ttl, err := option.TTL(args[0])
+		ttl, err := option.TTL(args[0], 0, math.MaxUint32)
 		if err != nil {
 			return fmt.Errorf("invalid %s %q: %v", opt, args[0], err)
 		}
 		set(cfg, ttl)
 		return nil
 	}
-}
-
-// transferOption reads the options of the apex and of zone transfers (setup_transfer.go).
-func transferOption(cfg *config, opt string, args []string) error {
-	return parseTransferOption(opt, args, cfg)
 }
 
 func ignored(_ *config, opt string, _ []string) error {

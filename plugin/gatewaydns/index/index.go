@@ -43,6 +43,10 @@ const (
 // ErrNotFound is the name error: no key at or below the name.
 var ErrNotFound = errors.New("key not found")
 
+// ErrNotLoaded is what a question, or a zone transfer, gets before the first full load (a
+// SERVFAIL): "no such name" then would be a lie that resolvers cache.
+var ErrNotLoaded = errors.New("records not loaded from etcd yet")
+
 // ErrTooBroad: a question with a query wildcard ("*" or "any") whose read visited as many nodes
 // as it may (walk.go) without finding a record, so that it cannot tell NXDOMAIN from an answer.
 var ErrTooBroad = errors.New("query wildcard read too many keys without a match")

@@ -32,6 +32,7 @@ import (
 
 	dnsrecord "github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/statelog"
 )
 
 var log = clog.NewWithPlugin("gatewaydns")
@@ -165,7 +166,7 @@ type Watcher struct {
 	done       chan struct{}
 
 	// The discovery loop's own state: whether the last discovery failed (to log changes only).
-	discoveryFailing bool
+	discoveryFailing statelog.State[bool]
 
 	// The worker's own state.
 	reported  map[dnsrecord.ObjectRef]tracked

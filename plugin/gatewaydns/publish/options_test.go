@@ -128,7 +128,7 @@ func TestParseRefusesWhatExternalDNSRefuses(t *testing.T) {
 			`unknown source "pod", want some of crd, gateway-grpcroute, gateway-httproute, gateway-tcproute, gateway-tlsroute, gateway-udproute, ingress, service`},
 		{"unknown service type", []string{"owner eu1", "service-types LoadBalancer Headless"}, `unknown service type "Headless"`},
 		{"publish-internal-services takes no argument", []string{"owner eu1", "publish-internal-services yes"}, "publish-internal-services takes no arguments"},
-		{"zero ttl", []string{"owner eu1", "ttl 0"}, "ttl must be at least 1s"},
+		{"zero ttl", []string{"owner eu1", "ttl 0"}, "a TTL must be 1..4294967295 seconds"},
 		{"ttl that is no duration", []string{"owner eu1", "ttl soon"}, "want seconds or a duration"},
 		{"txt-owner-id takes one argument", []string{"owner eu1", "txt-owner-id"}, "txt-owner-id needs exactly one argument"},
 		{"annotation-prefix needs a prefix", []string{"owner eu1", "annotation-prefix"}, "annotation-prefix needs at least one argument"},

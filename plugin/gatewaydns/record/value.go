@@ -132,11 +132,16 @@ func NamePath(prefix, name string) string {
 // KeySuffix is the last key element of owner's record for target: the first 8 hex digits of
 // sha256(owner NUL target). It has the shape of external-dns's random suffix and is the same on
 // every run, so a restart or a resync rewrites nothing.
-func KeySuffix(owner, target string) string {
+func KeySuffix(owner, target string) string { return keySuffix(owner, strings.ToLower(target)) }
+
+// keySuffix is the one hash behind every record's key suffix: the first 8 hex digits of
+// sha256(owner NUL what), what being the record's canonical form (a lower-cased target, or
+// Typed.String).
+func keySuffix(owner, what string) string {
 	h := sha256.New()
 	h.Write([]byte(owner))
 	h.Write([]byte{0})
-	h.Write([]byte(strings.ToLower(target)))
+	h.Write([]byte(what))
 	return hex.EncodeToString(h.Sum(nil))[:8]
 }
 
@@ -144,26 +149,6 @@ func KeySuffix(owner, target string) string {
 // Key("skydns", "*.a.b", "c1", "10.0.0.1") = "/skydns/b/a/*/<8 hex>".
 func Key(prefix, name, owner, target string) string {
 	return NamePath(prefix, name) + "/" + KeySuffix(owner, target)
-}
-
-// RecordName is the name a record key belongs to when the record sits one level below its
-// name's key, as every external-dns and gatewaydns record does: the key without its last
-// element, labels reversed. ok is false for a key outside prefix or directly at the root.
-func RecordName(prefix, key string) (name string, ok bool) {
-	root := Root(prefix)
-	if !strings.HasPrefix(key, root) {
-		return "", false
-	}
-	rest := strings.Trim(key[len(root):], "/")
-	i := strings.LastIndexByte(rest, '/')
-	if i <= 0 {
-		return "", false
-	}
-	labels := strings.Split(rest[:i], "/")
-	for l, r := 0, len(labels)-1; l < r; l, r = l+1, r-1 {
-		labels[l], labels[r] = labels[r], labels[l]
-	}
-	return strings.Join(labels, "."), true
 }
 
 // AnswerKind is what a record gives an answer, as msg.Service.HostType tells it: the one

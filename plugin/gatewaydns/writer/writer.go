@@ -264,20 +264,20 @@ type Writer struct {
 	planned planned
 }
 
-// New checks cfg and fills in the defaults. Nothing runs until Run.
-func New(client *clientv3.Client, cfg Config) (*Writer, error) {
+// checked is cfg with its defaults filled in, or why it cannot be used.
+func (cfg Config) checked() (Config, error) {
 	if cfg.Owner == "" {
-		return nil, errors.New("writer: an owner id is required")
+		return cfg, errors.New("writer: an owner id is required")
 	}
 	if strings.ContainsAny(cfg.Owner, "/\"") {
-		return nil, fmt.Errorf("writer: owner id %q must not contain / or \"", cfg.Owner)
+		return cfg, fmt.Errorf("writer: owner id %q must not contain / or \"", cfg.Owner)
 	}
 	if cfg.Desired == nil {
-		return nil, errors.New("writer: no desired state")
+		return cfg, errors.New("writer: no desired state")
 	}
 	if cfg.Registry != nil {
 		if err := cfg.Registry.Check(); err != nil {
-			return nil, fmt.Errorf("writer: %w", err)
+			return cfg, fmt.Errorf("writer: %w", err)
 		}
 	}
 	if cfg.Prefix == "" {
@@ -298,12 +298,21 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 	cfg.AttemptTimeout = min(cfg.AttemptTimeout, cfg.Timeout)
 	if cfg.Lease > 0 {
 		if err := CheckLease(cfg.Lease, cfg.ElectionTTL); err != nil {
-			return nil, fmt.Errorf("writer: %w", err)
+			return cfg, fmt.Errorf("writer: %w", err)
 		}
 	}
 	if cfg.Identity == "" {
 		host, _ := os.Hostname()
 		cfg.Identity = fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
+	return cfg, nil
+}
+
+// New checks cfg and fills in the defaults (Config.checked). Nothing runs until Run.
+func New(client *clientv3.Client, cfg Config) (*Writer, error) {
+	cfg, err := cfg.checked()
+	if err != nil {
+		return nil, err
 	}
 	obs := cfg.Observer
 	if obs == nil {

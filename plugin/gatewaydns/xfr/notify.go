@@ -1,11 +1,10 @@
-package gatewaydns
+package xfr
 
 import (
 	"context"
 	"time"
 
 	"github.com/coredns/coredns/plugin/transfer"
-	"github.com/coredns/coredns/request"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 )
@@ -53,14 +52,14 @@ type notifier struct {
 	done   chan struct{}
 }
 
-// startNotifier sends a NOTIFY for each zone once it has loaded, and after every change.
-func startNotifier(g *GatewayDNS, t *transfer.Transfer, keyName, key string) *notifier {
+// startNotifier sends a NOTIFY for each zone of t once it has loaded, and after every change.
+func startNotifier(t *Transfers, tp *transfer.Transfer, keyName, key string) *notifier {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &notifier{cancel: cancel, done: make(chan struct{})}
-	s := newNotifySender(ctx, g, t, keyName, key)
+	s := newNotifySender(ctx, t, tp, keyName, key)
 	go func() {
 		defer close(n.done)
-		n.run(ctx, g, s)
+		n.run(ctx, t, s)
 		s.flights.Wait() // at once: a stop ends the NOTIFYs in flight
 	}()
 	return n
@@ -78,7 +77,7 @@ type notified struct {
 	at     time.Time
 }
 
-func (n *notifier) run(ctx context.Context, g *GatewayDNS, s *notifySender) {
+func (n *notifier) run(ctx context.Context, t *Transfers, s *notifySender) {
 	sent := map[string]notified{}
 	waiting := map[string]*pending{}
 	tick := time.NewTicker(notifyPoll)
@@ -89,19 +88,19 @@ func (n *notifier) run(ctx context.Context, g *GatewayDNS, s *notifySender) {
 			return
 		case <-tick.C:
 		}
-		b := g.current()
+		b := t.records()
 		if b == nil || !b.Loaded() {
 			continue
 		}
 		now := time.Now()
-		for _, zone := range g.Zones {
+		for _, zone := range t.st.Zones {
 			if ctx.Err() != nil {
 				return
 			}
-			if !b.serves(zone) {
+			if !b.Serves(zone) {
 				continue // bridged: its records are not loaded yet
 			}
-			serial := b.Serial(request.Request{Zone: zone})
+			serial := uint32(b.Revision(zone)) // #nosec G115 -- RFC 1982: the serial is the revision's low 32 bits
 			p := waiting[zone]
 			switch {
 			case p == nil:

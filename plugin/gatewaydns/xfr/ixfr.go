@@ -1,10 +1,9 @@
-package gatewaydns
+package xfr
 
 import (
 	"slices"
 	"strings"
 
-	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 
@@ -21,21 +20,21 @@ import (
 // and a CNAME's answer there follows its target, a name the change may not have touched.
 
 // incremental is the difference of zone since serial, ok false when the whole zone is due.
-func (g *GatewayDNS) incremental(b *backend, zone string, serial uint32) (past, now *index.Zone, ok bool) {
-	if g.stanza.cfg.transferSynthetic {
+func (t *Transfers) incremental(b Records, zone string, serial uint32) (past, now *index.Zone, ok bool) {
+	if t.cfg.Synthetic {
 		return nil, nil, false
 	}
-	return b.ZoneDiff(zone, serial, g.apexOf().zoneNames(zone))
+	return b.ZoneDiff(zone, serial, t.st.Apex.ZoneNames(zone))
 }
 
 // sendIncremental sends the IXFR from serial: the new SOA, the SOA at serial, the records
 // deleted, the new SOA, the records added, the new SOA.
-func (g *GatewayDNS) sendIncremental(x *xfrRun, zone string, serial uint32, past, now *index.Zone, opt plugin.Options) {
-	soa := g.apexOf().soa(now, zone, request.Request{})
+func (t *Transfers) sendIncremental(x *xfrRun, zone string, serial uint32, past, now *index.Zone) {
+	soa := t.st.Apex.SOA(now, zone, request.Request{})
 	oldSOA := dns.Copy(soa).(*dns.SOA)
 	oldSOA.Serial = serial
 	reverse := dns.IsSubDomain("arpa.", zone)
-	deleted, added := condensedDiff(g.zoneRRs(past, reverse, opt), g.zoneRRs(now, reverse, opt))
+	deleted, added := condensedDiff(t.zoneRRs(past, reverse), t.zoneRRs(now, reverse))
 	for _, part := range [][]dns.RR{{soa, oldSOA}, deleted, {soa}, added, {soa}} {
 		for len(part) > 0 {
 			n := min(len(part), xfrBatch)
@@ -48,8 +47,8 @@ func (g *GatewayDNS) sendIncremental(x *xfrRun, zone string, serial uint32, past
 }
 
 // zoneRRs are the records of the names of z, as a full transfer makes them, by their text.
-func (g *GatewayDNS) zoneRRs(z *index.Zone, reverse bool, opt plugin.Options) map[string]dns.RR {
-	w := newZoneWriter(z, g.apexOf(), reverse, false, opt)
+func (t *Transfers) zoneRRs(z *index.Zone, reverse bool) map[string]dns.RR {
+	w := newZoneWriter(z, t.st.Apex, reverse, false, t.st.Options)
 	rrs := map[string]dns.RR{}
 	var buf []dns.RR
 	for i := range z.Len() {

@@ -1,10 +1,9 @@
-package gatewaydns
+package xfr
 
 import (
 	"context"
 	"fmt"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -53,19 +52,19 @@ type notifySender struct {
 	failing statelog.States[string, bool] // whether each secondary's last NOTIFY failed, so that it is logged once
 }
 
-func newNotifySender(ctx context.Context, g *GatewayDNS, t *transfer.Transfer, keyName, key string) *notifySender {
+func newNotifySender(ctx context.Context, t *Transfers, tp *transfer.Transfer, keyName, key string) *notifySender {
 	var targets map[string]notifyTarget
-	if n := g.stanza.cfg.notify; len(n.to) > 0 {
+	if c := t.cfg; len(c.Notify) > 0 {
 		targets = map[string]notifyTarget{}
-		for _, zone := range g.Zones {
-			targets[zone] = notifyTarget{to: n.to, source: n.source}
+		for _, zone := range t.st.Zones {
+			targets[zone] = notifyTarget{to: c.Notify, source: c.NotifySource}
 		}
 	}
-	a, minTTL := g.apexOf(), g.stanza.cfg.negativeTTL
+	a, minTTL := t.st.Apex, t.st.NegativeTTL
 	return &notifySender{
-		soa: func(zone string, serial uint32) dns.RR { return a.soaAt(zone, serial, minTTL) },
-		ctx: ctx, server: g.stanza.cfg.server, zones: strings.Join(g.Zones, " "),
-		targets: targets, t: t, keyName: keyName, key: key,
+		soa: func(zone string, serial uint32) dns.RR { return a.SOAAt(zone, serial, minTTL) },
+		ctx: ctx, server: t.st.Server, zones: t.zones,
+		targets: targets, t: tp, keyName: keyName, key: key,
 		again: map[flight]*uint32{}, newer: map[flight]chan struct{}{},
 	}
 }

@@ -1,4 +1,4 @@
-package gatewaydns
+package xfr
 
 import (
 	"context"
@@ -67,32 +67,6 @@ func TestPlainSRVIsWhatPluginSRVAnswers(t *testing.T) {
 		got := appendPlainSRV(nil, name, services)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("round %d, services %+v:\n got %v\nwant %v", round, services, got, want)
-		}
-	}
-}
-
-func TestKeyNameIs(t *testing.T) {
-	for _, tc := range []struct {
-		key    string
-		parent bool
-		name   string
-		want   bool
-	}{
-		{"/skydns/cluster/openmcp/eu1/app/3e6bee2e", true, "app.eu1.openmcp.cluster.", true},
-		{"/skydns/cluster/openmcp/eu1/app/3e6bee2e", false, "3e6bee2e.app.eu1.openmcp.cluster.", true},
-		{"/skydns/cluster/openmcp/eu1/app", true, "app.eu1.openmcp.cluster.", false},
-		{"/skydns/cluster/openmcp/eu1/app", true, "eu1.openmcp.cluster.", true},
-		{"/skydns/cluster/openmcp/eu1/app/sub/x", true, "app.eu1.openmcp.cluster.", false},
-		{"/skydns/cluster/openmcp/eu1/app/x", true, "eu1.openmcp.cluster.", false},
-		{"/skydns/cluster/openmcp/eu1//x", true, "eu1.openmcp.cluster.", false},
-		{"/skydns/x", true, "skydns.", false},
-		{"/skydns/x", false, "x.", true},
-		{"skydns/cluster/x", true, "cluster.", false},
-		{"/", true, ".", false},
-		{"/", false, ".", false},
-	} {
-		if got := keyNameIs(tc.key, tc.parent, tc.name); got != tc.want {
-			t.Errorf("keyNameIs(%q, %v, %q) = %v, want %v", tc.key, tc.parent, tc.name, got, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package gatewaydns
+package xfr
 
 import (
 	"fmt"
@@ -7,31 +7,9 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/internal/zonefixture"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
-
-func TestSerialsCompareInRFC1982Arithmetic(t *testing.T) {
-	for _, tc := range []struct {
-		a, b uint32
-		want bool
-	}{
-		{2, 1, true},
-		{1, 2, false},
-		{1, 1, false},
-		{0, 0xffffffff, true},          // the wrap is a step forward
-		{0xffffffff, 0, false},         // and not back
-		{1 << 31, 0, false},            // exactly half way: undefined, never "after"
-		{1<<31 - 1, 0, true},           // just under half way
-		{0, 1<<31 + 1, true},           // just past it, from the other side
-		{100, 100 + 1<<31 + 1, true},   //
-		{100 + 1<<31 + 1, 100, false},  //
-		{0x80000001, 0x7fffffff, true}, // across the sign bit
-	} {
-		if got := serialAfter(tc.a, tc.b); got != tc.want {
-			t.Errorf("serialAfter(%d, %d) = %v, want %v", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
 
 func rrMap(t *testing.T, rrs ...string) map[string]dns.RR {
 	t.Helper()
@@ -83,14 +61,14 @@ func TestTheCondensedDiffHoldsEachChangeOnce(t *testing.T) {
 func TestAnIXFRAfterAChangeOfOneRecordAt20kNamesMovesTheChange(t *testing.T) {
 	kvs := make([]record.KV, 0, 20000)
 	for i := range 20000 {
-		kvs = append(kvs, at(int64(i+2), fmt.Sprintf("/skydns/test/zone/c%d/app%d/3e6bee2e", i%7, i), fmt.Sprintf(`{"host":"10.%d.%d.%d","ttl":60}`, i/65536, i/256%256, i%256)))
+		kvs = append(kvs, zonefixture.At(int64(i+2), fmt.Sprintf("/skydns/test/zone/c%d/app%d/3e6bee2e", i%7, i), fmt.Sprintf(`{"host":"10.%d.%d.%d","ttl":60}`, i/65536, i/256%256, i%256)))
 	}
-	g := loadedStanza(t, "gatewaydns zone.test", kvs)
-	full := transferred(t, g, "zone.test.", 0)
+	g := loaded(t, stanza{}, kvs)
+	full := zonefixture.Transferred(t, g, "zone.test.", 0)
 	taken := full[0].(*dns.SOA).Serial
 
-	g.stanza.index.Apply([]record.Change{{KV: at(30000, "/skydns/test/zone/c3/app3/3e6bee2e", `{"host":"10.9.9.9","ttl":60}`)}})
-	ixfr := transferred(t, g, "zone.test.", taken)
+	g.ix.Apply([]record.Change{{KV: zonefixture.At(30000, "/skydns/test/zone/c3/app3/3e6bee2e", `{"host":"10.9.9.9","ttl":60}`)}})
+	ixfr := zonefixture.Transferred(t, g, "zone.test.", taken)
 	var soas, others []string
 	for _, rr := range ixfr {
 		if soa, ok := rr.(*dns.SOA); ok {
@@ -107,7 +85,7 @@ func TestAnIXFRAfterAChangeOfOneRecordAt20kNamesMovesTheChange(t *testing.T) {
 	if n := len(others); n > 10 {
 		t.Errorf("%d records moved, want at most 10", n)
 	}
-	if got := len(transferred(t, g, "zone.test.", taken-1)); got != len(full) {
+	if got := len(zonefixture.Transferred(t, g, "zone.test.", taken-1)); got != len(full) {
 		t.Errorf("IXFR from %d, a serial the journal does not hold: %d records, want the whole zone's %d", taken-1, got, len(full))
 	}
 	t.Logf("zone of %d records; the IXFR moved %d records and %d SOAs", len(full), len(others), len(soas))

@@ -1,4 +1,4 @@
-package gatewaydns
+package xfr
 
 import (
 	"fmt"
@@ -15,6 +15,7 @@ import (
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/internal/zonefixture"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
@@ -30,57 +31,6 @@ func transferPlugin(t *testing.T, lines string) *transfer.Transfer {
 		t.Fatal(err)
 	}
 	return dnsserver.GetConfig(c).Plugin[0](nil).(*transfer.Transfer)
-}
-
-func TestTheNotifyOptionsNameTheSecondariesAndTheKey(t *testing.T) {
-	for _, tc := range []struct {
-		stanza  string
-		want    string
-		wantErr string
-	}{
-		{"notify 127.0.0.1:5300 10.0.0.1\nnotify 10.0.0.2 10.0.0.1", "[127.0.0.1:5300 10.0.0.1:53 10.0.0.2:53] <nil> ", ""},
-		{"notify 10.0.0.1\nnotify-source 127.0.0.2\nnotify-key Key.Example", "[10.0.0.1:53] 127.0.0.2 key.example.", ""},
-		{"notify", "", "notify needs the secondaries' ADDRESSes"},
-		{"notify-source nowhere", "", "notify-source needs one IP address"},
-		{"notify-key", "", "notify-key needs the NAME"},
-	} {
-		cfg, err := parse(caddy.NewTestController("dns", "gatewaydns zone.test {\n"+tc.stanza+"\n}"))
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "Testfile:") {
-				t.Errorf("%q: error %v, want one naming the line and saying %q", tc.stanza, err, tc.wantErr)
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%q: %v", tc.stanza, err)
-		}
-		if got := fmt.Sprintf("%v %v %s", cfg.notify.to, cfg.notify.source, cfg.notify.key); got != tc.want {
-			t.Errorf("%q: %s, want %s", tc.stanza, got, tc.want)
-		}
-	}
-}
-
-// The key NOTIFYs are signed with: notify-key's, else the only one of the tsig plugin, else the
-// first by name; none without tsig.
-func TestNotifiesAreSignedWithTheKeyTheStanzaNames(t *testing.T) {
-	secrets := map[string]string{"b.key.": "c2VjcmV0Qg==", "a.key.": "c2VjcmV0QQ=="}
-	for _, tc := range []struct {
-		key     string
-		secrets map[string]string
-		want    string
-	}{
-		{"", nil, " false <nil>"},
-		{"", map[string]string{"b.key.": "x"}, "b.key. true <nil>"},
-		{"", secrets, "a.key. true <nil>"},
-		{"b.key.", secrets, "b.key. true <nil>"},
-		{"c.key.", secrets, " false notify-key c.key.: the tsig plugin of the server block has no such key"},
-	} {
-		n := notifyConfig{key: tc.key}
-		name, _, ok, err := n.signingKey(tc.secrets)
-		if got := fmt.Sprintf("%s %v %v", name, ok, err); got != tc.want {
-			t.Errorf("notify-key %q, keys %v: %s, want %s", tc.key, tc.secrets, got, tc.want)
-		}
-	}
 }
 
 // notifyListener is a secondary that answers NOTIFYs and notes when each came.
@@ -183,12 +133,20 @@ func (l *notifyListener) waitUnanswered(t *testing.T, n int, limit time.Duration
 	}
 }
 
-// notifyingZones loads a stanza of zones (transferFixture) that NOTIFYs the addresses to,
+// notifyingZones loads a stanza of zones (zonefixture.Records) that NOTIFYs the addresses to,
 // signed with keyName when not "", and runs its notifier until the test ends.
-func notifyingZones(t *testing.T, zones, keyName, key string, to ...string) (*GatewayDNS, *notifier) {
+func notifyingZones(t *testing.T, zones, keyName, key string, to ...string) (*served, *notifier) {
 	t.Helper()
-	g := loadedStanza(t, "gatewaydns "+zones+" {\n notify "+strings.Join(to, " ")+"\n}", transferFixture)
-	n := startNotifier(g, transferPlugin(t, "transfer "+zones+" {\n to "+strings.Join(to, " ")+"\n}"), keyName, key)
+	var cfg Config
+	if _, err := Options.Parse(&cfg, "notify", to); err != nil {
+		t.Fatal(err)
+	}
+	var fqdns []string
+	for _, z := range strings.Fields(zones) {
+		fqdns = append(fqdns, dns.Fqdn(z))
+	}
+	g := loaded(t, stanza{zones: fqdns, cfg: cfg}, zonefixture.Records)
+	n := startNotifier(g.Transfers, transferPlugin(t, "transfer "+zones+" {\n to "+strings.Join(to, " ")+"\n}"), keyName, key)
 	t.Cleanup(n.stop)
 	return g, n
 }
@@ -206,7 +164,7 @@ func notifyingSigned(t *testing.T, keyName, key string, to ...string) (n *notifi
 	rev := int64(100)
 	return n, func() {
 		rev++
-		g.stanza.index.Apply([]record.Change{{KV: at(rev, "/skydns/test/zone/burst/1", fmt.Sprintf(`{"host":"10.9.%d.%d"}`, rev/256%256, rev%256))}})
+		g.ix.Apply([]record.Change{{KV: zonefixture.At(rev, "/skydns/test/zone/burst/1", fmt.Sprintf(`{"host":"10.9.%d.%d"}`, rev/256%256, rev%256))}})
 	}
 }
 
@@ -381,14 +339,14 @@ func TestANewerSerialGoesOutAtOnceWhileAnOlderNotifyIsUnanswered(t *testing.T) {
 			g, _ := notifyingZones(t, "zone.test", "", "", l.addr)
 			l.waitUnanswered(t, tc.refuse+tc.drop, 2*time.Second)
 			changed := time.Now()
-			g.stanza.index.Apply([]record.Change{{KV: at(300, "/skydns/test/zone/burst/1", `{"host":"10.9.0.3"}`)}})
+			g.ix.Apply([]record.Change{{KV: zonefixture.At(300, "/skydns/test/zone/burst/1", `{"host":"10.9.0.3"}`)}})
 			at := l.waitNotifies(t, 1, 3*time.Second)
 			if took := at[0].Sub(changed); took >= tc.olderWaitsFor {
 				t.Errorf("the change was NOTIFYed %s after it, want before the older NOTIFY's %s ended", took, tc.olderWaitsFor)
 			}
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			if want := g.apexOf().soaAt("zone.test.", 300, g.stanza.cfg.negativeTTL).String(); l.soas[0] != want {
+			if want := g.st.Apex.SOAAt("zone.test.", 300, g.st.NegativeTTL).String(); l.soas[0] != want {
 				t.Errorf("the NOTIFY carried %q, want the new serial's SOA %q", l.soas[0], want)
 			}
 		})
@@ -418,7 +376,7 @@ func TestAChangeOutsideAZoneNeitherMovesItsSerialNorNotifiesIt(t *testing.T) {
 	l := listenForNotifies(t)
 	g, _ := notifyingZones(t, "zone.test eu1.zone.test", "", "", l.addr)
 	serials := func() string {
-		b := g.current()
+		b := g.ix
 		return fmt.Sprint(b.Serial(request.Request{Zone: "zone.test."}), " ", b.Serial(request.Request{Zone: "eu1.zone.test."}))
 	}
 	l.waitNotifies(t, 1, 2*time.Second)
@@ -438,12 +396,12 @@ func TestAChangeOutsideAZoneNeitherMovesItsSerialNorNotifiesIt(t *testing.T) {
 		t.Errorf("serials after the load: %s, want 16 16 (the last change, in eu1)", got)
 	}
 	before := len(waitZones(2)) // one per zone at the load
-	g.stanza.index.Apply([]record.Change{{KV: at(100, "/skydns/test/zone/outside/1", `{"host":"10.9.0.1"}`)}})
+	g.ix.Apply([]record.Change{{KV: zonefixture.At(100, "/skydns/test/zone/outside/1", `{"host":"10.9.0.1"}`)}})
 	if got := serials(); got != "100 16" {
 		t.Errorf("serials after a change outside eu1: %s, want 100 16", got)
 	}
 	l.waitNotifies(t, 2, 2*time.Second)
-	g.stanza.index.Apply([]record.Change{{KV: at(101, "/skydns/test/zone/eu1/inside/1", `{"host":"10.9.0.2"}`)}})
+	g.ix.Apply([]record.Change{{KV: zonefixture.At(101, "/skydns/test/zone/eu1/inside/1", `{"host":"10.9.0.2"}`)}})
 	if got := serials(); got != "101 101" {
 		t.Errorf("serials after a change inside eu1: %s, want 101 101", got)
 	}
@@ -460,11 +418,11 @@ func TestANotifyCarriesTheSOAItAnnounces(t *testing.T) {
 	l := listenForNotifies(t)
 	g, _ := notifyingZones(t, "zone.test", "", "", l.addr)
 	soa := func() string {
-		return g.apexOf().soaAt("zone.test.", uint32(g.stanza.index.Revision("zone.test.")), g.stanza.cfg.negativeTTL).String()
+		return g.st.Apex.SOAAt("zone.test.", uint32(g.ix.Revision("zone.test.")), g.st.NegativeTTL).String()
 	}
 	l.waitNotifies(t, 1, 2*time.Second)
 	first := soa()
-	g.stanza.index.Apply([]record.Change{{KV: at(200, "/skydns/test/zone/burst/1", `{"host":"10.9.0.1"}`)}})
+	g.ix.Apply([]record.Change{{KV: zonefixture.At(200, "/skydns/test/zone/burst/1", `{"host":"10.9.0.1"}`)}})
 	l.waitNotifies(t, 2, 2*time.Second)
 	l.mu.Lock()
 	soas := slices.Clone(l.soas)

@@ -1,4 +1,4 @@
-package gatewaydns
+package xfr
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/internal/zonefixture"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 )
 
@@ -23,7 +24,7 @@ func slotsFree(t *testing.T) bool {
 
 // startedTransfer asks for a transfer and takes its first message, the SOA: the producer is
 // then blocked handing over the next one.
-func startedTransfer(t *testing.T, g *GatewayDNS) <-chan []dns.RR {
+func startedTransfer(t *testing.T, g *served) <-chan []dns.RR {
 	t.Helper()
 	ch, err := g.Transfer("zone.test.", 0)
 	if err != nil {
@@ -50,8 +51,8 @@ func ended(t *testing.T, ch <-chan []dns.RR) {
 }
 
 func TestATransferNobodyReadsEndsAfterTheStallBound(t *testing.T) {
-	g := loadedStanza(t, "gatewaydns zone.test", transferFixture)
-	g.stanza.transfers.stall = 50 * time.Millisecond
+	g := loaded(t, stanza{}, zonefixture.Records)
+	g.runs.stall = 50 * time.Millisecond
 	ch := startedTransfer(t, g)
 	if !slotsFree(t) {
 		t.Fatal("a transfer that nobody reads still runs after its stall bound")
@@ -60,12 +61,10 @@ func TestATransferNobodyReadsEndsAfterTheStallBound(t *testing.T) {
 }
 
 func TestAStopEndsTheTransfersAndRefusesNewOnes(t *testing.T) {
-	g := loadedStanza(t, "gatewaydns zone.test", transferFixture)
+	g := loaded(t, stanza{}, zonefixture.Records)
 	ch := startedTransfer(t, g)
 	start := time.Now()
-	if err := g.stanza.stop(); err != nil {
-		t.Fatal(err)
-	}
+	g.Stop()
 	if took := time.Since(start); took > handover.StopWait {
 		t.Errorf("stop took %s with a transfer blocked, want within %s", took, handover.StopWait)
 	}
@@ -79,7 +78,7 @@ func TestAStopEndsTheTransfersAndRefusesNewOnes(t *testing.T) {
 }
 
 func TestTransfersBeyondTheBoundAreRefusedUntilOneEnds(t *testing.T) {
-	g := loadedStanza(t, "gatewaydns zone.test", transferFixture)
+	g := loaded(t, stanza{}, zonefixture.Records)
 	for range xfrRunning {
 		startedTransfer(t, g)
 	}
@@ -90,12 +89,12 @@ func TestTransfersBeyondTheBoundAreRefusedUntilOneEnds(t *testing.T) {
 	if _, err := g.Transfer("zone.test.", 16); !errors.Is(err, errTransferBusy) {
 		t.Errorf("an IXFR beyond the bound: %v, want %v", err, errTransferBusy)
 	}
-	g.stanza.transfers.stop()
+	g.runs.stop()
 	if !slotsFree(t) {
 		t.Fatal("the stopped transfers still hold their slots")
 	}
-	other := loadedStanza(t, "gatewaydns zone.test", transferFixture)
-	if rrs := transferred(t, other, "zone.test.", 0); len(rrs) < 3 {
+	other := loaded(t, stanza{}, zonefixture.Records)
+	if rrs := zonefixture.Transferred(t, other, "zone.test.", 0); len(rrs) < 3 {
 		t.Errorf("a transfer after the others ended: %d records", len(rrs))
 	}
 }

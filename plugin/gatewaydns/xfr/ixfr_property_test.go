@@ -1,15 +1,17 @@
-package gatewaydns
+package xfr
 
 import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"testing"
 
-	"github.com/coredns/coredns/plugin"
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/internal/zonefixture"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -65,8 +67,10 @@ func TestAnIXFRFromAnySerialTheJournalHoldsTurnsTheSecondarysCopyIntoTheZone(t *
 	for seed := range uint64(12) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 26))
-			g := loadedStanza(t, "gatewaydns zone.test {\n nameserver ns1.zone.test 10.0.0.1\n}", nil)
-			ix := g.stanza.index
+			apex := answer.NewApex()
+			apex.Nameservers = []answer.Nameserver{{Name: "ns1.zone.test.", Glue: []net.IP{net.ParseIP("10.0.0.1")}}}
+			g := loaded(t, stanza{apex: apex}, nil)
+			ix := g.ix
 			live := map[string]record.KV{} // what etcd holds, for the reloads
 			taken := map[uint32][]string{} // serial -> the full transfer then
 			loadedAt := uint32(0)
@@ -79,8 +83,8 @@ func TestAnIXFRFromAnySerialTheJournalHoldsTurnsTheSecondarysCopyIntoTheZone(t *
 					for _, kv := range live {
 						kvs = append(kvs, kv)
 					}
-					ix.Load(g.stanza.prefixes[0], kvs)
-					ix.Replayed(g.stanza.prefixes[0], rev) // a delete after the newest key
+					ix.Load(g.prefix, kvs)
+					ix.Replayed(g.prefix, rev) // a delete after the newest key
 					loadedAt = uint32(rev)
 				} else {
 					rev++
@@ -90,7 +94,7 @@ func TestAnIXFRFromAnySerialTheJournalHoldsTurnsTheSecondarysCopyIntoTheZone(t *
 					}
 					ix.Apply(ch)
 				}
-				full := transferred(t, g, "zone.test.", 0)
+				full := zonefixture.Transferred(t, g, "zone.test.", 0)
 				serial := full[0].(*dns.SOA).Serial
 				now := zoneText(full)
 				taken[serial] = now
@@ -100,7 +104,7 @@ func TestAnIXFRFromAnySerialTheJournalHoldsTurnsTheSecondarysCopyIntoTheZone(t *
 					if from == serial {
 						continue
 					}
-					ixfr := transferred(t, g, "zone.test.", from)
+					ixfr := zonefixture.Transferred(t, g, "zone.test.", from)
 					got, incremental := applyIXFR(t, taken[from], ixfr)
 					if !slices.Equal(got, now) {
 						logIXFRFailure(t, g, from, written)
@@ -127,7 +131,7 @@ func ixfrChanges(r *rand.Rand, rev int64, live map[string]record.KV) []record.Ch
 			delete(live, key)
 			continue
 		}
-		kv := at(rev, key, ixfrValue(r))
+		kv := zonefixture.At(rev, key, ixfrValue(r))
 		if old, ok := live[key]; ok {
 			kv.Created = old.Created
 		}
@@ -184,16 +188,16 @@ func applyIXFR(t *testing.T, old []string, rrs []dns.RR) (got []string, incremen
 
 // logIXFRFailure logs the changes made and the names the IXFR from serial was made of, as
 // they were and are: what it takes to tell which name the difference missed.
-func logIXFRFailure(t *testing.T, g *GatewayDNS, serial uint32, changes []string) {
+func logIXFRFailure(t *testing.T, g *served, serial uint32, changes []string) {
 	for _, c := range changes {
 		t.Log(c)
 	}
-	past, now, _ := g.stanza.index.ZoneDiff("zone.test.", serial, g.apexOf().zoneNames("zone.test."))
+	past, now, _ := g.ix.ZoneDiff("zone.test.", serial, g.st.Apex.ZoneNames("zone.test."))
 	for what, z := range map[string]*index.Zone{"then": past, "now": now} {
 		for i := range z.Len() {
 			t.Logf("%s: name %s (record id: %v)", what, z.Name(i), z.RecordID(i))
 		}
-		for _, rr := range g.zoneRRs(z, false, plugin.Options{}) {
+		for _, rr := range g.zoneRRs(z, false) {
 			t.Logf("%s: %s", what, rr)
 		}
 	}

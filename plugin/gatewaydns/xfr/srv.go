@@ -1,13 +1,14 @@
-package gatewaydns
+package xfr
 
 import (
 	"cmp"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // appendPlainSRV appends the SRV records plugin.SRV answers for name when every one of its
@@ -36,14 +37,12 @@ func appendPlainSRV(dst []dns.RR, name string, services []msg.Service) []dns.RR 
 			continue
 		}
 		weight := weights.of(serv)
-		var srv *dns.SRV
-		if target, ok := srvTarget(serv.Key, serv.TargetStrip, name); ok {
-			srv = &dns.SRV{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: serv.TTL},
-				Priority: uint16(serv.Priority), Weight: weight, Port: uint16(serv.Port), Target: target} // #nosec G115 -- as msg.Service.NewSRV
-		} else {
-			serv.Host = msg.Domain(serv.Key)
-			srv = serv.NewSRV(name, weight)
+		target, ok := record.TargetNameOf(serv.Key, serv.TargetStrip, name)
+		if !ok {
+			target = record.TargetName(serv.Key, serv.TargetStrip)
 		}
+		srv := &dns.SRV{Hdr: dns.RR_Header{Name: name, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: serv.TTL},
+			Priority: uint16(serv.Priority), Weight: weight, Port: uint16(serv.Port), Target: target} // #nosec G115 -- as msg.Service.NewSRV
 		if seen != nil {
 			k := targetPort{srv.Target, srv.Port}
 			if seen[k] {
@@ -99,68 +98,4 @@ func seenSRV(rrs []dns.RR, target string, port uint16) bool {
 		}
 	}
 	return false
-}
-
-// srvTarget is the target msg.Service.NewSRV gives an address service of name: msg.Domain of
-// its key, strip labels stripped (all of it when that would strip them all). It is worked
-// out without allocating when the key is name's own or a record-id child of it, the layout
-// writers use; ok is false otherwise.
-func srvTarget(key string, strip int, name string) (string, bool) {
-	switch {
-	case keyNameIs(key, false, name):
-		if t, ok := stripLabels(name, strip); ok {
-			return t, true
-		}
-		return name, true // targetStrip keeps the whole name
-	case strip > 0 && keyNameIs(key, true, name):
-		return stripLabels(name, strip-1)
-	}
-	return "", false
-}
-
-// stripLabels drops n labels from the front of name as msg's targetStrip does; ok is false
-// when that runs past the end.
-func stripLabels(name string, n int) (string, bool) {
-	offset, end := 0, false
-	for range n {
-		if offset, end = dns.NextLabel(name, offset); end {
-			return "", false
-		}
-	}
-	return name[offset:], true
-}
-
-// keyNameIs reports whether the name of key (without its last element, with parent) is name,
-// an FQDN: "/skydns/cluster/openmcp/eu1/app/3e6bee2e" is "app.eu1.openmcp.cluster." with
-// parent, "3e6bee2e.app.eu1.openmcp.cluster." without.
-func keyNameIs(key string, parent bool, name string) bool {
-	if len(key) < 2 || key[0] != '/' {
-		return false
-	}
-	_, path, ok := strings.Cut(key[1:], "/") // without "/<prefix>"
-	if !ok {
-		return false
-	}
-	if parent {
-		last := strings.LastIndexByte(path, '/')
-		if last < 0 {
-			return false
-		}
-		path = path[:last]
-	}
-	labels := strings.TrimSuffix(name, ".")
-	for {
-		i := strings.LastIndexByte(path, '/')
-		label, rest, more := strings.Cut(labels, ".")
-		if path[i+1:] != label || label == "" {
-			return false
-		}
-		if i < 0 {
-			return !more
-		}
-		if !more {
-			return false
-		}
-		path, labels = path[:i], rest
-	}
 }

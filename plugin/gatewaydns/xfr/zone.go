@@ -1,4 +1,4 @@
-package gatewaydns
+package xfr
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // zoneWriter makes the records of the names of a zone being transferred: the zone as a person
@@ -17,21 +19,22 @@ import (
 // (synthetic), SRV records of every address and record-id names included.
 type zoneWriter struct {
 	z         *index.Zone
-	apex      *apex
+	apex      *answer.Apex
 	reverse   bool
 	synthetic bool
 	opt       plugin.Options
 	glued     map[string]bool // record-id names whose addresses were sent as some record's target
 }
 
-func newZoneWriter(z *index.Zone, a *apex, reverse, synthetic bool, opt plugin.Options) *zoneWriter {
+func newZoneWriter(z *index.Zone, a *answer.Apex, reverse, synthetic bool, opt plugin.Options) *zoneWriter {
 	return &zoneWriter{z: z, apex: a, reverse: reverse, synthetic: synthetic, opt: opt}
 }
 
 // appendName appends the records of the zone's i-th name to dst, one TTL per RRset
 // (oneTTLPerRRset). A plain name's
 // (index.Zone.Plain, nearly every name) are made from its addresses and services by the code
-// that answers questions, without the lookups the other names take.
+// that answers questions (answer.AppendAddressRecords), without the lookups the other names
+// take.
 func (x *zoneWriter) appendName(dst []dns.RR, i int) []dns.RR {
 	start := len(dst)
 	dst = x.appendNameRecords(dst, i)
@@ -58,7 +61,7 @@ func (x *zoneWriter) appendNameRecords(dst []dns.RR, i int) []dns.RR {
 }
 
 // appendPlain appends the records of a plain name, or of any other name by the slow path:
-// its A and AAAA records, as addressRecords answers them, and with synthetic the SRV records
+// its A and AAAA records, as the handler answers them, and with synthetic the SRV records
 // plugin.SRV would make of its services, one per address. Published, a plain name with a port
 // takes the slow path, which makes its SRV records (their targets' addresses included).
 func (x *zoneWriter) appendPlain(dst []dns.RR, i int, name string, synthetic bool) []dns.RR {
@@ -79,32 +82,32 @@ func (x *zoneWriter) appendPlain(dst []dns.RR, i int, name string, synthetic boo
 	if len(services) == 0 {
 		return dst // an empty non-terminal
 	}
-	dst = appendAddressRecords(dst, name, dns.TypeA, v4)
-	dst = appendAddressRecords(dst, name, dns.TypeAAAA, v6)
+	dst = answer.AppendAddressRecords(dst, name, dns.TypeA, v4)
+	dst = answer.AppendAddressRecords(dst, name, dns.TypeAAAA, v6)
 	if synthetic {
 		return appendPlainSRV(dst, name, services)
 	}
 	return dst
 }
 
-// appendApex appends the apex's records: its NS records (apex.ns) with the glue of those in
+// appendApex appends the apex's records: its NS records (answer.Apex.NS) with the glue of those in
 // the zone that no name of the zone holds, and its own published records. The SOA is the
 // transfer's first and last record.
 func (x *zoneWriter) appendApex(dst []dns.RR, name string) []dns.RR {
 	m := new(dns.Msg)
 	m.SetQuestion(name, dns.TypeNS)
-	ns, glue, err := x.apex.ns(context.Background(), x.z, name, request.Request{Req: m, Zone: name}, x.opt)
+	ns, glue, err := x.apex.NS(context.Background(), x.z, name, request.Request{Req: m, Zone: name}, x.opt)
 	if err == nil {
 		dst = append(dst, ns...)
 		for _, rr := range glue {
 			dst = x.appendGlue(dst, rr)
 		}
 	}
-	dst = append(dst, x.apex.zoneGlue(name)...)
+	dst = append(dst, x.apex.ZoneGlue(name)...)
 	// The apex's addresses and text, as plugin.A and plugin.TXT find them (apex.dns.<zone>).
 	for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT} {
 		m.SetQuestion(name, qtype)
-		rrs, _, _, err := lookupBackend(context.Background(), x.z, x.apex, name, request.Request{Req: m, Zone: name}, x.opt)
+		rrs, _, _, err := answer.LookupBackend(context.Background(), x.z, x.apex, name, request.Request{Req: m, Zone: name}, x.opt)
 		if err != nil {
 			continue
 		}
@@ -120,7 +123,7 @@ func (x *zoneWriter) appendApex(dst []dns.RR, name string) []dns.RR {
 // storage tells whether the zone's i-th name is where records are stored rather than a name
 // of the zone: a record id (index.Zone.RecordID), whose records are its parent's, or a name of
 // ns.dns.<zone> and apex.dns.<zone>, the keys the NS records and the apex's records are read
-// from (apex.ns, plugin.A). Such a name is in a transfer only as a record's target.
+// from (answer.Apex.NS, plugin.A). Such a name is in a transfer only as a record's target.
 func (x *zoneWriter) storage(i int, name string) bool {
 	if x.z.RecordID(i) {
 		return true
@@ -185,7 +188,7 @@ func (x *zoneWriter) appendPublished(dst []dns.RR, name string) []dns.RR {
 	}
 	dst = x.appendSRV(dst, name, ask(dns.TypeSRV))
 	dst = x.appendMX(dst, name, ask(dns.TypeMX))
-	if len(dst) == start && cname != nil && !x.apex.glued(name) {
+	if len(dst) == start && cname != nil && !x.apex.Glued(name) {
 		dst = append(dst, cname)
 	}
 	return dst
@@ -205,12 +208,11 @@ func (x *zoneWriter) appendSRV(dst []dns.RR, name string, services []msg.Service
 		if s.Port <= 0 {
 			continue
 		}
-		weight := weights.of(s)
+		srv := s.NewSRV(name, weights.of(s))
 		what, ip := s.HostType()
 		if what == dns.TypeA || what == dns.TypeAAAA {
-			s.Host = msg.Domain(s.Key)
+			srv.Target = record.TargetName(s.Key, s.TargetStrip)
 		}
-		srv := s.NewSRV(name, weight)
 		srv.Target = strings.ToLower(srv.Target)
 		if k := (targetPort{srv.Target, s.Port}); seen[k] {
 			continue
@@ -219,7 +221,7 @@ func (x *zoneWriter) appendSRV(dst []dns.RR, name string, services []msg.Service
 		}
 		dst = append(dst, srv)
 		if ip != nil {
-			dst = x.appendGlue(dst, addressRR(srv.Target, s.TTL, ip))
+			dst = x.appendGlue(dst, answer.AddressRR(srv.Target, s.TTL, ip))
 		}
 	}
 	return dst
@@ -233,11 +235,11 @@ func (x *zoneWriter) appendMX(dst []dns.RR, name string, services []msg.Service)
 		if !s.Mail {
 			continue
 		}
+		mx := s.NewMX(name)
 		what, ip := s.HostType()
 		if what == dns.TypeA || what == dns.TypeAAAA {
-			s.Host = msg.Domain(s.Key)
+			mx.Mx = record.TargetName(s.Key, s.TargetStrip)
 		}
-		mx := s.NewMX(name)
 		mx.Mx = strings.ToLower(mx.Mx)
 		if seen[mx.Mx] {
 			continue
@@ -245,26 +247,26 @@ func (x *zoneWriter) appendMX(dst []dns.RR, name string, services []msg.Service)
 		seen[mx.Mx] = true
 		dst = append(dst, mx)
 		if ip != nil {
-			dst = x.appendGlue(dst, addressRR(mx.Mx, s.TTL, ip))
+			dst = x.appendGlue(dst, answer.AddressRR(mx.Mx, s.TTL, ip))
 		}
 	}
 	return dst
 }
 
 // zoneQuestions are what a name's records in a synthetic transfer are made of: the answers to
-// these questions, as the live plugin gives them (lookup), that are owned by the name itself. A
+// these questions, as the live plugin gives them (answer.Lookup), that are owned by the name itself. A
 // CNAME, where a name has one, stands alone (RFC 1034 3.6.2).
 var zoneQuestions = []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeSRV, dns.TypeMX}
 
 // zoneRecords are the records of one name in a synthetic transfer of z: what the plugin
 // answers for the name with exact names, without the records of other names (CNAME targets,
 // glue), which the zone holds at their own names.
-func zoneRecords(z *index.Zone, a *apex, name string, reverse bool, opt plugin.Options) []dns.RR {
+func zoneRecords(z *index.Zone, a *answer.Apex, name string, reverse bool, opt plugin.Options) []dns.RR {
 	ctx := context.Background()
 	ask := func(qtype uint16) []dns.RR {
 		m := new(dns.Msg)
 		m.SetQuestion(name, qtype)
-		records, _, _, err := lookupBackend(ctx, z, a, z.Origin, request.Request{Req: m, Zone: z.Origin}, opt)
+		records, _, _, err := answer.LookupBackend(ctx, z, a, z.Origin, request.Request{Req: m, Zone: z.Origin}, opt)
 		if err != nil {
 			return nil
 		}
@@ -280,13 +282,13 @@ func zoneRecords(z *index.Zone, a *apex, name string, reverse bool, opt plugin.O
 		return ask(dns.TypePTR)
 	}
 	var rrs []dns.RR
-	if name != z.Origin && !a.glued(name) {
+	if name != z.Origin && !a.Glued(name) {
 		if cn := ask(dns.TypeCNAME); len(cn) > 0 {
 			return cn[:1]
 		}
 	} else {
 		rrs = append(rrs, ask(dns.TypeNS)...)
-		rrs = append(rrs, a.zoneGlue(name)...)
+		rrs = append(rrs, a.ZoneGlue(name)...)
 	}
 	for _, qtype := range zoneQuestions {
 		rrs = append(rrs, ask(qtype)...)

@@ -1,4 +1,4 @@
-package gatewaydns
+package xfr
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // that the secondary went away or stopped reading: it reads our channel to the end when the
 // secondary disconnects, and blocks for good when one keeps its connection open but reads no
 // more (miekg/dns sets no write deadline on a TCP connection, and CoreDNS's server offers no
-// hook to set one). So the stanza owns these goroutines (transferRuns): each ends, letting go of
+// hook to set one). So the stanza owns these goroutines (runs): each ends, letting go of
 // its copy, when the stanza stops (a reload or shutdown) or when the transfer plugin has taken
 // nothing from it for xfrStall.
 //
@@ -41,8 +41,8 @@ var (
 // xfrSlots holds one token per transfer running in the process.
 var xfrSlots = make(chan struct{}, xfrRunning)
 
-// transferRuns are the transfers that one stanza runs.
-type transferRuns struct {
+// runs are the transfers that one stanza runs.
+type runs struct {
 	stall  time.Duration // xfrStall; shorter in tests
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -52,20 +52,20 @@ type transferRuns struct {
 	running sync.WaitGroup
 }
 
-func newTransferRuns() *transferRuns {
+func newRuns() *runs {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &transferRuns{stall: xfrStall, ctx: ctx, cancel: cancel}
+	return &runs{stall: xfrStall, ctx: ctx, cancel: cancel}
 }
 
 // xfrRun is one running transfer: it sends to the transfer plugin through ch.
 type xfrRun struct {
-	runs  *transferRuns
+	runs  *runs
 	ch    chan []dns.RR
 	stall *time.Timer
 }
 
 // begin takes a slot for a transfer, or tells why there is none.
-func (r *transferRuns) begin() (*xfrRun, error) {
+func (r *runs) begin() (*xfrRun, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped {
@@ -117,7 +117,7 @@ func (x *xfrRun) send(rrs []dns.RR) bool {
 
 // stop ends the running transfers and waits for them, within handover.StopWait; no transfer starts
 // afterwards.
-func (r *transferRuns) stop() {
+func (r *runs) stop() {
 	r.mu.Lock()
 	r.stopped = true
 	r.mu.Unlock()

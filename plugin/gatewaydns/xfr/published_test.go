@@ -1,4 +1,4 @@
-package gatewaydns
+package xfr
 
 import (
 	"slices"
@@ -6,20 +6,22 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/internal/zonefixture"
 )
 
-// publishedFixture adds to transferFixture what the writers publish beside addresses: record
+// publishedFixture adds to zonefixture.Records what the writers publish beside addresses: record
 // ids of 8 hex digits, an SRV record with a host name target and a port (NodePort and
 // DNSEndpoint SRV), an MX-only name, a TXT beside addresses, an address with a port, and a
 // host-name NS key beside an address one.
-var publishedFixture = append(slices.Clone(transferFixture),
-	at(20, "/skydns/test/zone/np/_tcp/_web/5d1c0e2a", `{"host":"node1.zone.test","port":8443,"priority":0,"weight":50}`),
-	at(21, "/skydns/test/zone/np/_tcp/_web/9a0c11f1", `{"host":"node2.zone.test","port":8443,"priority":0,"weight":50}`),
-	at(22, "/skydns/test/zone/mx/0b1c2d3e", `{"host":"mail.example.net","mail":true,"priority":10}`),
-	at(23, "/skydns/test/zone/web2/0000aaaa", `{"host":"10.4.0.1"}`),
-	at(24, "/skydns/test/zone/web2/0000bbbb", `{"text":"v=spf1 -all"}`),
-	at(25, "/skydns/test/zone/ep/_tcp/_api/abcdef01", `{"host":"10.4.0.2","port":9443}`),
-	at(26, "/skydns/test/zone/dns/ns/ns2", `{"host":"ns.example.net"}`),
+var publishedFixture = append(slices.Clone(zonefixture.Records),
+	zonefixture.At(20, "/skydns/test/zone/np/_tcp/_web/5d1c0e2a", `{"host":"node1.zone.test","port":8443,"priority":0,"weight":50}`),
+	zonefixture.At(21, "/skydns/test/zone/np/_tcp/_web/9a0c11f1", `{"host":"node2.zone.test","port":8443,"priority":0,"weight":50}`),
+	zonefixture.At(22, "/skydns/test/zone/mx/0b1c2d3e", `{"host":"mail.example.net","mail":true,"priority":10}`),
+	zonefixture.At(23, "/skydns/test/zone/web2/0000aaaa", `{"host":"10.4.0.1"}`),
+	zonefixture.At(24, "/skydns/test/zone/web2/0000bbbb", `{"text":"v=spf1 -all"}`),
+	zonefixture.At(25, "/skydns/test/zone/ep/_tcp/_api/abcdef01", `{"host":"10.4.0.2","port":9443}`),
+	zonefixture.At(26, "/skydns/test/zone/dns/ns/ns2", `{"host":"ns.example.net"}`),
 )
 
 // TestATransferHoldsTheRecordsAsPublished pins the default transfer: what a person would
@@ -27,8 +29,8 @@ var publishedFixture = append(slices.Clone(transferFixture),
 // the 1 and 2 of keys written by hand) but those an SRV or MX record targets, an SRV record's
 // port and an MX record kept.
 func TestATransferHoldsTheRecordsAsPublished(t *testing.T) {
-	g := loadedStanza(t, "gatewaydns zone.test", publishedFixture)
-	rrs := transferred(t, g, "zone.test.", 0)
+	g := loaded(t, stanza{}, publishedFixture)
+	rrs := zonefixture.Transferred(t, g, "zone.test.", 0)
 	got := betweenSOAs(rrs)
 	want := []string{
 		"*.apps.zone.test. 300 IN A 10.1.0.1",
@@ -70,15 +72,15 @@ func TestATransferHoldsTheRecordsAsPublished(t *testing.T) {
 // (RFC 2181 5.2), whatever the mix of kinds beside them; the primary's own answer keeps each
 // key's TTL, as the etcd plugin's does.
 func TestAnRRsetIsTransferredWithTheLowestTTLOfItsKeys(t *testing.T) {
-	g := loadedStanza(t, "gatewaydns zone.test", append(slices.Clone(transferFixture),
-		at(30, "/skydns/test/zone/mixed/00000001", `{"host":"10.7.0.1","ttl":300}`),
-		at(31, "/skydns/test/zone/mixed/00000002", `{"host":"10.7.0.2","ttl":60}`),
-		at(32, "/skydns/test/zone/mixed/00000003", `{"host":"2001:db8::7","ttl":600}`),
-		at(33, "/skydns/test/zone/mixed/00000004", `{"text":"a","ttl":30}`),
-		at(34, "/skydns/test/zone/mixed/00000005", `{"text":"b","ttl":900}`),
+	g := loaded(t, stanza{}, append(slices.Clone(zonefixture.Records),
+		zonefixture.At(30, "/skydns/test/zone/mixed/00000001", `{"host":"10.7.0.1","ttl":300}`),
+		zonefixture.At(31, "/skydns/test/zone/mixed/00000002", `{"host":"10.7.0.2","ttl":60}`),
+		zonefixture.At(32, "/skydns/test/zone/mixed/00000003", `{"host":"2001:db8::7","ttl":600}`),
+		zonefixture.At(33, "/skydns/test/zone/mixed/00000004", `{"text":"a","ttl":30}`),
+		zonefixture.At(34, "/skydns/test/zone/mixed/00000005", `{"text":"b","ttl":900}`),
 	))
 	var got []string
-	for _, rr := range betweenSOAs(transferred(t, g, "zone.test.", 0)) {
+	for _, rr := range betweenSOAs(zonefixture.Transferred(t, g, "zone.test.", 0)) {
 		if strings.HasPrefix(rr, "mixed.") {
 			got = append(got, rr)
 		}
