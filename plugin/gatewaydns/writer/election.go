@@ -6,13 +6,18 @@ import (
 	"fmt"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
+
+var log = clog.NewWithPlugin("gatewaydns")
 
 // DefaultLeaderPrefix is where writers elect their leaders: one election per owner id, at
 // <prefix>/<owner>. It is outside the records' prefix, so no server of the zone ever reads it.
@@ -26,8 +31,17 @@ const DefaultLeaderPrefix = "/gatewaydns/leader"
 const dryRunElection = "-dry-run"
 
 // DefaultElectionTTL is how long a crashed leader keeps its leadership: a successor takes over
-// at most this long after the leader's process is gone (at once when it shuts down cleanly).
-const DefaultElectionTTL = 10 * time.Second
+// at most this long (and etcd's lease expiry check, every 500 ms) after the leader's process is
+// gone; at once when it shuts down cleanly, or when it comes back under the same identity.
+//
+// 2 s is etcd's shortest lease with its default heartbeat and election timeout (etcd raises a
+// shorter TTL to 1.5 election timeouts; NewElection's grant then keeps the TTL etcd gives). A
+// short TTL costs no safety: every write of a term is fenced on its election key, which is gone
+// before a successor can lead, so a leader whose session lapsed can no longer write, whatever
+// it believes. What it costs is tolerance: the session is kept alive every TTL/4, each attempt
+// bounded by TTL/4 and tried again on another member, so that a frozen etcd member or a lost
+// keep-alive costs a quarter of the TTL, not the session.
+const DefaultElectionTTL = 2 * time.Second
 
 // ErrNotLeader is returned for a write by a writer that does not lead, or that led and was
 // deposed: etcd rejected the transaction because its election key is gone.
@@ -46,6 +60,9 @@ type Election struct {
 	// reached, when set, is told each answer or failure of etcd during a campaign: a standby
 	// says whether etcd answers while it waits.
 	reached func(error)
+	// standingBy, when set, is told that the campaign waits behind the key of another replica
+	// whose session is kept alive: a healthy leader (healthyLeader).
+	standingBy func()
 	// members keeps the session's keep-alive off members that stop answering; a failed
 	// campaign tells it through the caller's store.Pause.
 	members *store.Members
@@ -53,8 +70,10 @@ type Election struct {
 	// abandoned are leases of this election's sessions given up while etcd did not answer:
 	// their keys stay in the election, in front of every later candidate, until revoked or
 	// expired. The next campaign revokes them first.
-	mu        sync.Mutex
-	abandoned []clientv3.LeaseID
+	mu         sync.Mutex
+	abandoned  []clientv3.LeaseID
+	raised     sync.Once    // etcd raised the TTL: logged once
+	grantedTTL atomic.Int64 // seconds, as etcd last granted a session
 }
 
 // maxAbandoned bounds the abandoned leases remembered: beyond a few, the oldest have expired.
@@ -100,7 +119,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 		return nil, fmt.Errorf("election %s: session: %w", e.prefix, err)
 	}
 	liveSessions.Store(grant.ID, struct{}{})
-	alive, stop := keepAlive(ctx, e.client, e.members, grant.ID, time.Duration(e.ttl)*time.Second, e.attempt)
+	alive, stop := keepAlive(ctx, e.client, e.members, grant.ID, e.grant(grant.TTL), e.attempt)
 	t := &Term{Key: fmt.Sprintf("%s/%x", e.prefix, grant.ID), lease: grant.ID, alive: alive, stopKeepAlive: stop, client: e.client, el: e}
 	if err := e.campaign(ctx, t); err != nil {
 		t.release()
@@ -147,10 +166,75 @@ func (e *Election) campaign(ctx context.Context, t *Term) error {
 			}
 			continue
 		}
-		if err := waitDelete(ctx, e.client, string(older.Kvs[0].Key), older.Header.Revision, t.alive); err != nil {
+		if err := e.standBy(ctx, older.Kvs[0], older.Header.Revision, t.alive); err != nil {
 			return err
 		}
 	}
+}
+
+// standBy waits until the older key kv is deleted (waitDelete), and meanwhile tells standingBy
+// once the replica it belongs to is seen keeping its session alive (healthyLeader).
+func (e *Election) standBy(ctx context.Context, kv *mvccpb.KeyValue, rev int64, session context.Context) error {
+	if e.standingBy != nil && string(kv.Value) != e.identity {
+		wctx, cancel := context.WithCancel(ctx)
+		var checking sync.WaitGroup
+		checking.Go(func() {
+			if e.healthyLeader(wctx, clientv3.LeaseID(kv.Lease)) {
+				e.standingBy()
+			}
+		})
+		defer checking.Wait()
+		defer cancel()
+	}
+	return waitDelete(ctx, e.client, string(kv.Key), rev, session)
+}
+
+// healthyLeader reports, once it is so, that the session of lease is kept alive; false when ctx
+// ends first. A key lives as long as its lease, also a crashed leader's, up to the TTL after its
+// last keep-alive: that its key exists says nothing. A lease kept alive every TTL/4 always has
+// more than half its TTL left, while the lease of a process that is gone has less than half left
+// half a TTL after it was first seen. etcd tells the time left in whole seconds, rounded down:
+// after half a TTL, a live lease of the 2 s TTL reads 1, a dead one 0. So every half TTL: is
+// there at least half the granted TTL left?
+func (e *Election) healthyLeader(ctx context.Context, lease clientv3.LeaseID) bool {
+	half := e.sessionTTL() / 2 // the leader's lease has the TTL etcd gave this replica's
+	t := time.NewTicker(half)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if lease == clientv3.NoLease {
+			return false // a key put by hand, not a replica's: it never goes by itself
+		}
+		actx, cancel := context.WithTimeout(ctx, e.attempt)
+		resp, err := e.client.TimeToLive(actx, lease)
+		cancel()
+		if err == nil && resp.GrantedTTL > 0 && 2*resp.TTL >= resp.GrantedTTL {
+			return true
+		}
+	}
+}
+
+// grant is the session's TTL as etcd granted it: etcd raises a TTL below its minimum lease TTL
+// (1.5 election timeouts, rounded up to whole seconds), and the keep-alive must follow the TTL
+// the lease has. That a leader's death takes longer to be seen is said once.
+func (e *Election) grant(ttl int64) time.Duration {
+	if ttl > int64(e.ttl) {
+		e.raised.Do(func() {
+			log.Warningf("etcd granted the election %s a TTL of %ds for the %ds asked (its minimum lease TTL, 1.5 election timeouts): a standby takes over up to %ds after a leader's crash",
+				e.prefix, ttl, e.ttl, ttl)
+		})
+	}
+	e.grantedTTL.Store(ttl)
+	return e.sessionTTL()
+}
+
+// sessionTTL is the TTL of this election's sessions: as etcd last granted it, else as asked.
+func (e *Election) sessionTTL() time.Duration {
+	return time.Duration(max(e.grantedTTL.Load(), int64(e.ttl))) * time.Second
 }
 
 // liveSessions are the leases of this process's election sessions, from their grant until
