@@ -89,7 +89,7 @@ demo-down:
 .PHONY: soak
 soak: build test-binaries
 	GATEWAYDNS_SOAK=1 GATEWAYDNS_COREDNS=$(CURDIR)/coredns GATEWAYDNS_TEST_BIN=$(CURDIR)/bin \
-		$(GO) test -race -count=1 -timeout 30m -v -run 'TestServesUnderLoad|TestReload|TestAnOutage|TestConverges' \
+		$(GO) test -race -count=1 -timeout 30m -v -run 'TestServesUnderLoad|TestReload|TestAnOutage|TestConverges|TestARouteCreatedAfterEachKubeAPIServerRestart' \
 		./tests/ ./plugin/gatewaydns/mirror/ ./plugin/gatewaydns/writer/
 
 FUZZTIME ?= 10

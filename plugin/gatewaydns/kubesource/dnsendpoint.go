@@ -10,8 +10,9 @@ import (
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -25,11 +26,18 @@ import (
 var dnsEndpointKind = gatewayKind{
 	kind: source.KindDNSEndpoint, group: source.DNSEndpointGVR.Group, resource: source.DNSEndpointGVR.Resource,
 	versions: []string{source.DNSEndpointGVR.Version},
-	dynamic: func(ctx context.Context, w *Watcher, version, namespace string) cache.SharedIndexInformer {
+	dynamic: func(ctx context.Context, w *Watcher, version, namespace string) listSource {
 		w.startStatusWriter(ctx)
 		gvr := source.DNSEndpointGVR
 		gvr.Version = version
-		return dynamicinformer.NewFilteredDynamicInformer(w.dyn, gvr, namespace, w.opts.ResyncPeriod, cache.Indexers{}, nil).Informer()
+		r := w.dyn.Resource(gvr).Namespace(namespace)
+		lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				return r.List(ctx, opts)
+			},
+			WatchFuncWithContext: r.Watch,
+		}, w.dyn)
+		return listSource{lw: lw, object: &unstructured.Unstructured{}, indexers: cache.Indexers{}}
 	},
 }
 
@@ -53,10 +61,10 @@ func (gk gatewayKind) groupName() string {
 // builder builds the kind's informers at version, one per namespace.
 func (gk gatewayKind) builder(ctx context.Context, w *Watcher, version string) newInformer {
 	if gk.dynamic != nil {
-		return func(ns string) cache.SharedIndexInformer { return gk.dynamic(ctx, w, version, ns) }
+		return func(ns string) listSource { return gk.dynamic(ctx, w, version, ns) }
 	}
-	return func(ns string) cache.SharedIndexInformer {
-		return gk.informer(w.gw, w.slim, gk.resource, version, ns, w.opts.ResyncPeriod)
+	return func(ns string) listSource {
+		return gk.informer(w.gw, w.slim, gk.resource, version, ns)
 	}
 }
 

@@ -147,6 +147,9 @@ type Watcher struct {
 	crdServes    func(ctx context.Context, name, version string) (bool, error)
 	crdForbidden sync.Once
 	health       *apiHealth
+	// probe asks the API server whether it is ready while it does not answer (recovery.go);
+	// nil: not asked (the clients of NewForClients).
+	probe rest.Interface
 
 	queue       workqueue.TypedDelayingInterface[dnsrecord.ObjectRef]
 	broadcaster record.EventBroadcaster
@@ -186,6 +189,7 @@ type Watcher struct {
 func New(rc *rest.Config, opts Options) (*Watcher, error) {
 	health := newAPIHealth()
 	health.observed = true
+	rc = withRecoveryRate(rc)
 	kcfg := rest.CopyConfig(rc)
 	kcfg = rest.AddUserAgent(kcfg, DefaultComponent)
 	kcfg.Wrap(health.observe)
@@ -207,6 +211,7 @@ func New(rc *rest.Config, opts Options) (*Watcher, error) {
 	}
 	w := NewForClients(kube, listingGatewayClient{gw}, opts)
 	w.health = health
+	w.probe = kube.Discovery().RESTClient()
 	w.dyn = listingDynamicClient{dyn}
 	w.crdServes = crdServesVia(dyn)
 	return w, nil
@@ -282,11 +287,14 @@ func (w *Watcher) Start(ctx context.Context) error {
 	w.recorder = w.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: w.opts.Component})
 
 	if w.opts.watches(source.KindIngress) {
-		w.startInformer(ctx, source.KindIngress, "v1", false, newIngressInformer(w.kube, w.opts.ResyncPeriod), w.namespacesOf(source.KindIngress))
+		w.startInformer(ctx, source.KindIngress, "v1", false, newIngressInformer(w.kube), w.namespacesOf(source.KindIngress))
 	}
-	w.startInformer(ctx, KindNamespace, "v1", false, newNamespaceInformer(w.kube, w.opts.ResyncPeriod), w.namespacesOf(KindNamespace))
+	w.startInformer(ctx, KindNamespace, "v1", false, newNamespaceInformer(w.kube), w.namespacesOf(KindNamespace))
 	if w.opts.watches(source.KindService) {
 		w.startServiceInformers(ctx)
+	}
+	if w.probe != nil {
+		w.wg.Go(func() { w.probeLoop(ctx, w.probe) })
 	}
 	w.wg.Add(2)
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/statelog"
 )
 
 // writerEvents reports what the writer could not do on the objects behind the name, as
@@ -14,6 +15,7 @@ import (
 type writerEvents struct {
 	*metrics
 	kube *kubesource.Watcher
+	lead *leadership
 }
 
 // Leading: only the leader reports rejections, so that the replicas of an owner do not each
@@ -21,6 +23,28 @@ type writerEvents struct {
 func (w writerEvents) Leading(leading bool) {
 	w.metrics.Leading(leading)
 	w.kube.SetLeading(leading)
+	w.lead.changed(leading)
+}
+
+// leadership logs when this replica starts and stops leading its owner, so that the logs of
+// the replicas say which one writes, and since when.
+type leadership struct {
+	owner, identity string
+	dryRun          bool
+	state           statelog.State[bool]
+}
+
+func (l *leadership) changed(leading bool) {
+	l.state.Set(leading, func(bool) {
+		switch {
+		case leading && l.dryRun:
+			log.Infof("This replica (%s) leads the dry-run writers of owner %q: it logs what they would write", l.identity, l.owner)
+		case leading:
+			log.Infof("This replica (%s) leads owner %q: it writes the owner's records", l.identity, l.owner)
+		default:
+			log.Infof("This replica (%s) no longer leads owner %q; it stands by", l.identity, l.owner)
+		}
+	})
 }
 
 func (w writerEvents) Conflict(c plan.Conflict) {

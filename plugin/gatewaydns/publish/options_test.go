@@ -119,7 +119,7 @@ func TestParseRefusesWhatExternalDNSRefuses(t *testing.T) {
 		{"owner with two words", []string{"owner eu 1"}, "owner needs exactly one argument"},
 		{"unknown policy", []string{"owner eu1", "policy sometimes"}, "sometimes"},
 		{"unknown conflict mode", []string{"owner eu1", "conflict maybe"}, "maybe"},
-		{"lease too short to outlive a failover", []string{"owner eu1", "lease 14s"}, "lease 14s is shorter than the election TTL 10s plus 5s"},
+		{"lease too short to outlive a failover", []string{"owner eu1", "lease 6s"}, "lease 6s is shorter than the election TTL 2s plus 5s"},
 		{"dry-run takes no argument", []string{"owner eu1", "dry-run yes"}, "dry-run takes no arguments"},
 		{"kubeconfig with three arguments", []string{"owner eu1", "kubeconfig a b c"}, "kubeconfig needs a file"},
 		{"bad label selector", []string{"owner eu1", "label-filter a=(b"}, `label-filter "a=(b"`},

@@ -56,6 +56,9 @@ func (w *Writer) resync(ctx context.Context, term *Term, lease clientv3.LeaseID)
 		}
 	}
 	res, err := w.reconcileTelling(ctx, term, lease, names, nil, synced)
+	if err == nil {
+		w.settleElection() // it leads and has synced: names that failed are reported, not waited for
+	}
 	if err == nil && len(res.Failed) == 0 && scanFailed == 0 {
 		w.obs.Synced(time.Now())
 	}

@@ -258,6 +258,9 @@ type Writer struct {
 	lost lostNames
 	// guardsDenied: etcd refused a claim guard, claims compare key ranges (claims.go).
 	guardsDenied atomic.Bool
+	// settled: this replica has led and made a full resync, or has stood by behind another
+	// replica's live election key (Settled).
+	settled atomic.Bool
 
 	reports reports
 	// planned is what a dry run told of each name (dryrun.go).
@@ -335,8 +338,18 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 		lost:    lostNames{names: make(map[string]int64)},
 	}
 	el.reached = wr.reached
+	el.standingBy = wr.settleElection
 	return wr, nil
 }
+
+// Settled reports whether this replica has found its place in the election: it has led and
+// made a full resync (it writes), or it has stood by behind the election key of another
+// replica, which lives only while that replica keeps its session alive (a leader writes). A
+// replica that has neither, say one waiting out the key of a crashed predecessor of another
+// identity, is not settled: nothing writes yet. Once settled, a replica stays so.
+func (w *Writer) Settled() bool { return w.settled.Load() }
+
+func (w *Writer) settleElection() { w.settled.Store(true) }
 
 // Enqueue asks for names to be reconciled soon. It never blocks; names enqueued several times
 // before the leader gets to them are reconciled once. A replica that does not lead keeps
