@@ -18,26 +18,30 @@ import (
 const discoveryRetry = 500 * time.Millisecond
 
 // discoveryLoop looks for the Gateway API kinds not watched yet, at once and then every
-// interval (sooner, backing off, while the first discovery fails).
+// interval (sooner, backing off, while the first discovery fails, and at once when the API
+// server is ready again: a writer started during one API server restart and hit by the next
+// would otherwise wait out its back-off before its informers start).
 func (w *Watcher) discoveryLoop(ctx context.Context) {
 	first := true
 	retry := backoff.New(min(discoveryRetry, w.interval), w.interval)
 	for {
-		wait := w.interval
-		if w.discover(ctx) {
-			if first {
-				first = false
-				close(w.discovered)
-			}
-		} else if first {
-			wait = retry.Next()
+		recovered := w.health.recovered() // before asking: a recovery during discover wakes the wait
+		if w.discover(ctx) && first {
+			first = false
+			close(w.discovered)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if first {
+			retry.Wait(ctx, recovered)
+		} else {
+			t := time.NewTimer(w.interval)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+			case <-t.C:
+			}
+		}
+		if ctx.Err() != nil {
 			return
-		case <-t.C:
 		}
 	}
 }
