@@ -32,6 +32,7 @@ type GatewayDNS struct {
 
 	stanza *stanza // the roles behind the handler
 	apex   *apex   // the SOA's fields and the nameservers; nil for the stock ones
+	packer *packer // the packed replies (prepacked.go); nil: none
 }
 
 // backend is the index with upstream lookups added: the plugin.ServiceBackend that CoreDNS's
@@ -85,6 +86,10 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	if !b.Loaded() || !b.serves(zone) {
 		return dns.RcodeServerFailure, errNotLoaded
 	}
+	done, pq := g.servePacked(w, &state, zone, b)
+	if done {
+		return dns.RcodeSuccess, nil
+	}
 
 	if state.QClass() != dns.ClassINET {
 		if g.Explain && state.QClass() == dns.ClassCHAOS && state.QType() == dns.TypeTXT {
@@ -105,6 +110,7 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 		return g.backendError(b, zone, dns.RcodeServerFailure, state, err)
 	}
 	if len(records) == 0 {
+		g.keepPacked(b, &pq, nil, dns.RcodeSuccess)
 		return g.backendError(b, zone, dns.RcodeSuccess, state, nil)
 	}
 
@@ -114,6 +120,7 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	m.Authoritative = true
 	m.Answer = records
 	m.Extra = extra
+	g.keepPacked(b, &pq, m, dns.RcodeSuccess)
 	w.WriteMsg(m)
 	return dns.RcodeSuccess, nil
 }

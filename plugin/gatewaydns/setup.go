@@ -85,6 +85,9 @@ func setup(c *caddy.Controller) error {
 			return err
 		}
 		starting.add(st)
+		if g.packer != nil {
+			g.packer.writes.Store(int32(writesFor(inFront(dnsserver.GetConfig(c)))))
+		}
 		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && !cfg.publishOnly {
 			keyName, key, _, err := cfg.notify.signingKey(dnsserver.GetConfig(c).TsigSecret)
 			if err != nil {

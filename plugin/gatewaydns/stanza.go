@@ -56,6 +56,7 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 	if cfg.publishOnly {
 		return g, st
 	}
+	g.packer = newPacker(cfg.prefix, cfg.zones)
 	zones := strings.Join(cfg.zones, " ")
 	st.prefixes = zonePrefixes(cfg.prefix, cfg.zones)
 	var own *feed // the feed outlives the stanza when the next instance shares it: not st.own

@@ -1,0 +1,212 @@
+package gatewaydns
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/coredns/coredns/request"
+	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
+)
+
+// Packed replies (package packed): a name asked for once keeps its reply, in wire form, at its
+// node in the index until a write changes it; later questions get a copy with their ID, flags
+// and spelling patched in, which costs neither a message built nor one packed. NXDOMAIN and
+// NODATA are written from the zone's SOA packed once per serial. The first question for a
+// name, a name whose answers are not its records' alone (a CNAME, an SRV target looked up, a
+// lease, a "*"), and a question that is not a plain one (EDNS options, another class or opcode,
+// SOA, a name with unusual bytes) take the handler's usual path; the reply it writes is then
+// packed for the next question where it can be.
+//
+// A name with a steering policy (issue 36) answers each question from a choice among its
+// owners: the index holds no packed reply for it (Keep refuses a name whose policy makes its
+// answers per question), or one per chosen owner set if the choice is made before the lookup;
+// either way the choice stays the handler's, and the packed reply only what follows from it.
+
+// packer is a stanza's packed replies: its answer rules' token (the index may be shared with a
+// stanza of other rules) and its zones' negative replies.
+type packer struct {
+	owner *packed.Owner
+	zones map[string]*packedZone // by zone
+	// writes is what the plugins in front of the handler let it write as bytes rather than as
+	// a dns.Msg (chainWrites), set at startup; until then it writes messages only.
+	writes atomic.Int32
+	bufs   sync.Pool
+}
+
+type packedZone struct {
+	prefix string // the zone's key prefix, which its serial is kept under
+	neg    packed.Negatives
+}
+
+func newPacker(prefix string, zones []string) *packer {
+	p := &packer{owner: packed.NewOwner(), zones: map[string]*packedZone{}}
+	for _, z := range zones {
+		p.zones[z] = &packedZone{prefix: zoneKeyPrefixes(prefix, []string{z})[0]}
+	}
+	p.bufs.New = func() any { b := make([]byte, 0, maxName+packed.MaxLen+512); return &b }
+	return p
+}
+
+// packedQuestion is a question the packer may answer, and what it found for it.
+type packedQuestion struct {
+	q     packed.Query // but its Name
+	zone  *packedZone
+	probe index.Probe
+	name  string // lower case
+}
+
+// servePacked writes the packed reply to the question of state, if there is one and the chain
+// in front lets it write bytes; done tells whether it did. Otherwise, when pq.zone is set,
+// keepPacked takes pq after the usual path answered.
+func (g *GatewayDNS) servePacked(w dns.ResponseWriter, state *request.Request, zone string, b *backend) (done bool, pq packedQuestion) {
+	p := g.packer
+	if p == nil {
+		return false, pq
+	}
+	name := state.Name()
+	r := state.Req
+	z := p.zones[zone]
+	if z == nil || name == zone || len(r.Question) != 1 || r.Opcode != dns.OpcodeQuery || len(r.Answer) != 0 || len(r.Ns) != 0 ||
+		!plainName(name) || !packedType(state.QType()) || g.apexOf().glued(name) || !queryOf(state, &pq.q) {
+		return false, pq
+	}
+	pq.zone, pq.name = z, name
+	pq.probe = b.Packed(name, z.prefix)
+	var a *packed.Answer
+	switch writes := chainWrites(p.writes.Load()); {
+	case writes == writesMsgs:
+		return false, pq
+	case pq.probe.NX:
+		if writes != writesAll || g.Fall.Through(name) {
+			return false, pq
+		}
+	default:
+		if a = pq.probe.Name.Find(p.owner, pq.q.Qtype); a == nil {
+			return false, pq
+		}
+	}
+	var neg *packed.Negative
+	if a == nil || a.Negative() {
+		var err error
+		if neg, err = g.negative(z, pq.probe.Serial, b, zone); err != nil {
+			return false, pq
+		}
+	}
+	return p.write(w, state, &pq.q, a, neg), pq
+}
+
+// write writes the reply of a (nil: NXDOMAIN) to q, the question of state, if it fits the
+// client's size; it reports whether it did.
+func (p *packer) write(w dns.ResponseWriter, state *request.Request, q *packed.Query, a *packed.Answer, neg *packed.Negative) bool {
+	bp := p.bufs.Get().(*[]byte)
+	defer p.bufs.Put(bp)
+	buf := (*bp)[:cap(*bp)]
+	n, err := dns.PackDomainName(state.Req.Question[0].Name, buf[:maxName], 0, nil, false)
+	if err != nil {
+		return false
+	}
+	q.Name = buf[:n:n]
+	out := buf[maxName:maxName]
+	if a == nil {
+		if !q.Fits(packed.NegativeLen(q, neg)) {
+			return false
+		}
+		out = packed.AppendNegative(out, q, dns.RcodeNameError, neg)
+	} else {
+		if !q.Fits(a.Len(q, neg)) {
+			return false
+		}
+		out = a.AppendReply(out, q, neg)
+	}
+	w.Write(out) //nolint:errcheck // as with WriteMsg, a failed write is the client's loss alone
+	return true
+}
+
+// maxName is the longest name in wire form.
+const maxName = 255
+
+// negative is the zone's packed SOA at serial, as backendError writes it.
+func (g *GatewayDNS) negative(z *packedZone, serial uint32, b *backend, zone string) (*packed.Negative, error) {
+	minTTL := b.MinTTL(request.Request{})
+	return z.neg.At(serial, minTTL, func() (*packed.Negative, error) {
+		return packed.NewNegative(g.apexOf().soaAt(zone, serial, minTTL))
+	})
+}
+
+// keepPacked packs m, the reply the usual path made to pq (nil: a negative reply of rcode), for
+// the next question of its name and type.
+func (g *GatewayDNS) keepPacked(b *backend, pq *packedQuestion, m *dns.Msg, rcode int) {
+	if pq.zone == nil || !pq.probe.Ref.Valid() {
+		return
+	}
+	var a packed.Answer
+	switch {
+	case m != nil:
+		var ok bool
+		if a, ok = packed.NewAnswer(m); !ok {
+			return
+		}
+	case rcode == dns.RcodeSuccess:
+		a = packed.NewNoData(pq.q.Qtype)
+	default:
+		return
+	}
+	b.Keep(pq.probe.Ref, pq.name, pq.probe.Name.With(g.packer.owner, a))
+}
+
+// queryOf is the packed.Query of state's question, but its name; ok is false for a question
+// of another class than IN, or with more than an OPT record without options (version 0).
+func queryOf(state *request.Request, q *packed.Query) bool {
+	r := state.Req
+	*q = packed.Query{ID: r.Id, Qtype: r.Question[0].Qtype, Qclass: r.Question[0].Qclass}
+	if r.RecursionDesired {
+		q.Flags |= 1 << 8
+	}
+	if r.CheckingDisabled {
+		q.Flags |= 1 << 4
+	}
+	if q.Qclass != dns.ClassINET {
+		return false
+	}
+	switch len(r.Extra) {
+	case 0:
+	case 1:
+		o, ok := r.Extra[0].(*dns.OPT)
+		if !ok || len(o.Option) != 0 || o.Version() != 0 || o.Hdr.Name != "." {
+			return false
+		}
+		q.OPT, q.UDPSize, q.OPTTTL = true, o.UDPSize(), o.Hdr.Ttl
+	default:
+		return false
+	}
+	q.TCP = state.Proto() == "tcp"
+	q.Family = state.Family()
+	return true
+}
+
+// plainName reports whether name (lower case) has only letters, digits, '-' and '_' in its
+// labels: what the batched UDP path reads without unpacking, and what needs no escape.
+func plainName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return false
+		}
+	}
+	return len(name) > 1
+}
+
+// packedType reports whether questions of qtype may be answered packed. SOA questions are the
+// secondaries' serial checks and pace transfers (queried); DS goes to the parent (the server
+// routes it); the meta types answer otherwise.
+func packedType(qtype uint16) bool {
+	switch qtype {
+	case dns.TypeSOA, dns.TypeDS, dns.TypeAXFR, dns.TypeIXFR, dns.TypeANY, dns.TypeOPT, dns.TypeTSIG, dns.TypeTKEY, dns.TypeMAILA, dns.TypeMAILB:
+		return false
+	}
+	return true
+}
