@@ -86,41 +86,48 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	if !b.Loaded() || !b.serves(zone) {
 		return dns.RcodeServerFailure, errNotLoaded
 	}
-	done, pq := g.servePacked(w, &state, zone, b)
-	if done {
+	var pq packedQuestion
+	if g.servePacked(w, &state, zone, b, &pq) {
 		return dns.RcodeSuccess, nil
 	}
+	return g.serveLookup(ctx, w, &state, zone, b, &pq)
+}
 
+// serveLookup answers the question of state by lookup, and keeps its reply packed (pq) where it
+// can. It is ServeDNS's second half, in a frame of its own: a question answered packed never
+// has it on its stack, and one that is not has ServeDNS's small one beneath it, so that the
+// goroutine's stack holds the lookup without growing (issue 37).
+func (g *GatewayDNS) serveLookup(ctx context.Context, w dns.ResponseWriter, state *request.Request, zone string, b *backend, pq *packedQuestion) (int, error) {
 	if state.QClass() != dns.ClassINET {
 		if g.Explain && state.QClass() == dns.ClassCHAOS && state.QType() == dns.TypeTXT {
-			return g.explain(ctx, b, zone, state)
+			return g.explain(ctx, b, zone, *state)
 		}
 		return dns.RcodeRefused, nil
 	}
 
 	opt := plugin.Options{NoApexFallback: g.NoApexFallback}
-	records, extra, truncated, err := lookup(ctx, b, g.apexOf(), zone, state, opt)
+	records, extra, truncated, err := lookup(ctx, b, g.apexOf(), zone, *state, opt)
 	if err != nil && b.IsNameError(err) {
 		if g.Fall.Through(state.Name()) {
-			return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+			return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, state.Req)
 		}
-		return g.backendError(b, zone, dns.RcodeNameError, state, nil)
+		return g.backendError(b, zone, dns.RcodeNameError, *state, nil)
 	}
 	if err != nil {
-		return g.backendError(b, zone, dns.RcodeServerFailure, state, err)
+		return g.backendError(b, zone, dns.RcodeServerFailure, *state, err)
 	}
 	if len(records) == 0 {
-		g.keepPacked(b, &pq, nil, dns.RcodeSuccess)
-		return g.backendError(b, zone, dns.RcodeSuccess, state, nil)
+		g.keepPacked(b, pq, nil, dns.RcodeSuccess)
+		return g.backendError(b, zone, dns.RcodeSuccess, *state, nil)
 	}
 
 	m := new(dns.Msg)
-	m.SetReply(r)
+	m.SetReply(state.Req)
 	m.Truncated = truncated
 	m.Authoritative = true
 	m.Answer = records
 	m.Extra = extra
-	g.keepPacked(b, &pq, m, dns.RcodeSuccess)
+	g.keepPacked(b, pq, m, dns.RcodeSuccess)
 	w.WriteMsg(m)
 	return dns.RcodeSuccess, nil
 }
@@ -197,7 +204,9 @@ func lookupBackend(ctx context.Context, b plugin.ServiceBackend, a *apex, zone s
 // alone, from what the index worked out when the records last changed rather than per question:
 // the bulk of the questions, at a fraction of the cost. ok is false for the other names.
 func addressRecords(ix *index.Index, state request.Request, qtype uint16) (records []dns.RR, ok bool, err error) {
-	var buf [8]index.Address // most names have fewer: then finding them allocates nothing
+	// Most names have fewer: then finding them allocates nothing. More would make the query
+	// path's frames grow the goroutine's stack once more per question (issue 37).
+	var buf [4]index.Address
 	addrs, ok, err := ix.AppendAddresses(buf[:0], state.Name(), qtype)
 	if !ok || err != nil {
 		return nil, ok, err

@@ -59,70 +59,93 @@ type packedQuestion struct {
 }
 
 // servePacked writes the packed reply to the question of state, if there is one and the chain
-// in front lets it write bytes; done tells whether it did. Otherwise, when pq.zone is set,
+// in front lets it write bytes, and reports whether it did. Otherwise, when pq.zone is set,
 // keepPacked takes pq after the usual path answered.
-func (g *GatewayDNS) servePacked(w dns.ResponseWriter, state *request.Request, zone string, b *backend) (done bool, pq packedQuestion) {
-	p := g.packer
-	if p == nil {
-		return false, pq
+func (g *GatewayDNS) servePacked(w dns.ResponseWriter, state *request.Request, zone string, b *backend, pq *packedQuestion) bool {
+	if g.packer == nil {
+		return false
 	}
-	name := state.Name()
 	r := state.Req
-	z := p.zones[zone]
-	if z == nil || name == zone || len(r.Question) != 1 || r.Opcode != dns.OpcodeQuery || len(r.Answer) != 0 || len(r.Ns) != 0 ||
-		!plainName(name) || !packedType(state.QType()) || g.apexOf().glued(name) || !queryOf(state, &pq.q) {
-		return false, pq
+	if len(r.Question) != 1 || r.Opcode != dns.OpcodeQuery || len(r.Answer) != 0 || len(r.Ns) != 0 || !queryOf(state, &pq.q) {
+		return false
 	}
-	pq.zone, pq.name = z, name
-	pq.probe = b.Packed(name, z.prefix)
-	var a *packed.Answer
-	switch writes := chainWrites(p.writes.Load()); {
-	case writes == writesMsgs:
-		return false, pq
-	case pq.probe.NX:
-		if writes != writesAll || g.Fall.Through(name) {
-			return false, pq
-		}
-	default:
-		if a = pq.probe.Name.Find(p.owner, pq.q.Qtype); a == nil {
-			return false, pq
-		}
+	writes := chainWrites(g.packer.writes.Load())
+	a, neg, ok := g.packedAnswer(pq, state.Name(), zone, b, writes)
+	if !ok {
+		return false
 	}
-	var neg *packed.Negative
-	if a == nil || a.Negative() {
-		var err error
-		if neg, err = g.negative(z, pq.probe.Serial, b, zone); err != nil {
-			return false, pq
-		}
+	if a == nil && writes == writesNoErrors {
+		// NXDOMAIN behind prometheus, which takes the rcode from a message: the message of
+		// backendError, with the zone's SOA as packed for this serial rather than made again.
+		m := new(dns.Msg)
+		m.SetRcode(r, dns.RcodeNameError)
+		m.Authoritative = true
+		m.Ns = []dns.RR{neg.SOA()}
+		w.WriteMsg(m) //nolint:errcheck // as backendError
+		return true
 	}
-	return p.write(w, state, &pq.q, a, neg), pq
-}
-
-// write writes the reply of a (nil: NXDOMAIN) to q, the question of state, if it fits the
-// client's size; it reports whether it did.
-func (p *packer) write(w dns.ResponseWriter, state *request.Request, q *packed.Query, a *packed.Answer, neg *packed.Negative) bool {
-	bp := p.bufs.Get().(*[]byte)
-	defer p.bufs.Put(bp)
+	bp := g.packer.bufs.Get().(*[]byte)
+	defer g.packer.bufs.Put(bp)
 	buf := (*bp)[:cap(*bp)]
-	n, err := dns.PackDomainName(state.Req.Question[0].Name, buf[:maxName], 0, nil, false)
+	n, err := dns.PackDomainName(r.Question[0].Name, buf[:maxName], 0, nil, false)
 	if err != nil {
 		return false
 	}
-	q.Name = buf[:n:n]
-	out := buf[maxName:maxName]
-	if a == nil {
-		if !q.Fits(packed.NegativeLen(q, neg)) {
-			return false
-		}
-		out = packed.AppendNegative(out, q, dns.RcodeNameError, neg)
-	} else {
-		if !q.Fits(a.Len(q, neg)) {
-			return false
-		}
-		out = a.AppendReply(out, q, neg)
+	pq.q.Name = buf[:n:n]
+	out, ok := appendPacked(buf[maxName:maxName], &pq.q, a, neg)
+	pq.q.Name = nil // the buffer goes back to the pool
+	if !ok {
+		return false
 	}
 	w.Write(out) //nolint:errcheck // as with WriteMsg, a failed write is the client's loss alone
 	return true
+}
+
+// packedAnswer finds the packed reply to pq.q (its type, class and flags set; not its name),
+// for name (lower case) in zone, from b, if one may be written behind plugins that take
+// writes: a (nil: NXDOMAIN) and the zone's negative reply when it needs one. ok is false when
+// the usual path answers; pq then holds what keepPacked takes after it (when pq.zone is set).
+func (g *GatewayDNS) packedAnswer(pq *packedQuestion, name, zone string, b *backend, writes chainWrites) (a *packed.Answer, neg *packed.Negative, ok bool) {
+	p := g.packer
+	z := p.zones[zone]
+	if z == nil || name == zone || pq.q.Qclass != dns.ClassINET || !packedType(pq.q.Qtype) || !plainName(name) || g.apexOf().glued(name) {
+		return nil, nil, false
+	}
+	pq.zone, pq.name = z, name
+	pq.probe = b.Packed(name, z.prefix)
+	switch {
+	case writes == writesMsgs:
+		return nil, nil, false
+	case pq.probe.NX:
+		if g.Fall.Through(name) {
+			return nil, nil, false
+		}
+	default:
+		if a = pq.probe.Name.Find(p.owner, pq.q.Qtype); a == nil {
+			return nil, nil, false
+		}
+	}
+	if a == nil || a.Negative() {
+		var err error
+		if neg, err = g.negative(z, pq.probe.Serial, b, zone); err != nil {
+			return nil, nil, false
+		}
+	}
+	return a, neg, true
+}
+
+// appendPacked appends the reply of a (nil: NXDOMAIN) to q to dst, if it fits the client's size.
+func appendPacked(dst []byte, q *packed.Query, a *packed.Answer, neg *packed.Negative) ([]byte, bool) {
+	if a == nil {
+		if !q.Fits(packed.NegativeLen(q, neg)) {
+			return dst, false
+		}
+		return packed.AppendNegative(dst, q, dns.RcodeNameError, neg), true
+	}
+	if !q.Fits(a.Len(q, neg)) {
+		return dst, false
+	}
+	return a.AppendReply(dst, q, neg), true
 }
 
 // maxName is the longest name in wire form.
@@ -158,7 +181,7 @@ func (g *GatewayDNS) keepPacked(b *backend, pq *packedQuestion, m *dns.Msg, rcod
 }
 
 // queryOf is the packed.Query of state's question, but its name; ok is false for a question
-// of another class than IN, or with more than an OPT record without options (version 0).
+// with more than an OPT record without options (version 0).
 func queryOf(state *request.Request, q *packed.Query) bool {
 	r := state.Req
 	*q = packed.Query{ID: r.Id, Qtype: r.Question[0].Qtype, Qclass: r.Question[0].Qclass}
@@ -167,9 +190,6 @@ func queryOf(state *request.Request, q *packed.Query) bool {
 	}
 	if r.CheckingDisabled {
 		q.Flags |= 1 << 4
-	}
-	if q.Qclass != dns.ClassINET {
-		return false
 	}
 	switch len(r.Extra) {
 	case 0:

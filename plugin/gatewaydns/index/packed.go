@@ -64,9 +64,10 @@ func (ix *Index) Packed(name, zonePrefix string) (p Probe) {
 	return p
 }
 
-// maxLabels is how many labels a name's lookup holds on the stack; a name with more takes
-// an allocation.
-const maxLabels = 16
+// maxLabels is how many labels a question's lookup holds on the stack; a name with more takes
+// an allocation. Few names have more, and a larger array made the query path's frames grow the
+// goroutine's stack once more per question (issue 37).
+const maxLabels = 8
 
 // Keep keeps p as the packed replies of the name of ref (name, lower case): only if nothing was
 // written to the index since ref was taken (so the replies in p were made from the records the

@@ -187,6 +187,7 @@ func equalFold(a, b []byte) bool {
 type Negative struct {
 	serial, minTTL uint32
 	soa            []byte
+	rr             *dns.SOA
 }
 
 // NewNegative packs soa, the zone's SOA record, whose serial and minimum say when it is current.
@@ -196,8 +197,12 @@ func NewNegative(soa *dns.SOA) (*Negative, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Negative{serial: soa.Serial, minTTL: soa.Minttl, soa: buf[:n]}, nil
+	return &Negative{serial: soa.Serial, minTTL: soa.Minttl, soa: buf[:n], rr: soa}, nil
 }
+
+// SOA is the record n packs, for a negative reply written as a message. It is shared by every
+// such reply: nothing may change it.
+func (n *Negative) SOA() *dns.SOA { return n.rr }
 
 // Negatives keeps a zone's Negative at its newest serial.
 type Negatives struct{ p atomic.Pointer[Negative] }
