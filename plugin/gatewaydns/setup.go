@@ -58,6 +58,8 @@ type config struct {
 	explain           bool
 	exactNames        bool     // answer a name from its own key and record-id children only
 	fall              []string // nil: no fallthrough; empty: every zone
+	batch             batchMode
+	batchAt           string // the file and line of udp-batch, for its error at startup
 
 	publish     *publish.Config // nil: this stanza does not publish
 	publishOnly bool            // publish, and leave answering the zone to the plugins after it
@@ -78,6 +80,11 @@ func setup(c *caddy.Controller) error {
 		st.seriesAtZero()
 	}
 	watchRestarts(c)
+	var configs []*dnsserver.Config // the server block's, for the batched UDP path
+	if !cfg.publishOnly && cfg.batch != batchOff {
+		configs = blockConfigs(c)
+		announceWith(configs)
+	}
 	reloading := true
 	c.OnFirstStartup(func() error { reloading = false; return nil })
 	c.OnStartup(func() error {
@@ -87,6 +94,13 @@ func setup(c *caddy.Controller) error {
 		starting.add(st)
 		if g.packer != nil {
 			g.packer.writes.Store(int32(writesFor(inFront(dnsserver.GetConfig(c)))))
+		}
+		if configs != nil {
+			run, err := newBatchRun(g, cfg.batch, cfg.batchAt, configs, plugin.OriginsFromArgsOrServerBlock(nil, c.ServerBlockKeys))
+			if err != nil {
+				return plugin.Error(pluginName, err)
+			}
+			st.batchThrough(run)
 		}
 		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && !cfg.publishOnly {
 			keyName, key, _, err := cfg.notify.signingKey(dnsserver.GetConfig(c).TsigSecret)
@@ -167,8 +181,11 @@ func parseBlock(c *caddy.Controller, cfg *config, pc *publish.Config) (bool, err
 		if !known {
 			return false, c.Errf("unknown property '%s'", opt)
 		}
-		if opt == "notify-key" {
+		switch opt {
+		case "notify-key":
 			cfg.notifyAt = fmt.Sprintf("%s:%d", c.File(), c.Line())
+		case "udp-batch":
+			cfg.batchAt = fmt.Sprintf("%s:%d", c.File(), c.Line())
 		}
 	}
 	return publishing, nil

@@ -40,6 +40,7 @@ type stanza struct {
 	cancel  context.CancelFunc // ends the wait for the feed's first load
 	stopped chan struct{}      // closed when that wait returned
 	notify  *notifier          // NOTIFYs the transfer plugin's secondaries; nil without one
+	batch   *batchRun          // the batched UDP path; nil when off
 
 	transfers *transferRuns // the zone transfers being sent
 }
@@ -190,8 +191,15 @@ func (s *stanza) notifyThrough(g *GatewayDNS, t *transfer.Transfer, keyName, key
 	s.notify = n
 }
 
-// stop stops the publish role, the notifier and the transfers, and lets go of the feed and the
-// bridge. Every wait in it is bounded, so a reload or SIGTERM finishes in seconds whatever
+// batchThrough runs the batched UDP path run (nil: none) until stop.
+func (s *stanza) batchThrough(run *batchRun) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batch = run
+}
+
+// stop stops the publish role, the batched UDP path, the notifier and the transfers, and lets
+// go of the feed and the bridge. Every wait in it is bounded, so a reload or SIGTERM finishes in seconds whatever
 // state etcd and the Kubernetes API are in.
 func (s *stanza) stop() error {
 	var errs []error
@@ -200,9 +208,12 @@ func (s *stanza) stop() error {
 		wg.Go(s.publish.Stop)
 	}
 	s.mu.Lock()
-	f, b, cancel, stopped, notify := s.feed, s.bridge, s.cancel, s.stopped, s.notify
-	s.feed, s.bridge, s.cancel, s.stopped, s.notify = nil, nil, nil, nil, nil
+	f, b, cancel, stopped, notify, batch := s.feed, s.bridge, s.cancel, s.stopped, s.notify, s.batch
+	s.feed, s.bridge, s.cancel, s.stopped, s.notify, s.batch = nil, nil, nil, nil, nil, nil
 	s.mu.Unlock()
+	if err := batch.stop(); err != nil {
+		errs = append(errs, err)
+	}
 	notify.stop()
 	s.transfers.stop()
 	if cancel != nil {
