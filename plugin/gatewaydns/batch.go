@@ -61,6 +61,8 @@ var batchAllowed = map[string]bool{
 // its server block, started when the server starts serving UDP.
 type batchRun struct {
 	g          *GatewayDNS
+	server     string // the stanza's metrics labels
+	zones      string
 	configs    []*dnsserver.Config // the server block's, one per key
 	blockZones []string            // the server block's zones
 	metrics    bool                // the block has prometheus: the path counts what it answers
@@ -152,7 +154,7 @@ func configKey(c *dnsserver.Config) uintptr { return uintptr(unsafe.Pointer(c)) 
 // newBatchRun decides whether the stanza of g runs the batched path in its server block
 // (configs, of which the first has the block's handlers), as mode asks: nil when it does not.
 // at is where the option is, for the error of a block where something must see each question.
-func newBatchRun(g *GatewayDNS, mode batchMode, at string, configs []*dnsserver.Config, blockZones []string) (*batchRun, error) {
+func newBatchRun(g *GatewayDNS, mode batchMode, at string, configs []*dnsserver.Config, blockZones []string, server string) (*batchRun, error) {
 	if mode == batchOff {
 		return nil, nil
 	}
@@ -179,7 +181,7 @@ func newBatchRun(g *GatewayDNS, mode batchMode, at string, configs []*dnsserver.
 		log.Infof("Batched UDP path off for %s: %s must see every question", strings.Join(g.Zones, " "), strings.Join(why, ", "))
 		return nil, nil
 	}
-	r := &batchRun{g: g, configs: configs, blockZones: blockZones, metrics: slices.Contains(front, "prometheus"), readers: runtime.GOMAXPROCS(0), paths: map[string]*udpbatch.Path{}}
+	r := &batchRun{g: g, server: server, zones: strings.Join(g.Zones, " "), configs: configs, blockZones: blockZones, metrics: slices.Contains(front, "prometheus"), readers: runtime.GOMAXPROCS(0), paths: map[string]*udpbatch.Path{}}
 	batchRuns.Lock()
 	for _, c := range configs {
 		batchRuns.byConfig[configKey(c)] = r
@@ -205,10 +207,19 @@ func (r *batchRun) serve(s *dnsserver.Server, zones map[string][]uintptr) {
 		log.Warningf("Batched UDP path off for %s: %v", s.Addr, err)
 		return
 	}
+	answered, handed, dropped := udpBatchQuestions.WithLabelValues(r.server, r.zones, "answered"),
+		udpBatchQuestions.WithLabelValues(r.server, r.zones, "handed_off"), udpBatchQuestions.WithLabelValues(r.server, r.zones, "dropped")
 	p, err := udpbatch.Start(udpbatch.Config{
 		Addrs:   addrs,
 		Readers: r.readers,
 		Answer:  sv.answer,
+		Count: func(a, h, d int) {
+			answered.Add(float64(a))
+			handed.Add(float64(h))
+			if d > 0 {
+				dropped.Add(float64(d))
+			}
+		},
 		Handler: dns.HandlerFunc(func(w dns.ResponseWriter, m *dns.Msg) {
 			ctx := context.WithValue(context.Background(), dnsserver.Key{}, s)
 			ctx = context.WithValue(ctx, dnsserver.LoopKey{}, 0)

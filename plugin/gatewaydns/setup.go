@@ -96,7 +96,7 @@ func setup(c *caddy.Controller) error {
 			g.packer.writes.Store(int32(writesFor(inFront(dnsserver.GetConfig(c)))))
 		}
 		if configs != nil {
-			run, err := newBatchRun(g, cfg.batch, cfg.batchAt, configs, plugin.OriginsFromArgsOrServerBlock(nil, c.ServerBlockKeys))
+			run, err := newBatchRun(g, cfg.batch, cfg.batchAt, configs, plugin.OriginsFromArgsOrServerBlock(nil, c.ServerBlockKeys), cfg.server)
 			if err != nil {
 				return plugin.Error(pluginName, err)
 			}

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +49,9 @@ type Config struct {
 	Handler    dns.Handler
 	TsigSecret map[string]string
 	Accept     dns.MsgAcceptFunc
+	// Count, when set, is told after each batch how many datagrams were answered, handed off,
+	// and dropped because the handoff server fell behind.
+	Count func(answered, handedOff, dropped int)
 	// Log reports what went wrong on the way.
 	Log interface {
 		Warningf(format string, v ...any)
@@ -73,7 +75,6 @@ type Path struct {
 	conns    []net.PacketConn
 	handoffs []*handoff
 	readers  sync.WaitGroup
-	dropped  atomic.Int64
 	stopOnce sync.Once
 }
 
@@ -143,9 +144,6 @@ func (p *Path) Stop(wait time.Duration) error {
 	return err
 }
 
-// Dropped is how many datagrams were dropped because the handoff server fell behind.
-func (p *Path) Dropped() int64 { return p.dropped.Load() }
-
 // listen binds a UDP socket with SO_REUSEPORT to addr.
 func listen(addr string) (net.PacketConn, error) {
 	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
@@ -196,7 +194,7 @@ func (p *Path) read(c net.PacketConn, h *handoff) {
 			continue // an ICMP error of an earlier send, and the like: the socket goes on
 		}
 		q.Read = time.Now()
-		k := 0 // replies in out
+		k, dropped := 0, 0 // replies in out; datagrams the handoff had no room for
 		for i := range in[:n] {
 			m := &in[i]
 			req := m.Buffers[0][:m.N]
@@ -211,8 +209,11 @@ func (p *Path) read(c net.PacketConn, h *handoff) {
 				}
 			}
 			if !ok && !h.take(req, m.Addr) {
-				p.dropped.Add(1)
+				dropped++
 			}
+		}
+		if p.cfg.Count != nil {
+			p.cfg.Count(k, n-k-dropped, dropped)
 		}
 		for sent := 0; sent < k; {
 			w, err := bc.WriteBatch(out[sent:k], 0)
