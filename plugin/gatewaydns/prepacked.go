@@ -21,9 +21,11 @@ import (
 // packed for the next question where it can be.
 //
 // A name with a steering policy (issue 36) answers each question from a choice among its
-// owners: the index holds no packed reply for it (Keep refuses a name whose policy makes its
-// answers per question), or one per chosen owner set if the choice is made before the lookup;
-// either way the choice stays the handler's, and the packed reply only what follows from it.
+// owners. Either the index keeps nothing packed for it (Keep's ownAnswers refuses a name whose
+// records carry a policy), or the handler makes the choice first and packs per choice: the
+// choice's number is the packed.Key's Variant, which Find and NewAnswer take (0 for a name
+// without a policy). Either way the choice stays per question, and the packed reply is what
+// follows from it.
 
 // packer is a stanza's packed replies: its answer rules' token (the index may be shared with a
 // stanza of other rules) and its zones' negative replies.
@@ -121,7 +123,7 @@ func (g *GatewayDNS) packedAnswer(pq *packedQuestion, name, zone string, b *back
 			return nil, nil, false
 		}
 	default:
-		if a = pq.probe.Name.Find(p.owner, pq.q.Qtype); a == nil {
+		if a = pq.probe.Name.Find(p.owner, packed.Key{Qtype: pq.q.Qtype}); a == nil {
 			return nil, nil, false
 		}
 	}
@@ -169,11 +171,11 @@ func (g *GatewayDNS) keepPacked(b *backend, pq *packedQuestion, m *dns.Msg, rcod
 	switch {
 	case m != nil:
 		var ok bool
-		if a, ok = packed.NewAnswer(m); !ok {
+		if a, ok = packed.NewAnswer(m, 0); !ok {
 			return
 		}
 	case rcode == dns.RcodeSuccess:
-		a = packed.NewNoData(pq.q.Qtype)
+		a = packed.NewNoData(packed.Key{Qtype: pq.q.Qtype})
 	default:
 		return
 	}

@@ -25,9 +25,19 @@ type Owner struct{ _ byte }
 // NewOwner is a new set of answer rules.
 func NewOwner() *Owner { return new(Owner) }
 
+// Key is what a name's packed replies are told apart by: the type of question, and the variant
+// of the name's answer it was made for. A name without a steering policy has one variant, 0;
+// one whose answer is an owner set chosen per question (issue 36: weights, tiers, health,
+// locality) is packed per choice, the handler choosing before it looks the reply up, or not at
+// all (the index keeps none for it).
+type Key struct {
+	Qtype   uint16
+	Variant uint32
+}
+
 // Answer is one packed reply to a type of question for a name.
 type Answer struct {
-	qtype uint16
+	key Key
 	// neg: no data of the type (NODATA), written as the zone's negative reply (Negative).
 	neg bool
 	// msg is the reply to the question in lower case, with ID 0 and RD and CD clear; names are
@@ -45,26 +55,26 @@ type Name struct {
 	answers []Answer
 }
 
-// Find is the reply of o to qtype, nil when none is packed.
-func (n *Name) Find(o *Owner, qtype uint16) *Answer {
+// Find is the reply of o for k, nil when none is packed.
+func (n *Name) Find(o *Owner, k Key) *Answer {
 	if n == nil || n.owner != o {
 		return nil
 	}
 	for i := range n.answers {
-		if n.answers[i].qtype == qtype {
+		if n.answers[i].key == k {
 			return &n.answers[i]
 		}
 	}
 	return nil
 }
 
-// With is n with a, which replaces n's reply of a's type; another owner's replies are dropped.
+// With is n with a, which replaces n's reply of a's key; another owner's replies are dropped.
 func (n *Name) With(o *Owner, a Answer) *Name {
 	out := &Name{owner: o}
 	if n != nil && n.owner == o {
 		out.answers = make([]Answer, 0, len(n.answers)+1)
 		for _, b := range n.answers {
-			if b.qtype != a.qtype {
+			if b.key != a.key {
 				out.answers = append(out.answers, b)
 			}
 		}
@@ -86,14 +96,14 @@ func (n *Name) Len() int {
 // UDP clients anyway.
 const MaxLen = 1232
 
-// NewNoData is the reply to qtype of a name that has no data of that type.
-func NewNoData(qtype uint16) Answer { return Answer{qtype: qtype, neg: true} }
+// NewNoData is the reply for k of a name that has no data of its type.
+func NewNoData(k Key) Answer { return Answer{key: k, neg: true} }
 
 // NewAnswer packs m, the handler's positive reply to the question of a request, for every
-// later question of the same type for the same name: ok is false for a reply of another shape
-// than packed replies take (an rcode, an answer record named otherwise than the question, an
-// OPT, truncation, compression, a reply longer than MaxLen).
-func NewAnswer(m *dns.Msg) (a Answer, ok bool) {
+// later question of the same type for the same name, of the answer's variant: ok is false for a
+// reply of another shape than packed replies take (an rcode, an answer record named otherwise
+// than the question, an OPT, truncation, compression, a reply longer than MaxLen).
+func NewAnswer(m *dns.Msg, variant uint32) (a Answer, ok bool) {
 	if len(m.Question) != 1 || m.Rcode != dns.RcodeSuccess || m.Truncated || m.Compress || m.Opcode != dns.OpcodeQuery || len(m.Answer) == 0 {
 		return a, false
 	}
@@ -118,7 +128,7 @@ func NewAnswer(m *dns.Msg) (a Answer, ok bool) {
 	if name < 0 {
 		return a, false
 	}
-	a = Answer{qtype: q.Qtype, msg: msg, names: []uint16{12}}
+	a = Answer{key: Key{Qtype: q.Qtype, Variant: variant}, msg: msg, names: []uint16{12}}
 	off := 12 + name + 4
 	for range m.Answer {
 		a.names = append(a.names, uint16(off)) // #nosec G115 -- off < MaxLen
