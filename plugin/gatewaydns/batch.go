@@ -207,6 +207,13 @@ func (r *batchRun) serve(s *dnsserver.Server, zones map[string][]uintptr) {
 		log.Warningf("Batched UDP path off for %s: %v", s.Addr, err)
 		return
 	}
+	if taken := udpbatch.Taken(addrs); len(taken) > 0 {
+		log.Infof("Batched UDP path leaves %s to the other process listening there", strings.Join(taken, " "))
+		addrs = slices.DeleteFunc(addrs, func(a string) bool { return slices.Contains(taken, a) })
+	}
+	if len(addrs) == 0 {
+		return
+	}
 	answered, handed, dropped := udpBatchQuestions.WithLabelValues(r.server, r.zones, "answered"),
 		udpBatchQuestions.WithLabelValues(r.server, r.zones, "handed_off"), udpBatchQuestions.WithLabelValues(r.server, r.zones, "dropped")
 	p, err := udpbatch.Start(udpbatch.Config{

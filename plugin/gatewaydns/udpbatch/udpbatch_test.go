@@ -3,6 +3,7 @@ package udpbatch
 import (
 	"fmt"
 	"net"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -153,5 +154,35 @@ func TestParseQueryTakesPlainQuestionsOnly(t *testing.T) {
 		if ok && (string(name) != "app.example.org." || q.Qtype != dns.TypeA || q.Qclass != dns.ClassINET) {
 			t.Errorf("%s: %q %d %d", tc.name, name, q.Qtype, q.Qclass)
 		}
+	}
+}
+
+// TestAnAddressAnotherProcessListensOnIsTaken: the path leaves an address alone where another
+// process's socket is bound, and takes one where only this process's are.
+func TestAnAddressAnotherProcessListensOnIsTaken(t *testing.T) {
+	own, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	if taken := Taken([]string{own.LocalAddr().String()}); len(taken) != 0 {
+		t.Fatalf("this process's own socket counts as another's: %v", taken)
+	}
+	cmd := exec.Command("python3", "-c", "import socket,sys,time\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.bind(('127.0.0.1',0))\nprint(s.getsockname()[1],flush=True)\ntime.sleep(30)")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no python3 to hold a socket in another process: %v", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var port int
+	if _, err := fmt.Fscan(out, &port); err != nil {
+		t.Fatal(err)
+	}
+	other := fmt.Sprintf("127.0.0.1:%d", port)
+	if taken := Taken([]string{other, own.LocalAddr().String()}); len(taken) != 1 || taken[0] != other {
+		t.Fatalf("taken %v, want [%s]", taken, other)
 	}
 }
