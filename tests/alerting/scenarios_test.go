@@ -84,8 +84,7 @@ func central(t *testing.T, etcdURL string) *corednsproc.Process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The query log of every probe would drown the test's log.
-	p := corednsproc.Start(t, "central", strings.Replace(string(src), "    log\n", "", 1), "GATEWAYDNS_ETCD_ENDPOINTS="+etcdURL)
+	p := corednsproc.Start(t, "central", string(src), "GATEWAYDNS_ETCD_ENDPOINTS="+etcdURL)
 	p.WaitReady(t, 30*time.Second)
 	return p
 }
