@@ -97,7 +97,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.out, "out", "bench/results", "directory of the report and chart")
 	fs.IntVar(&o.anames, "anames", 100000, "phase A: records in the zone that every server answers")
 	fs.IntVar(&o.aLatQPS, "a-latency-qps", 5000, "phase A: the fixed rate of the latency runs")
-	fs.StringVar(&o.aServers, "a-servers", "all", "phase A: the servers to measure (all, or a comma-separated list of knot, nsd, floor, hosts, before-minimal, before-central, minimal, prometheus, log, log-denial, cache, central, batched, batched-prometheus)")
+	fs.StringVar(&o.aServers, "a-servers", "all", "phase A: the servers to measure (all, or a comma-separated list of knot, nsd, floor, hosts, before-minimal, before-central, minimal, prometheus, log, log-denial, cache, loadbalance, central, overlay, batched, batched-prometheus)")
 	fs.StringVar(&o.aBaseline, "a-baseline", aBaselineRev, "phase A: the commit whose ./cmd/coredns the before servers run (built once into .cache/bench)")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -183,13 +183,21 @@ func (h *harness) aServers(f aFilesSet, a *aResults) ([]aServerSpec, error) {
 		}
 	}
 	central := func(text string) (string, bool, error) { return shippedBlock(text, stanza) }
-	nowCentral, nowMetrics, err := readCentral(h.root, "")
+	nowCentral, err := readCentral(h.root, "", centralCorefile)
 	if err != nil {
 		return nil, err
 	}
-	nowBody, _, err := central(nowCentral)
+	nowBody, nowMetrics, err := central(nowCentral)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", centralCorefile, err)
+	}
+	overlayText, err := readCentral(h.root, "", overlayCorefile)
+	if err != nil {
+		return nil, err
+	}
+	overlayBody, overlayMetrics, err := central(overlayText)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", overlayCorefile, err)
 	}
 	var beforeBody string
 	var beforeMetrics bool
@@ -220,6 +228,10 @@ func (h *harness) aServers(f aFilesSet, a *aResults) ([]aServerSpec, error) {
 			start: coredns("cache", "cache\n"+inside, nil, true, false)},
 		{id: "central", name: "gatewaydns central", what: "", nxRcode: dns.RcodeNameError, profile: true,
 			start: coredns("central", nowBody, nil, nowMetrics, true)},
+		{id: "overlay", name: "gatewaydns central overlay", what: "", nxRcode: dns.RcodeNameError,
+			start: coredns("overlay", overlayBody, nil, overlayMetrics, false)},
+		{id: "loadbalance", name: "gatewaydns + loadbalance + prometheus", what: "`loadbalance`", nxRcode: dns.RcodeNameError,
+			start: coredns("loadbalance", stanza+"\nloadbalance", nil, true, false)},
 		{id: "batched", name: "gatewaydns batched UDP", what: "the stanza with `udp-batch` (what the stanza alone does by default)", nxRcode: dns.RcodeNameError, profile: true,
 			start: coredns("batched", batched, nil, false, true)},
 		{id: "batched-prometheus", name: "gatewaydns batched UDP + prometheus", what: "`udp-batch`, `prometheus`", nxRcode: dns.RcodeNameError,
@@ -246,7 +258,7 @@ func (h *harness) aServers(f aFilesSet, a *aResults) ([]aServerSpec, error) {
 				if baseline, a.baseline, err = h.buildBaseline(h.opt.aBaseline); err != nil {
 					return nil, err
 				}
-				text, _, err := readCentral(h.root, a.baseline)
+				text, err := readCentral(h.root, a.baseline, centralCorefile)
 				if err != nil {
 					return nil, err
 				}
@@ -260,12 +272,17 @@ func (h *harness) aServers(f aFilesSet, a *aResults) ([]aServerSpec, error) {
 		}
 	}
 	for i := range out {
+		if out[i].id == "overlay" {
+			out[i].what = centralPlugins(overlayBody, overlayMetrics) + " (" + overlayCorefile + ")"
+		}
+	}
+	for i := range out {
 		switch out[i].id {
 		case "before-central":
 			out[i].what = a.beforeCentral
 		case "central":
 			out[i].what = a.nowCentral
-		case "prometheus", "log", "log-denial", "cache":
+		case "prometheus", "log", "log-denial", "cache", "loadbalance":
 			if out[i].what == "" {
 				out[i].what = "`prometheus`"
 			} else {
@@ -279,19 +296,23 @@ func (h *harness) aServers(f aFilesSet, a *aResults) ([]aServerSpec, error) {
 	return out, nil
 }
 
-const centralCorefile = "corefile.d/central.Corefile"
+// The shipped Corefiles of the central server: the example, and the Kustomize overlay's.
+const (
+	centralCorefile = "corefile.d/central.Corefile"
+	overlayCorefile = "deploy/overlays/central/Corefile"
+)
 
-// readCentral is the shipped central Corefile: of the working tree, or of commit rev.
-func readCentral(root, rev string) (text string, metrics bool, err error) {
+// readCentral is the shipped Corefile file: of the working tree, or of commit rev.
+func readCentral(root, rev, file string) (string, error) {
 	if rev == "" {
-		b, err := os.ReadFile(filepath.Join(root, centralCorefile))
-		return string(b), false, err
+		b, err := os.ReadFile(filepath.Join(root, file))
+		return string(b), err
 	}
-	b, err := exec.Command("git", "-C", root, "show", rev+":"+centralCorefile).Output()
+	b, err := exec.Command("git", "-C", root, "show", rev+":"+file).Output()
 	if err != nil {
-		return "", false, fmt.Errorf("git show %s:%s: %w", rev, centralCorefile, err)
+		return "", fmt.Errorf("git show %s:%s: %w", rev, file, err)
 	}
-	return string(b), false, nil
+	return string(b), nil
 }
 
 // centralPlugins says which plugins of a shipped block run in front of gatewaydns.
