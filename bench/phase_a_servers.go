@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/coredns/coredns/plugin/etcd/msg"
@@ -99,51 +97,6 @@ func zoneFile(d *dataset) (string, error) {
 	return b.String(), nil
 }
 
-var knotPrimary = template.Must(template.New("knot").Parse(`server:
-    rundir: "{{.Dir}}"
-    listen: 127.0.0.1@{{.Port}}
-    udp-workers: 1
-    tcp-workers: 1
-    background-workers: 1
-log:
-  - target: stdout
-    any: warning
-database:
-    storage: "{{.Dir}}"
-template:
-  - id: default
-    storage: "{{.Dir}}"
-    zonefile-sync: -1
-    journal-content: none
-zone:
-  - domain: {{.Zone}}
-    file: {{.Zone}}.zone
-`))
-
-var nsdPrimary = template.Must(template.New("nsd").Parse(`server:
-    ip-address: 127.0.0.1@{{.Port}}
-    port: {{.Port}}
-    do-ip6: no
-    username: ""
-    chroot: ""
-    zonesdir: "{{.Dir}}"
-    database: ""
-    pidfile: "{{.Dir}}/nsd.pid"
-    xfrdfile: "{{.Dir}}/xfrd.state"
-    xfrdir: "{{.Dir}}"
-    zonelistfile: "{{.Dir}}/zone.list"
-    server-count: 1
-    verbosity: 1
-    # Response rate limiting (on in Debian's build) would drop the bench's one client.
-    rrl-ratelimit: 0
-    rrl-whitelist-ratelimit: 0
-remote-control:
-    control-enable: no
-zone:
-    name: {{.Zone}}
-    zonefile: "{{.Zone}}.zone"
-`))
-
 // startPrimary runs Knot or NSD (kind) on the server's CPU, serving the zone file, and waits
 // until it answers the zone's SOA.
 func (h *harness) startPrimary(kind, zoneText string) (*authServer, error) {
@@ -158,23 +111,11 @@ func (h *harness) startPrimary(kind, zoneText string) (*authServer, error) {
 	if err := os.WriteFile(filepath.Join(dir, zone+".zone"), []byte(zoneText), 0o644); err != nil {
 		return nil, err
 	}
-	tmpl, bin, args := knotPrimary, "knotd", []string{"-c"}
-	if kind == "nsd" {
-		tmpl, bin, args = nsdPrimary, "nsd", []string{"-d", "-c"}
-	}
-	var conf bytes.Buffer
-	if err := tmpl.Execute(&conf, map[string]any{"Dir": dir, "Port": ports[0], "Zone": zone}); err != nil {
-		return nil, err
-	}
-	confFile := filepath.Join(dir, kind+".conf")
-	if err := os.WriteFile(confFile, conf.Bytes(), 0o644); err != nil {
-		return nil, err
-	}
-	path, err := secondary.Binary(bin)
+	cmd, err := secondary.PrimaryCommand(kind, dir, strconv.Itoa(ports[0]))
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProc(kind, filepath.Join(h.runDir, "primary-"+kind+".log"), h.serverCPU, nil, path, append(args, confFile)...)
+	p, err := startProc(kind, filepath.Join(h.runDir, "primary-"+kind+".log"), h.serverCPU, nil, cmd.Path, cmd.Args[1:]...)
 	if err != nil {
 		return nil, err
 	}
