@@ -233,7 +233,7 @@ func (r *batchRun) serve(s *dnsserver.Server, zones map[string][]uintptr) {
 			s.ServeDNS(ctx, w, m)
 		}),
 		TsigSecret: s.TsigSecret,
-		Accept:     acceptForServer,
+		Accept:     acceptFor(serverOpcodes(s)),
 		Log:        log,
 	})
 	if err != nil {
@@ -244,15 +244,35 @@ func (r *batchRun) serve(s *dnsserver.Server, zones map[string][]uintptr) {
 	log.Infof("Batched UDP path on %s (%d readers each): %s", strings.Join(addrs, " "), r.readers, strings.Join(sv.zones, " "))
 }
 
-// acceptForServer is the server's acceptance of a request's header, less the opcodes: the
-// server answers another opcode NOTIMP itself unless a plugin of the zone's block asked for it
-// (dnsserver.Config.AllowOpcode), which the path cannot see.
-func acceptForServer(h dns.Header) dns.MsgAcceptAction {
-	action := dns.DefaultMsgAcceptFunc(h)
-	if action == dns.MsgRejectNotImplemented && h.Qdcount == 1 {
+// acceptFor is the server's acceptance of a request's header (dnsserver.Server's
+// acceptMessage): miekg/dns's, and the opcodes the server's plugins asked for
+// (dnsserver.Config.AllowOpcode) with one question.
+func acceptFor(opcodes map[int]bool) dns.MsgAcceptFunc {
+	return func(h dns.Header) dns.MsgAcceptAction {
+		action := dns.DefaultMsgAcceptFunc(h)
+		if action != dns.MsgRejectNotImplemented || !opcodes[int(h.Bits>>11)&0xF] {
+			return action
+		}
+		if h.Qdcount != 1 {
+			return dns.MsgReject
+		}
 		return dns.MsgAccept
 	}
-	return action
+}
+
+// serverOpcodes are the opcodes the server's plugins asked for, read by reflection as its
+// zones are; none when they cannot be read.
+func serverOpcodes(s *dnsserver.Server) map[int]bool {
+	out := map[int]bool{}
+	v := reflect.ValueOf(s).Elem().FieldByName("allowedOpcodes")
+	if !v.IsValid() || v.Kind() != reflect.Map || v.Type().Key().Kind() != reflect.Int {
+		log.Warningf("Batched UDP path: cannot read the opcodes server %s takes; others than QUERY and NOTIFY get NOTIMP", s.Addr)
+		return out
+	}
+	for _, k := range v.MapKeys() {
+		out[int(k.Int())] = true
+	}
+	return out
 }
 
 // stop stops the paths, each wait bounded, and forgets the run.
