@@ -63,12 +63,12 @@ func udpSockets(t *testing.T, port int) int {
 }
 
 // TestTheBatchedUDPPathAnswersAsTheServerDoes runs the batched path in process (CoreDNS's test
-// server) beside CoreDNS's own listener on one port: UDP answers equal the same questions'
-// answers over TCP, which the path never takes, whether answered packed (asked twice), handed
-// off (EDNS options, CHAOS, another block's zone, a CNAME chased) or negative; answered ones
-// count in CoreDNS's request metrics; a reload that puts log in front with udp-batch fails
-// naming the line and leaves the running path alone; a reload to udp-batch off closes its
-// sockets.
+// server) beside CoreDNS's own listener on one port, loadbalance in front: UDP answers equal the
+// same questions' answers over TCP, which the path never takes, whether answered packed (asked
+// twice), handed off (EDNS options, CHAOS, another block's zone, a CNAME chased) or negative;
+// answered ones count in CoreDNS's request metrics; a name's addresses come in loadbalance's
+// random orders; a reload that puts log in front with udp-batch fails naming the line and
+// leaves the running path alone; a reload to udp-batch off closes its sockets.
 func TestTheBatchedUDPPathAnswersAsTheServerDoes(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	cli := etcd.Client(t)
@@ -79,6 +79,9 @@ func TestTheBatchedUDPPathAnswersAsTheServerDoes(t *testing.T) {
 		"/skydns/test/skydns/txt/1":   `{"text":"hello"}`,
 		"/skydns/test/skydns/alias/1": `{"host":"a.skydns.test"}`,
 		"/skydns/test/skydns/chg/1":   `{"host":"10.0.0.5"}`,
+		"/skydns/test/skydns/multi/1": `{"host":"10.0.1.1"}`,
+		"/skydns/test/skydns/multi/2": `{"host":"10.0.1.2"}`,
+		"/skydns/test/skydns/multi/3": `{"host":"10.0.1.3"}`,
 	} {
 		if _, err := cli.Put(ctx, key, value); err != nil {
 			t.Fatal(err)
@@ -86,7 +89,7 @@ func TestTheBatchedUDPPathAnswersAsTheServerDoes(t *testing.T) {
 	}
 	port, metrics := freePort(t), freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	inst, err := corednstest.CoreDNSServer(batchCorefile(etcd.ClientURL, port, metrics, "", ""))
+	inst, err := corednstest.CoreDNSServer(batchCorefile(etcd.ClientURL, port, metrics, "    loadbalance", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +174,27 @@ func TestTheBatchedUDPPathAnswersAsTheServerDoes(t *testing.T) {
 		// The name was asked before: every one of them is the batched path's, none handed off.
 		if got := metricSum(t, "coredns_gatewaydns_udp_batch_questions_total", batched) - answered; got != 20 {
 			t.Errorf("the batched path answered %v of 20 questions", got)
+		}
+	})
+
+	t.Run("addresses come in loadbalance's orders", func(t *testing.T) {
+		batched := map[string]string{"zones": "skydns.test.", "outcome": "answered"}
+		ask(t, "udp", addr, "multi.skydns.test.", dns.TypeA) // packed now
+		answered := metricSum(t, "coredns_gatewaydns_udp_batch_questions_total", batched)
+		orders := map[string]bool{}
+		for range 60 {
+			r := ask(t, "udp", addr, "multi.skydns.test.", dns.TypeA)
+			var ips []string
+			for _, rr := range r.Answer {
+				ips = append(ips, rr.(*dns.A).A.String())
+			}
+			orders[strings.Join(ips, " ")] = true
+		}
+		if got := metricSum(t, "coredns_gatewaydns_udp_batch_questions_total", batched) - answered; got != 60 {
+			t.Errorf("the batched path answered %v of 60 questions", got)
+		}
+		if len(orders) < 3 {
+			t.Errorf("60 answers came in %d orders: %v", len(orders), orders)
 		}
 	})
 

@@ -66,6 +66,7 @@ type batchRun struct {
 	configs    []*dnsserver.Config // the server block's, one per key
 	blockZones []string            // the server block's zones
 	metrics    bool                // the block has prometheus: the path counts what it answers
+	shuffle    bool                // the block has loadbalance: the path shuffles replies of addresses
 	readers    int
 	mu         sync.Mutex
 	stopped    bool
@@ -131,6 +132,23 @@ func announceServer(s *dnsserver.Server) {
 	}
 }
 
+// shufflesOnly reports whether h is the loadbalance plugin with its default policy (round_robin,
+// without prefer): a random order of the addresses of each reply, which the path gives its own
+// replies (packed.Answer.Shuffle). Its policy is read by reflection, as the server's zones are:
+// any other (weighted, prefer), or one that cannot be read, keeps the path off.
+func shufflesOnly(h any) bool {
+	v := reflect.ValueOf(h)
+	if !v.IsValid() || v.Kind() != reflect.Struct {
+		return false
+	}
+	f := v.FieldByName("shuffle")
+	if !f.IsValid() || f.Kind() != reflect.Func || f.IsNil() {
+		return false
+	}
+	fn := runtime.FuncForPC(f.Pointer())
+	return fn != nil && fn.Name() == "github.com/coredns/coredns/plugin/loadbalance.randomShuffle"
+}
+
 // serverZones are the zones s serves and the configurations (by address) of each, read from
 // the server by reflection: CoreDNS exports no list of them, and the path must leave a zone
 // another block serves to the server.
@@ -160,8 +178,13 @@ func newBatchRun(g *GatewayDNS, mode batchMode, at string, configs []*dnsserver.
 	}
 	var why []string
 	front := inFront(configs[0])
+	shuffle := false
 	for _, name := range front {
-		if !batchAllowed[name] {
+		switch {
+		case batchAllowed[name]:
+		case name == "loadbalance" && shufflesOnly(configs[0].Handler(name)):
+			shuffle = true // the path shuffles its replies of addresses as loadbalance does
+		default:
 			why = append(why, name)
 		}
 	}
@@ -181,7 +204,7 @@ func newBatchRun(g *GatewayDNS, mode batchMode, at string, configs []*dnsserver.
 		log.Infof("Batched UDP path off for %s: %s must see every question", strings.Join(g.Zones, " "), strings.Join(why, ", "))
 		return nil, nil
 	}
-	r := &batchRun{g: g, server: server, zones: strings.Join(g.Zones, " "), configs: configs, blockZones: blockZones, metrics: slices.Contains(front, "prometheus"), readers: runtime.GOMAXPROCS(0), paths: map[string]*udpbatch.Path{}}
+	r := &batchRun{g: g, server: server, zones: strings.Join(g.Zones, " "), configs: configs, shuffle: shuffle, blockZones: blockZones, metrics: slices.Contains(front, "prometheus"), readers: runtime.GOMAXPROCS(0), paths: map[string]*udpbatch.Path{}}
 	batchRuns.Lock()
 	for _, c := range configs {
 		batchRuns.byConfig[configKey(c)] = r

@@ -1,6 +1,7 @@
 package gatewaydns
 
 import (
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,9 @@ type batchServer struct {
 	// those blocks, and so does the path.
 	below   []string
 	metrics *batchMetrics // nil without prometheus in the server block
+	// shuffle: loadbalance is in front, and the path shuffles what it would (replies of
+	// addresses); replies of other records are its to shuffle, and go to the server.
+	shuffle bool
 	// blockZones are the server block's zones, by which the prometheus plugin labels a
 	// question (the longest that holds its name).
 	blockZones []string
@@ -40,7 +44,7 @@ func (r *batchRun) served(s interface{ Address() string }, zones map[string][]ui
 		}
 		return false
 	}
-	sv := &batchServer{g: r.g, blockZones: r.blockZones}
+	sv := &batchServer{g: r.g, blockZones: r.blockZones, shuffle: r.shuffle}
 	for _, z := range r.g.Zones {
 		// The server routes z's names to the block of the longest of its zones above z.
 		route := ""
@@ -94,9 +98,15 @@ func (sv *batchServer) answer(uq *udpbatch.Question, dst []byte) ([]byte, bool) 
 	if !ok {
 		return dst, false
 	}
+	if sv.shuffle && a != nil && !a.Negative() && !a.Shufflable() {
+		return dst, false
+	}
 	out, ok := appendPacked(dst, &uq.Query, a, neg)
 	if !ok {
 		return dst, false
+	}
+	if sv.shuffle && a != nil {
+		a.Shuffle(out, rand.Uint32)
 	}
 	queried()
 	if sv.metrics != nil {

@@ -1,9 +1,13 @@
 package gatewaydns
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
+	_ "github.com/coredns/coredns/plugin/loadbalance" // its setup, for its handler
 	"github.com/miekg/dns"
 )
 
@@ -41,6 +45,36 @@ func TestTheBatchedPathReadsTheServersZonesAndOpcodes(t *testing.T) {
 		h := dns.Header{Bits: uint16(tc.opcode) << 11, Qdcount: uint16(tc.qd)}
 		if got := accept(h); got != tc.want {
 			t.Errorf("opcode %d, %d questions: %v, want %v", tc.opcode, tc.qd, got, tc.want)
+		}
+	}
+}
+
+// TestLoadbalanceRoundRobinLeavesTheBatchedPathOn: with loadbalance's default policy in front,
+// which the path's shuffle stands in for, the path may run; with another (weighted), it may not.
+func TestLoadbalanceRoundRobinLeavesTheBatchedPathOn(t *testing.T) {
+	weights := filepath.Join(t.TempDir(), "weights")
+	if err := os.WriteFile(weights, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setup, err := caddy.DirectiveAction("dns", "loadbalance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		stanza  string
+		shuffle bool
+	}{
+		{"loadbalance", true},
+		{"loadbalance round_robin", true},
+		{"loadbalance weighted " + weights, false},
+	} {
+		c := caddy.NewTestController("dns", tc.stanza)
+		if err := setup(c); err != nil {
+			t.Fatalf("%s: %v", tc.stanza, err)
+		}
+		h := dnsserver.GetConfig(c).Plugin[0](nil)
+		if got := shufflesOnly(h); got != tc.shuffle {
+			t.Errorf("%s: shuffles only %t, want %t", tc.stanza, got, tc.shuffle)
 		}
 	}
 }

@@ -46,6 +46,9 @@ type Answer struct {
 	// name from the zone's data).
 	msg   []byte
 	names []uint16
+	// stride is the length of each answer record where they are all A or all AAAA records
+	// and the reply holds nothing else, so that they can be shuffled (Shuffle); 0 otherwise.
+	stride uint16
 }
 
 // Name is the packed replies of one name, by type of question. It never changes: a reply
@@ -145,7 +148,46 @@ func NewAnswer(m *dns.Msg, variant uint32) (a Answer, ok bool) {
 	for _, o := range a.names[1:] {
 		copy(msg[o:], msg[12:12+name])
 	}
+	if t := m.Answer[0].Header().Rrtype; (t == dns.TypeA || t == dns.TypeAAAA) && len(m.Ns) == 0 && len(m.Extra) == 0 {
+		a.stride = uint16((len(msg) - int(a.names[1])) / len(m.Answer)) // #nosec G115 -- < MaxLen
+		for _, rr := range m.Answer {
+			if rr.Header().Rrtype != t {
+				a.stride = 0
+			}
+		}
+	}
 	return a, true
+}
+
+// Shufflable reports whether Shuffle can reorder a's reply: its records are all A or all AAAA
+// records, and it holds nothing else.
+func (a *Answer) Shufflable() bool { return a.stride != 0 }
+
+// Shuffle reorders the answer records of reply, a's reply as AppendReply wrote it, as CoreDNS's
+// loadbalance plugin (round_robin) reorders a reply of addresses: a random permutation, with
+// random drawing the numbers.
+func (a *Answer) Shuffle(reply []byte, random func() uint32) {
+	if a.stride == 0 || len(a.names) < 3 {
+		return
+	}
+	first, l, stride := int(a.names[1]), len(a.names)-1, int(a.stride)
+	swap := func(i, j int) {
+		x, y := reply[first+i*stride:first+(i+1)*stride], reply[first+j*stride:first+(j+1)*stride]
+		for k := range x {
+			x[k], y[k] = y[k], x[k]
+		}
+	}
+	if l == 2 {
+		if random()%2 == 0 {
+			swap(0, 1)
+		}
+		return
+	}
+	for j := range l {
+		if p := j + int(random()%uint32(l-j)); p != j { // #nosec G115 -- l is a record count
+			swap(j, p)
+		}
+	}
 }
 
 // wireName is the length of the uncompressed name at off in msg, -1 when it is compressed or
