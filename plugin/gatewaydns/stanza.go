@@ -199,8 +199,8 @@ func (s *stanza) batchThrough(run *batchRun) {
 }
 
 // stop stops the publish role, the batched UDP path, the notifier and the transfers, and lets
-// go of the feed and the bridge. Every wait in it is bounded, so a reload or SIGTERM finishes in seconds whatever
-// state etcd and the Kubernetes API are in.
+// go of the feed and the bridge. Every wait in it is bounded, so a reload or SIGTERM finishes
+// in seconds whatever state etcd and the Kubernetes API are in.
 func (s *stanza) stop() error {
 	var errs []error
 	var wg sync.WaitGroup
