@@ -99,6 +99,7 @@ func (h *harness) phaseA() error {
 			if run.profile != "" {
 				row.profile = run.profile
 				row.stack, row.stackErr = stackShare(run.profile)
+				row.own, row.ownErr = ownGrowth(run.profile)
 			}
 			logf("A: %-34s round %d: %6.2f us/question, %7.0f qps, CPU %s busy %.0f%% (steal %.1f%%)", row.name, r+1,
 				run.cpuPerQ*1e6, run.res.QPS, h.serverCPU, 100*run.busy, 100*run.steal)
@@ -120,8 +121,8 @@ func (h *harness) phaseA() error {
 	for k := range servers {
 		row := &a.rows[k]
 		row.lat, row.latLost, row.latSent = summarize(samples[k].lat), samples[k].lost, samples[k].sent
-		logf("A: %-34s %6.2f us/question (median), %7.0f qps; at %d qps p50 %s, p99 %s; stack growth %s", row.name,
-			median(row.cpuPerQ)*1e6, median(row.qps), h.opt.aLatQPS, ms(row.lat.p50), ms(row.lat.p99), shareString(row.stack, row.stackErr))
+		logf("A: %-34s %6.2f us/question (median), %7.0f qps; at %d qps p50 %s, p99 %s; stack growth %s (%s in gatewaydns's frames)", row.name,
+			median(row.cpuPerQ)*1e6, median(row.qps), h.opt.aLatQPS, ms(row.lat.p50), ms(row.lat.p99), shareString(row.stack, row.stackErr), shareString(row.own, row.ownErr))
 	}
 	a.ended = loadAvg()
 	return nil

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gatewaydns/gatewaydns/internal/dnsperf"
 )
@@ -40,6 +41,8 @@ type aRow struct {
 	profile              string  // the first round's CPU profile, "" without
 	stack                float64 // the profile's share of stack growth and copying
 	stackErr             error
+	own                  float64 // the share of stack growth gatewaydns's frames caused
+	ownErr               error
 }
 
 func (a *aResults) row(id string) *aRow {
@@ -98,14 +101,11 @@ var reShowing = regexp.MustCompile(`Showing nodes accounting for [^,]+, ([0-9.]+
 
 // stackShare is the share of a CPU profile's samples in stack growth and copying: the samples
 // with runtime.newstack or runtime.copystack on their stack (go tool pprof -focus), counted once
-// where both are.
+// where both are: the flat time of every node that the focus keeps, so every node is shown.
 func stackShare(profile string) (float64, error) {
-	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=1", "-focus="+stackFrames, profile).CombinedOutput()
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=1000000", "-focus="+stackFrames, profile).CombinedOutput()
 	if err != nil {
 		return math.NaN(), fmt.Errorf("go tool pprof %s: %w: %s", profile, err, firstLine(string(out)))
-	}
-	if strings.Contains(string(out), "no samples") || strings.Contains(string(out), "Main binary filename not available") && !reShowing.Match(out) {
-		return 0, nil
 	}
 	m := reShowing.FindSubmatch(out)
 	if m == nil {
@@ -117,6 +117,51 @@ func stackShare(profile string) (float64, error) {
 	}
 	return v / 100, nil
 }
+
+// ownGrowth is the share of a CPU profile's samples in stack growth that a gatewaydns function
+// caused (the frame that called runtime.newstack is gatewaydns's): what the answer path's own
+// frames cost, apart from the growth that miekg/dns's unpacking of a question causes before
+// any plugin runs.
+func ownGrowth(profile string) (float64, error) {
+	out, err := exec.Command("go", "tool", "pprof", "-traces", "-focus=^runtime\\.newstack$", profile).CombinedOutput()
+	if err != nil {
+		return math.NaN(), fmt.Errorf("go tool pprof -traces %s: %w: %s", profile, err, firstLine(string(out)))
+	}
+	m := reTotal.FindSubmatch(out)
+	if m == nil {
+		return math.NaN(), fmt.Errorf("%s: no total in pprof's output", profile)
+	}
+	total, err := time.ParseDuration(string(m[1]))
+	if err != nil || total == 0 {
+		return math.NaN(), fmt.Errorf("%s: total %q: %v", profile, m[1], err)
+	}
+	var own time.Duration
+	for _, block := range strings.Split(string(out), "-----------+")[1:] {
+		lines := strings.Split(block, "\n")[1:]
+		if len(lines) == 0 {
+			continue
+		}
+		f := strings.Fields(lines[0])
+		if len(f) < 2 {
+			continue
+		}
+		v, err := time.ParseDuration(f[0])
+		if err != nil {
+			continue
+		}
+		for i, l := range lines {
+			if strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), f[0])) == "runtime.newstack" && i+1 < len(lines) {
+				if strings.HasPrefix(strings.TrimSpace(lines[i+1]), "github.com/gatewaydns/") {
+					own += v
+				}
+				break
+			}
+		}
+	}
+	return float64(own) / float64(total), nil
+}
+
+var reTotal = regexp.MustCompile(`Total samples = ([0-9.]+[a-z]+)`)
 
 func shareString(v float64, err error) string {
 	switch {
