@@ -70,22 +70,26 @@ run: build run-binaries
 
 # make demo builds the binary, the tools it runs and its driver side by side: each build has
 # stretches that leave a core idle (downloading modules, linking), which the others fill.
+DEMO_DRIVER := $(CURDIR)/.cache/bin/gatewaydns-demo
 .PHONY: demo demo-driver
 demo:
 	@$(MAKE) --no-print-directory -j3 build demo-binaries demo-driver
 	@echo "==> .cache/bin/gatewaydns-demo up"
-	@$(CURDIR)/.cache/bin/gatewaydns-demo up
+	@$(DEMO_DRIVER) up
 demo-driver:
-	CGO_ENABLED=0 $(GO) build -trimpath -o .cache/bin/gatewaydns-demo ./hack/demo
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(DEMO_DRIVER) ./hack/demo
 
+# make demo-down uses the driver make demo built, or builds it the same way when it is missing:
+# never a go run, with other flags, which would compile it again for minutes.
 .PHONY: demo-down
 demo-down:
-	@$(GO) run ./hack/demo down
+	@test -x $(DEMO_DRIVER) || $(MAKE) --no-print-directory demo-driver
+	@$(DEMO_DRIVER) down
 
 .PHONY: soak
 soak: build test-binaries
 	GATEWAYDNS_SOAK=1 GATEWAYDNS_COREDNS=$(CURDIR)/coredns GATEWAYDNS_TEST_BIN=$(CURDIR)/bin \
-		$(GO) test -race -count=1 -timeout 30m -v -run 'TestServesUnderLoad|TestReload|TestAnOutage|TestConverges' \
+		$(GO) test -race -count=1 -timeout 30m -v -run 'TestServesUnderLoad|TestReload|TestAnOutage|TestConverges|TestARouteCreatedAfterEachKubeAPIServerRestart' \
 		./tests/ ./plugin/gatewaydns/mirror/ ./plugin/gatewaydns/writer/
 
 FUZZTIME ?= 10

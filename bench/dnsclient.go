@@ -67,6 +67,3 @@ func soaSerial(client *dns.Client, server string) (uint32, error) {
 	}
 	return 0, fmt.Errorf("%s: no SOA in the answer for %s (rcode %s)", server, zone, dns.RcodeToString[r.Rcode])
 }
-
-// serialAfter tells whether serial a is after b in RFC 1982 arithmetic.
-func serialAfter(a, b uint32) bool { return a != b && int32(a-b) > 0 } // #nosec G115 -- RFC 1982

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 )
 
 // lagPoll is how often the serials are asked for while the secondaries follow a churn.
@@ -75,9 +77,9 @@ func watchLag(primary string, secs []*secondaryProc, churned <-chan struct{}, ca
 				l.missed++
 			}
 			lag := 0.0
-			if serialAfter(current, l.last) {
+			if index.SerialAfter(current, l.last) {
 				// Behind since the primary first answered a serial after the secondary's.
-				k := slices.IndexFunc(seen, func(p serialAtPoll) bool { return serialAfter(p.serial, l.last) })
+				k := slices.IndexFunc(seen, func(p serialAtPoll) bool { return index.SerialAfter(p.serial, l.last) })
 				lag = (now.Sub(start) - seen[k].at).Seconds()
 				all = false
 			} else if !ended.IsZero() && l.caughtUp < 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/internal/dnsperf"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 )
 
 const (
@@ -277,7 +278,7 @@ func (h *harness) applyRate(srv *coreDNS, ch *churner, n int) (applyResult, erro
 	resumedAt := time.Now()
 	client := &dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
 	for time.Since(resumedAt) < applyTimeout {
-		if serial, err := soaSerial(client, srv.DNS); err == nil && !serialAfter(want, serial) {
+		if serial, err := soaSerial(client, srv.DNS); err == nil && !index.SerialAfter(want, serial) {
 			a.took, a.caughtUp = time.Since(resumedAt), true
 			break
 		}

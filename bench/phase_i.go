@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 )
 
 // iResults: phase I, the size of an IXFR after a change of one record, by zone size.
@@ -112,7 +114,7 @@ func (h *harness) ixfrAt(names int) (*iRow, error) {
 	}
 	for {
 		s, err := soaSerial(client, srv.DNS)
-		if err == nil && serialAfter(s, row.from) {
+		if err == nil && index.SerialAfter(s, row.from) {
 			row.to, row.applied = s, time.Since(changed)
 			break
 		}

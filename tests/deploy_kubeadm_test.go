@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/gatewaydns/gatewaydns/internal/docblocks"
 	"github.com/gatewaydns/gatewaydns/internal/kustomize"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -196,6 +197,42 @@ func mountedConfigMap(d *unstructured.Unstructured) string {
 
 const kubeadmDeployment = "Deployment.apps kube-system/coredns"
 
+// runDocumented runs the command block of file that starts with prefix (kubectl kustomize DIR |
+// kubectl apply ... --force-conflicts -f -) as written, against k, from the repository's root.
+// Without kubectl it applies objs as the command would (server-side, forced, field manager
+// gatewaydns), and says so.
+func runDocumented(t *testing.T, k *testenv.Kube, file, prefix string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	command, err := docblocks.Command(filepath.Join(root, file), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(command, "--force-conflicts") {
+		t.Fatalf("%s shows no %s | kubectl apply --force-conflicts: %q", file, prefix, command)
+	}
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Logf("kubectl is not installed: %s applied as its command would, not by it", prefix)
+		for _, o := range objs {
+			if _, err := serverSideApply(t, k.Config, o, "gatewaydns", true); err != nil {
+				t.Errorf("%s: %s: %v", prefix, kustomize.ID(o), err)
+			}
+		}
+		return
+	}
+	run := strings.ReplaceAll(command, "kubectl apply", "kubectl --kubeconfig "+k.KubeconfigFile+" apply")
+	cmd := exec.Command("bash", "-o", "pipefail", "-c", run)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %s: %v\n%s", file, command, err, out)
+	}
+	t.Logf("%s: %s:\n%s", file, command, out)
+}
+
 // TestDeployKubeadmImageSwap follows deploy/README.md "On a cluster that runs kubeadm's CoreDNS"
 // on a real kube-apiserver where the real kubeadm (v1.36.3, the version tools/go.mod pins) ran
 // its CoreDNS add-on phase: kubeadm's own manifests (ClusterRole, ClusterRoleBinding,
@@ -244,9 +281,10 @@ func TestDeployKubeadmImageSwap(t *testing.T) {
 	if c := conflicts(err); !apierrors.IsConflict(err) || len(c) != 1 || !strings.HasPrefix(c[0], imageField+": ") || !strings.Contains(c[0], `"kubeadm"`) {
 		t.Fatalf("step 1 without --force-conflicts: %v (%q), want one conflict, %s with kubeadm", err, c, imageField)
 	}
-	if _, err := serverSideApply(t, k.Config, deploy, "gatewaydns", true); err != nil {
-		t.Fatalf("step 1 with --force-conflicts: %v", err)
-	}
+	// Step 1 as documented (deploy/README.md), and docs/migration.md's image-only step after it,
+	// which changes nothing more: the same image field.
+	runDocumented(t, k, "deploy/README.md", "kubectl kustomize deploy/overlays/kubeadm-image", []*unstructured.Unstructured{deploy})
+	runDocumented(t, k, "docs/migration.md", "kubectl kustomize deploy/overlays/image-only", nil)
 	ours := containerImage(t, deploy)
 	afterImage := kubeadmState(t, k.Config)
 	for id, o := range initial {
@@ -299,11 +337,7 @@ func TestDeployKubeadmImageSwap(t *testing.T) {
 
 	// Step 2 as documented: forced. Afterwards gatewaydns owns every field it applies (a plain
 	// apply has nothing left to conflict on), and kubeadm's ConfigMap is as kubeadm made it.
-	for _, o := range workload {
-		if _, err := serverSideApply(t, k.Config, o, "gatewaydns", true); err != nil {
-			t.Errorf("step 2 with --force-conflicts: %s: %v", kustomize.ID(o), err)
-		}
-	}
+	runDocumented(t, k, "deploy/README.md", "kubectl kustomize deploy/overlays/workload", workload)
 	for _, o := range workload {
 		if _, err := serverSideApply(t, k.Config, o, "gatewaydns", false); err != nil {
 			t.Errorf("step 2, applied again without --force-conflicts: %s: %v", kustomize.ID(o), err)

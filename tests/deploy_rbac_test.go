@@ -93,7 +93,7 @@ var eventWrites = []access{{verb: "create", resource: "events"}, {verb: "patch",
 
 const externalDNSGroup = "externaldns.k8s.io"
 
-// dnsEndpointStatusWrites is the one write besides Events: a DNSEndpoint's observedGeneration.
+// dnsEndpointStatusWrites is the one write besides Events: a DNSEndpoint's status (observedGeneration, conditions).
 var dnsEndpointStatusWrites = []access{{verb: "patch", group: externalDNSGroup, resource: "dnsendpoints", subresource: "status"}}
 
 // neverAllowed is what neither role may do.

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -17,6 +16,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gatewaydns/gatewaydns/internal/dashboard"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -96,25 +96,9 @@ func monitoredMetrics(t *testing.T) (used map[string][]string, queries map[strin
 			add("alerts.yaml "+r.Alert, r.Expr)
 		}
 	}
-	var dash struct {
-		Templating struct {
-			List []struct {
-				Name       string `json:"name"`
-				Definition string `json:"definition"`
-			} `json:"list"`
-		} `json:"templating"`
-		Panels []struct {
-			Title   string `json:"title"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if b, err = os.ReadFile(filepath.Join(monitoringDir, "dashboard.json")); err != nil {
+	dash, err := dashboard.Read(filepath.Join(monitoringDir, "dashboard.json"))
+	if err != nil {
 		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &dash); err != nil {
-		t.Fatalf("dashboard.json: %v", err)
 	}
 	for _, v := range dash.Templating.List {
 		if m := labelValues.FindStringSubmatch(v.Definition); m != nil {

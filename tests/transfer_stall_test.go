@@ -97,7 +97,7 @@ func (p *reloadingProcess) producers(t *testing.T) int {
 	if code != 200 {
 		t.Fatalf("goroutine dump: HTTP %d", code)
 	}
-	return strings.Count(body, "gatewaydns.(*xfrRun).run.func1")
+	return strings.Count(body, "gatewaydns/xfr.(*xfrRun).run.func1")
 }
 
 // steady polls f every 200 ms until it returns the same value three times in a row (up to

@@ -1,12 +1,14 @@
-// Command demo runs a gatewaydns landscape on loopback (`make demo`, `make demo-down`):
+// Command demo runs a gatewaydns landscape on loopback (`make demo`, `make demo-down`), built by
+// make demo into .cache/bin/gatewaydns-demo:
 //
-//	go run ./hack/demo up     start it in the background, print dig answers, return (make demo builds it first)
-//	go run ./hack/demo down   stop everything it started, by PID
+//	.cache/bin/gatewaydns-demo up                      start it in the background, print dig answers, return
+//	.cache/bin/gatewaydns-demo set-address CLUSTER IP  change the Gateway infra/public's address in a cluster
+//	.cache/bin/gatewaydns-demo down                    stop everything it started, by PID (make demo-down)
 //
 // The landscape: a central etcd over TLS with client certificates; two workload "clusters",
 // eu1 and us1, each a real kube-apiserver (controller-runtime's envtest) with the Gateway API
 // CRDs; a central CoreDNS running gatewaydns as the server of openmcp.cluster
-// (corefile.d/central-tls.Corefile); and per cluster a CoreDNS running gatewaydns as writer
+// (corefile.d/central-tls.Corefile, with transfer to anyone and explain); and per cluster a CoreDNS running gatewaydns as writer
 // (owner = cluster name, domain filter <cluster>.openmcp.cluster) that forwards the zone to the
 // central server (corefile.d/workload-tls.Corefile). Sample Gateways, routes, Ingresses and a
 // LoadBalancer Service are applied with their status set as their controllers would, and a
@@ -45,7 +47,7 @@ var clusters = []struct {
 }{{"eu1", 1054}, {"us1", 1055}}
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: go run ./hack/demo up|down|set-address CLUSTER IP")
+	fmt.Fprintln(os.Stderr, "usage: "+builtDriver+" up|down|set-address CLUSTER IP")
 	os.Exit(2)
 }
 

@@ -1,5 +1,5 @@
-// What `up` prints once the landscape is ready: every name through every cluster's CoreDNS, the
-// refused name, and the whole zone by transfer. Each answer printed is checked too: the demo
+// What `up` prints once the landscape is ready: every name through every cluster's CoreDNS, where
+// one answer comes from (explain), the refused name, and the whole zone by transfer. Each answer printed is checked too: the demo
 // fails when one is not what the landscape published.
 
 package main
@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,8 @@ func (d *demo) printAnswers(info *landscapeInfo) error {
 			errs = append(errs, wrap(fmt.Sprintf("%s's CoreDNS", c.Name), err))
 		}
 	}
+	fmt.Printf("\n# where an answer comes from: gatewaydns's explain (on at the central server), a TXT record in the CHAOS class per record\n")
+	errs = append(errs, wrap("explain", d.explain(info.CentralPort, explained, "eu1", "HTTPRoute/shop/web", haveDig)))
 	for _, r := range info.Refused {
 		fmt.Printf("\n# %s\n", r.Why)
 		rcode, answer, err := d.dig(r.Port, r.Name, haveDig)
@@ -72,14 +75,71 @@ The landscape keeps running. Query it yourself:
   bin/etcdctl --endpoints %s --cacert %s --cert %s --key %s \
       get --prefix /skydns/cluster/openmcp                     # the records, with their owners
   kubectl --kubeconfig %s get gateways,httproutes,tlsroutes,ingresses,services,dnsendpoints -A
+  dig @127.0.0.1 -p %d CH TXT %s +short        # where its answer comes from
 Change a Gateway's address as its controller would, and ask again (answered within milliseconds):
-  go run ./hack/demo set-address eu1 203.0.113.99 && dig @127.0.0.1 -p %d web.eu1.%s +short
+  %s set-address eu1 203.0.113.99 && dig @127.0.0.1 -p %d web.eu1.%s +short
 Metrics: %s
 Logs: %s/*.log
 Stop it all: make demo-down
 `, info.CentralPort, zone, eu1.Port, zone, us1.Port, zone,
-		info.EtcdURL, ca, cert, key, d.rel(eu1.Kubeconfig), us1.Port, zone,
+		info.EtcdURL, ca, cert, key, d.rel(eu1.Kubeconfig), info.CentralPort, explained,
+		builtDriver, us1.Port, zone,
 		strings.Join(info.Metrics, ", "), d.rel(d.dir))
+	return nil
+}
+
+// explained is the name the demo asks explain about: eu1's HTTPRoute shop/web publishes it.
+const explained = "web.eu1." + zone
+
+// builtDriver is the demo's driver as make demo builds it; set-address and make demo-down use it
+// rather than a go run that would build it again with other flags.
+const builtDriver = ".cache/bin/" + driverName
+
+// explain prints `dig CH TXT name` at the central server and checks that every record of the
+// name is explained, owned by owner and made from source.
+func (d *demo) explain(port int, name, owner, source string, haveDig bool) error {
+	fmt.Printf("$ dig @127.0.0.1 -p %d CH TXT %s +noall +answer\n", port, name)
+	var rrs []dns.RR
+	if haveDig {
+		out, err := exec.Command("dig", "@127.0.0.1", "-p", strconv.Itoa(port), "CH", "TXT", name, "+noall", "+answer").CombinedOutput()
+		fmt.Print(string(out))
+		if err != nil {
+			return fmt.Errorf("dig CH TXT %s: %w", name, err)
+		}
+		if rrs, err = parseRRs(string(out)); err != nil {
+			return err
+		}
+	} else {
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(name), dns.TypeTXT)
+		m.Question[0].Qclass = dns.ClassCHAOS
+		r, _, err := (&dns.Client{Timeout: 3 * time.Second}).Exchange(m, fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			return err
+		}
+		for _, rr := range r.Answer {
+			fmt.Println(rr.String())
+		}
+		rrs = r.Answer
+	}
+	return explainedBy(rrs, name, owner, source)
+}
+
+// explainedBy checks an explain answer: at least one TXT record, each with the record's key,
+// owner and source.
+func explainedBy(rrs []dns.RR, name, owner, source string) error {
+	if len(rrs) == 0 {
+		return fmt.Errorf("no explanation of %s", name)
+	}
+	for _, rr := range rrs {
+		txt, ok := rr.(*dns.TXT)
+		if !ok || txt.Hdr.Class != dns.ClassCHAOS {
+			return fmt.Errorf("explain answered %v, want CH TXT records", rr)
+		}
+		if !strings.HasPrefix(txt.Txt[0], "key=/skydns/") || !slices.Contains(txt.Txt, "owner="+owner) || !slices.Contains(txt.Txt, "source="+source) {
+			return fmt.Errorf("explain answered %q, want a key, owner=%s and source=%s", txt.Txt, owner, source)
+		}
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ package gatewayfixture
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -181,6 +183,39 @@ func (c *Cluster) TryAcceptHTTPRoute(ctx context.Context, namespace, name string
 	}
 	_, err = c.GW.GatewayV1().HTTPRoutes(namespace).UpdateStatus(ctx, r, metav1.UpdateOptions{})
 	return err
+}
+
+// AnnotateHTTPRoute sets annotations of an HTTPRoute (key, value, ...), as a person does with
+// kubectl annotate --overwrite; a value "-" removes the annotation.
+func (c *Cluster) AnnotateHTTPRoute(namespace, name string, kv ...string) {
+	c.t.Helper()
+	_, err := c.GW.GatewayV1().HTTPRoutes(namespace).Patch(context.Background(), name, types.MergePatchType, annotationPatch(kv), metav1.PatchOptions{})
+	c.must(err)
+}
+
+// AnnotateGateway sets annotations of a Gateway, as AnnotateHTTPRoute does.
+func (c *Cluster) AnnotateGateway(namespace, name string, kv ...string) {
+	c.t.Helper()
+	_, err := c.GW.GatewayV1().Gateways(namespace).Patch(context.Background(), name, types.MergePatchType, annotationPatch(kv), metav1.PatchOptions{})
+	c.must(err)
+}
+
+// annotationPatch is the merge patch that sets the annotations kv (key, value, ...; "-"
+// removes one).
+func annotationPatch(kv []string) []byte {
+	annots := map[string]any{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] == "-" {
+			annots[kv[i]] = nil
+		} else {
+			annots[kv[i]] = kv[i+1]
+		}
+	}
+	b, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annots}})
+	if err != nil {
+		panic(err) // strings only
+	}
+	return b
 }
 
 // DeleteHTTPRoute deletes an HTTPRoute.

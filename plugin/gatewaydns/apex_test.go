@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/internal/zonefixture"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
@@ -16,9 +18,9 @@ import (
 // NS answer on one), the nameserver option's names with the glue of those in the zone, and the
 // SOA fields of the soa option, the stock plugin's by default.
 func TestTheApexAlwaysHasNSRecordsAndTheSOAAsConfigured(t *testing.T) {
-	addr := at(2, "/skydns/test/zone/dns/ns/ns1", `{"host":"10.0.0.53"}`)
-	host := at(3, "/skydns/test/zone/dns/ns/ns2", `{"host":"ns.example.net"}`)
-	app := at(4, "/skydns/test/zone/app/3e6bee2e", `{"host":"10.0.0.1"}`)
+	addr := zonefixture.At(2, "/skydns/test/zone/dns/ns/ns1", `{"host":"10.0.0.53"}`)
+	host := zonefixture.At(3, "/skydns/test/zone/dns/ns/ns2", `{"host":"ns.example.net"}`)
+	app := zonefixture.At(4, "/skydns/test/zone/app/3e6bee2e", `{"host":"10.0.0.1"}`)
 	for _, tc := range []struct {
 		name   string
 		stanza string
@@ -42,10 +44,10 @@ func TestTheApexAlwaysHasNSRecordsAndTheSOAAsConfigured(t *testing.T) {
 		{"and its AAAA question", "nameserver ns1.zone.test 192.0.2.1 2001:db8::53", []record.KV{app}, "ns1.zone.test.", dns.TypeAAAA,
 			"NOERROR answer [ns1.zone.test. 300 IN AAAA 2001:db8::53] ns []"},
 		{"a CNAME published for a glued nameserver does not answer beside its glue", "nameserver ns1.zone.test 192.0.2.1",
-			[]record.KV{app, at(5, "/skydns/test/zone/ns1", `{"host":"app.zone.test"}`)}, "ns1.zone.test.", dns.TypeA,
+			[]record.KV{app, zonefixture.At(5, "/skydns/test/zone/ns1", `{"host":"app.zone.test"}`)}, "ns1.zone.test.", dns.TypeA,
 			"NOERROR answer [ns1.zone.test. 300 IN A 192.0.2.1] ns []"},
 		{"addresses published for it do", "nameserver ns1.zone.test 192.0.2.1",
-			[]record.KV{app, at(5, "/skydns/test/zone/ns1", `{"host":"192.0.2.9"}`)}, "ns1.zone.test.", dns.TypeA,
+			[]record.KV{app, zonefixture.At(5, "/skydns/test/zone/ns1", `{"host":"192.0.2.9"}`)}, "ns1.zone.test.", dns.TypeA,
 			"NOERROR answer [ns1.zone.test. 300 IN A 192.0.2.1; ns1.zone.test. 300 IN A 192.0.2.9] ns []"},
 		{"the stock SOA by default", "", []record.KV{app}, "zone.test.", dns.TypeSOA,
 			"NOERROR answer [zone.test. 30 IN SOA ns.dns.zone.test. hostmaster.zone.test. 4 7200 1800 86400 30] ns []"},
@@ -58,7 +60,7 @@ func TestTheApexAlwaysHasNSRecordsAndTheSOAAsConfigured(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := loadedStanza(t, "gatewaydns zone.test {\n"+tc.stanza+"\n}", tc.kvs)
-			if got := answer(t, g, tc.qname, tc.qtype); got != tc.want {
+			if got := answerText(t, g, tc.qname, tc.qtype); got != tc.want {
 				t.Errorf("%s %s:\n got %s\nwant %s", tc.qname, dns.TypeToString[tc.qtype], got, tc.want)
 			}
 		})
@@ -84,5 +86,37 @@ func TestTheApexOptionsRefuseWhatTheyCannotMean(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "Testfile:") {
 			t.Errorf("%q: error %v, want one naming the line and saying %q", tc.stanza, err, tc.wantErr)
 		}
+	}
+}
+
+// TestNSKeysWithTargetstripAnswerAsTheStockPlugin is the stock etcd plugin's own NS case
+// (plugin/etcd lookup_test.go): ns1 and ns2 below c.ns.dns, each with targetstrip 1, name the
+// one nameserver c.ns.dns.skydns.test., glued with both addresses.
+func TestNSKeysWithTargetstripAnswerAsTheStockPlugin(t *testing.T) {
+	g := loadedStanza(t, "gatewaydns skydns.test", []record.KV{
+		zonefixture.At(2, "/skydns/test/skydns/dns/ns/a", `{"host":"10.0.0.2"}`),
+		zonefixture.At(3, "/skydns/test/skydns/dns/ns/b", `{"host":"10.0.0.3"}`),
+		zonefixture.At(4, "/skydns/test/skydns/dns/ns/c/ns1", `{"host":"10.0.0.4","targetstrip":1}`),
+		zonefixture.At(5, "/skydns/test/skydns/dns/ns/c/ns2", `{"host":"10.0.0.5","targetstrip":1}`),
+	})
+	q := new(dns.Msg)
+	q.SetQuestion("skydns.test.", dns.TypeNS)
+	m := reply(t, g, q)
+	tc := test.Case{
+		Qname: "skydns.test.", Qtype: dns.TypeNS,
+		Answer: []dns.RR{
+			test.NS("skydns.test. 300 NS a.ns.dns.skydns.test."),
+			test.NS("skydns.test. 300 NS b.ns.dns.skydns.test."),
+			test.NS("skydns.test. 300 NS c.ns.dns.skydns.test."),
+		},
+		Extra: []dns.RR{
+			test.A("a.ns.dns.skydns.test. 300 A 10.0.0.2"),
+			test.A("b.ns.dns.skydns.test. 300 A 10.0.0.3"),
+			test.A("c.ns.dns.skydns.test. 300 A 10.0.0.4"),
+			test.A("c.ns.dns.skydns.test. 300 A 10.0.0.5"),
+		},
+	}
+	if err := test.SortAndCheck(m, tc); err != nil {
+		t.Errorf("%v\n%v", err, m)
 	}
 }

@@ -7,20 +7,22 @@ import (
 
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 )
 
 // explain answers a TXT question in the CHAOS class, when the stanza enables it, with one TXT
 // record per record an A or TXT question for the name reads: its key, data, owner, the objects
 // behind it, the etcd revision that last changed it and when this server learned it. This is
 // `dig CH TXT name` for "where does this answer come from?".
-func (g *GatewayDNS) explain(ctx context.Context, b *backend, zone string, state request.Request) (int, error) {
+func explain(ctx context.Context, b *backend, a *answer.Apex, zone string, state request.Request) (int, error) {
 	origins, err := b.Explain(ctx, state)
 	if err != nil {
 		rcode := dns.RcodeServerFailure
 		if b.IsNameError(err) {
 			rcode, err = dns.RcodeNameError, nil
 		}
-		return g.backendError(b, zone, rcode, state, err)
+		return answer.BackendError(b, a, zone, rcode, state, err)
 	}
 	m := new(dns.Msg)
 	m.SetReply(state.Req)

@@ -6,6 +6,8 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
 
 // Every metric carries the server block's address (server, see serverLabel) and the stanza's
@@ -48,6 +50,14 @@ var (
 		Help: "Values in etcd skipped because they cannot be served (bad JSON, bad host, bad key).",
 	}, []string{"server", "zones"})
 )
+
+// udpBatchQuestions are the UDP questions the batched path read (batch.go). What it answers
+// counts in CoreDNS's own request metrics too; this says how much of the zone's traffic it
+// takes, and whether its handoff keeps up.
+var udpBatchQuestions = promauto.NewCounterVec(prometheus.CounterOpts{
+	Namespace: plugin.Namespace, Subsystem: pluginName, Name: "udp_batch_questions_total",
+	Help: "UDP questions the batched path read, by outcome: answered (from a packed reply), handed_off (to the server's plugin chain), dropped (the handoff had no room).",
+}, []string{"server", "zones", "outcome"})
 
 // watchMetrics is the mirror.Observer of one feed. A feed serves one server block (its key
 // holds the server: see config.feedKey), so its series are that block's alone.
@@ -123,28 +133,10 @@ func metricsAtZero(server, zones string) {
 	lastUpdate.WithLabelValues(server, zones)
 	etcdReachable.WithLabelValues(server, zones)
 	etcdWatchStreams.WithLabelValues(server, zones)
-	transferMetricsAtZero(server, zones)
-}
-
-// Zone transfers (transfer.go, notify.go).
-var (
-	transfers = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "transfers_total",
-		Help: "Zone transfers asked for, by kind (full: the whole zone; incremental: an IXFR answered with the difference; current: an IXFR from a secondary that was up to date; busy: refused while as many run as may).",
-	}, []string{"server", "zones", "kind"})
-	notifies = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "notifies_total",
-		Help: "NOTIFYs sent to the transfer plugin's secondaries after a change, one per secondary, by result (ok, failed: not answered in 3 tries, or refused).",
-	}, []string{"server", "zones", "result"})
-)
-
-func transferMetricsAtZero(server, zones string) {
-	for _, kind := range []string{"full", "incremental", "current", "busy"} {
-		transfers.WithLabelValues(server, zones, kind)
+	for _, outcome := range []string{"answered", "handed_off", "dropped"} {
+		udpBatchQuestions.WithLabelValues(server, zones, outcome)
 	}
-	for _, result := range []string{"ok", "failed"} {
-		notifies.WithLabelValues(server, zones, result)
-	}
+	xfr.SeriesAtZero(server, zones)
 }
 
 // seriesOf is what every metric vector can do: forget the series of some label values.
@@ -160,7 +152,8 @@ type seriesOf interface {
 func forgetServeSeries(server, zones string) {
 	labels := prometheus.Labels{"server": server, "zones": zones}
 	for _, vec := range []seriesOf{indexRecords, watchEvents, resyncs, resyncDuration, lastUpdate, etcdErrors,
-		cnameClashes, invalidRecords, etcdReachable, etcdWatchStreams, transfers, notifies} {
+		cnameClashes, invalidRecords, etcdReachable, etcdWatchStreams, udpBatchQuestions} {
 		vec.DeletePartialMatch(labels)
 	}
+	xfr.ForgetSeries(labels)
 }

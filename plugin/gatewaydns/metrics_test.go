@@ -53,8 +53,6 @@ func everySeries(server, zones string) {
 	w.Reachable(true)
 	invalidRecords.WithLabelValues(server, zones).Inc()
 	cnameClashes.WithLabelValues(server, zones).Set(1)
-	transfers.WithLabelValues(server, zones, "full").Inc()
-	notifies.WithLabelValues(server, zones, "ok").Inc()
 }
 
 // Every series of the serve role carries the server label, and forgetting a block's series

@@ -24,7 +24,7 @@ func BenchmarkServeDNS(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, st := newStanza(cfg)
+	g, st := newPlugin(cfg)
 	kvs := []record.KV{
 		{Key: "/skydns/cluster/openmcp/eu1/alias/1", Value: []byte(`{"host":"app1.eu1.openmcp.cluster"}`)},
 		{Key: "/skydns/cluster/openmcp/eu1/svc/_tcp/_https/1", Value: []byte(`{"host":"10.1.0.1","port":443}`)},
@@ -91,7 +91,7 @@ func BenchmarkServeDNSSubtree(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		g, st := newStanza(cfg)
+		g, st := newPlugin(cfg)
 		kvs := make([]record.KV, n)
 		for i := range kvs {
 			kvs[i] = record.KV{Key: key(i), Value: fmt.Appendf(nil, `{"host":"10.%d.%d.%d"}`, i>>16&255, i>>8&255, i&255),
@@ -137,7 +137,7 @@ func BenchmarkServeDNSMix(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		g, st := newStanza(cfg)
+		g, st := newPlugin(cfg)
 		d := benchdata.New(record.DefaultPrefix, n)
 		kvs := make([]record.KV, len(d.Records))
 		for i, r := range d.Records {

@@ -1,29 +1,25 @@
 package gatewaydns
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/coredns/coredns/plugin"
-	clog "github.com/coredns/coredns/plugin/pkg/log"
 	coreparse "github.com/coredns/coredns/plugin/pkg/parse"
 	"github.com/coredns/coredns/plugin/transfer"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/publish"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
-
-var log = clog.NewWithPlugin(pluginName)
 
 func init() {
 	plugin.Register(pluginName, setup)
@@ -33,42 +29,12 @@ func init() {
 	caddy.RegisterEventHook(pluginName, onInstanceStarted)
 }
 
-// config is one parsed stanza. Options and defaults are the stock etcd plugin's, so that
-// renaming etcd to gatewaydns in a Corefile serves the same answers.
-type config struct {
-	server         string // the server block's address(es), as metrics label them: see serverLabel
-	zones          []string
-	prefix         string
-	etcd           store.Config
-	etcdTLSFiles   []byte   // the content of the tls files, so that a rotated certificate is a new configuration
-	options        []string // the stanza's option lines as written, for the publish role's Key
-	root           string   // the server block's root, which relative tls file names are read from
-	minLeaseTTL    uint32
-	maxLeaseTTL    uint32
-	negativeTTL    uint32
-	negativeTTLSet bool
-	apex           *apex // the SOA's fields and the nameservers
-	// transferSynthetic puts into a transfer what the plugin synthesises too: an SRV record
-	// for every address (port 0 where none is stored) and the record-id names.
-	transferSynthetic bool
-	notify            notifyConfig  // where NOTIFYs go, and the key they are signed with
-	notifyAt          string        // the file and line of notify-key, for its error at startup
-	leaseGrace        time.Duration // how long a key deleted by its lease's expiry is still answered
-	noApexFallback    bool
-	explain           bool
-	exactNames        bool     // answer a name from its own key and record-id children only
-	fall              []string // nil: no fallthrough; empty: every zone
-
-	publish     *publish.Config // nil: this stanza does not publish
-	publishOnly bool            // publish, and leave answering the zone to the plugins after it
-}
-
 func setup(c *caddy.Controller) error {
 	cfg, err := parse(c)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
-	g, st := newStanza(cfg)
+	g, st := newPlugin(cfg)
 	if !caddy.Started() {
 		// The process's first instance: its series exist before the prometheus plugin's
 		// startup opens /metrics, so that the first scrape has every one of them. A reload
@@ -78,6 +44,11 @@ func setup(c *caddy.Controller) error {
 		st.seriesAtZero()
 	}
 	watchRestarts(c)
+	var configs []*dnsserver.Config // the server block's, for the batched UDP path
+	if !cfg.publishOnly && cfg.batch != batchOff {
+		configs = blockConfigs(c)
+		announceWith(configs)
+	}
 	reloading := true
 	c.OnFirstStartup(func() error { reloading = false; return nil })
 	c.OnStartup(func() error {
@@ -85,12 +56,20 @@ func setup(c *caddy.Controller) error {
 			return err
 		}
 		starting.add(st)
-		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && !cfg.publishOnly {
-			keyName, key, _, err := cfg.notify.signingKey(dnsserver.GetConfig(c).TsigSecret)
+		if g.packer != nil {
+			g.packer.writes.Store(int32(writesFor(inFront(dnsserver.GetConfig(c)))))
+		}
+		if configs != nil {
+			run, err := newBatchRun(g, cfg.batch, cfg.batchAt, configs, plugin.OriginsFromArgsOrServerBlock(nil, c.ServerBlockKeys), cfg.server)
 			if err != nil {
+				return plugin.Error(pluginName, err)
+			}
+			st.batchThrough(run)
+		}
+		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && !cfg.publishOnly {
+			if err := st.transfers.NotifyThrough(t, dnsserver.GetConfig(c).TsigSecret); err != nil {
 				return plugin.Error(pluginName, fmt.Errorf("%s: %w", cfg.notifyAt, err))
 			}
-			st.notifyThrough(g, t, keyName, key)
 		}
 		return nil
 	})
@@ -102,8 +81,16 @@ func setup(c *caddy.Controller) error {
 	return nil
 }
 
-// parse reads the stanza of c: the options of the serve role (setup_options.go) and of the
-// publish role (package publish); the stanza publishes when one of the latter, or
+// newPlugin builds the roles of the stanza cfg and its handler; nothing runs until the
+// stanza's start.
+func newPlugin(cfg *config) (*GatewayDNS, *stanza) {
+	st := newStanza(cfg)
+	return newHandler(cfg, st), st
+}
+
+// parse reads the stanza of c: the options of the stanza and its serve role
+// (setup_options.go, setup_apex.go), of the publish role (package publish) and of zone
+// transfers (package xfr); the stanza publishes when one of the publish role's, or
 // publish-only, is given.
 func parse(c *caddy.Controller) (*config, error) {
 	cfg := &config{
@@ -113,7 +100,7 @@ func parse(c *caddy.Controller) (*config, error) {
 		maxLeaseTTL: index.DefaultMaxLeaseTTL,
 		negativeTTL: index.DefaultNegativeTTL,
 		leaseGrace:  mirror.DefaultGrace,
-		apex:        newApex(),
+		apex:        answer.NewApex(),
 		root:        dnsserver.GetConfig(c).Root,
 	}
 	if !c.Next() {
@@ -158,22 +145,23 @@ func parseBlock(c *caddy.Controller, cfg *config, pc *publish.Config) (bool, err
 			}
 			continue
 		}
-		if known, err = serveOptions.Parse(cfg, opt, args); err != nil {
+		if known, err = serveOptions.Parse(cfg, opt, args); err == nil && !known {
+			known, err = xfr.Options.Parse(&cfg.xfr, opt, args)
+		}
+		if err != nil {
 			return false, c.Errf("%v", err)
 		}
 		if !known {
 			return false, c.Errf("unknown property '%s'", opt)
 		}
-		if opt == "notify-key" {
+		switch opt {
+		case "notify-key":
 			cfg.notifyAt = fmt.Sprintf("%s:%d", c.File(), c.Line())
+		case "udp-batch":
+			cfg.batchAt = fmt.Sprintf("%s:%d", c.File(), c.Line())
 		}
 	}
 	return publishing, nil
-}
-
-// publishStanza is what the publish role takes from the stanza.
-func (c *config) publishStanza() publish.Stanza {
-	return publish.Stanza{Server: c.server, Zones: c.zones, Prefix: c.prefix, Etcd: c.etcd, Options: c.options, EtcdTLSFiles: c.etcdTLSFiles}
 }
 
 // ownersKey keys, in the CoreDNS instance's storage, the owners claimed by its stanzas so far
@@ -188,41 +176,6 @@ func ownersOf(c *caddy.Controller) publish.Owners {
 		c.Set(ownersKey{}, owners)
 	}
 	return owners
-}
-
-// zonePrefixes are the etcd key prefixes of the zones' records, e.g. "/skydns/cluster/openmcp/"
-// for openmcp.cluster: the server reads and watches only these, so an etcd role with read on
-// its zones is all it needs. A zone inside another is covered by the outer one's prefix.
-func zonePrefixes(prefix string, zones []string) []string {
-	all := zoneKeyPrefixes(prefix, zones)
-	slices.Sort(all)
-	var out []string
-	for _, p := range all {
-		if len(out) > 0 && strings.HasPrefix(p, out[len(out)-1]) {
-			continue // equal to, or inside, the previous one
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-// feedKey is what two stanzas must have in common to share a feed across a reload: the same
-// records, read from the same etcd as the same user, answered with the same options, for the
-// same server block (by its address). The server is in the key so that a feed's series belong
-// to one server block, and two blocks on the same zones export their own numbers: a reload
-// of a block keeps its address and shares its feed as before. Two blocks that would otherwise
-// share a feed (same zones, same etcd, same options, other ports) watch and hold the records
-// twice; merging them into one block (one key per port, or bind) shares them again. The other
-// way, one feed fanned out to one set of series per block attached to it, would have to give a
-// block attaching to a running feed the feed's gauges at once (etcd_reachable is set on a
-// change only), and drop a block's series when it detaches: state for a Corefile that has
-// a cheap fix.
-func (c *config) feedKey() string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%q %q %q %q %q %q %d %d %d %t %d\n", c.server, c.zones, c.prefix, c.etcd.Endpoints, c.etcd.Username,
-		c.etcd.Password, c.minLeaseTTL, c.maxLeaseTTL, c.negativeTTL, c.exactNames, c.leaseGrace)
-	h.Write(c.etcdTLSFiles)
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // serverLabel is the server label of the stanza's metrics: the address of its server block's

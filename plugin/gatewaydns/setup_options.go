@@ -1,12 +1,16 @@
-// The serve role's options in the Corefile stanza: the stock etcd plugin's, and gatewaydns's own.
+// The options of the stanza as a whole and of its serve role: where etcd is and how to reach
+// it, how records are answered, the apex. The publish role's are package publish's, those of
+// zone transfers and NOTIFYs package xfr's; setup.go tries each table in turn.
 
 package gatewaydns
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	mwtls "github.com/coredns/coredns/plugin/pkg/tls"
@@ -15,7 +19,8 @@ import (
 )
 
 // serveOptions are the options of the serve role and of the stanza as a whole: where etcd is
-// and how to reach it, how records are answered, and the apex and zone transfers.
+// and how to reach it, how records are answered, and the apex: the stock etcd plugin's, and
+// gatewaydns's own.
 var serveOptions = option.Table[*config]{
 	"endpoint": func(cfg *config, _ string, args []string) error {
 		if len(args) == 0 {
@@ -56,16 +61,13 @@ var serveOptions = option.Table[*config]{
 		}
 		return nil
 	},
-	"soa":                transferOption,
-	"nameserver":         transferOption,
-	"notify":             transferOption,
-	"notify-source":      transferOption,
-	"notify-key":         transferOption,
-	"transfer-synthetic": transferOption,
-	"publish-only":       option.Flag(func(cfg *config) { cfg.publishOnly = true }),
-	"exact-names":        option.Flag(func(cfg *config) { cfg.exactNames = true }),
-	"explain":            option.Flag(func(cfg *config) { cfg.explain = true }),
-	"no_apex_fallback":   option.Flag(func(cfg *config) { cfg.noApexFallback = true }),
+	"soa":              func(cfg *config, _ string, args []string) error { return parseSOA(args, cfg.apex, cfg) },
+	"nameserver":       func(cfg *config, _ string, args []string) error { return parseNameserver(args, cfg.apex, cfg.zones) },
+	"publish-only":     option.Flag(func(cfg *config) { cfg.publishOnly = true }),
+	"exact-names":      option.Flag(func(cfg *config) { cfg.exactNames = true }),
+	"explain":          option.Flag(func(cfg *config) { cfg.explain = true }),
+	"no_apex_fallback": option.Flag(func(cfg *config) { cfg.noApexFallback = true }),
+	"udp-batch":        parseBatch,
 	// Accepted and ignored, as the stock etcd plugin does, so its Corefiles keep working.
 	"stubzones": ignored,
 	"debug":     ignored,
@@ -102,7 +104,7 @@ func leaseTTL(set func(cfg *config, ttl uint32)) option.Func[*config] {
 		if len(args) != 1 {
 			return fmt.Errorf("%s needs exactly one duration", opt)
 		}
-		ttl, err := option.TTL(args[0])
+		ttl, err := option.TTL(args[0], 0, math.MaxUint32)
 		if err != nil {
 			return fmt.Errorf("invalid %s %q: %v", opt, args[0], err)
 		}
@@ -111,9 +113,18 @@ func leaseTTL(set func(cfg *config, ttl uint32)) option.Func[*config] {
 	}
 }
 
-// transferOption reads the options of the apex and of zone transfers (setup_transfer.go).
-func transferOption(cfg *config, opt string, args []string) error {
-	return parseTransferOption(opt, args, cfg)
+// parseBatch reads "udp-batch [on|off]": the batched UDP path (batch.go) on, the default where
+// nothing in front of gatewaydns must see each question, or off.
+func parseBatch(cfg *config, _ string, args []string) error {
+	switch {
+	case len(args) == 0 || len(args) == 1 && args[0] == "on":
+		cfg.batch = batchOn
+	case len(args) == 1 && args[0] == "off":
+		cfg.batch = batchOff
+	default:
+		return fmt.Errorf("udp-batch takes on or off, not %q", strings.Join(args, " "))
+	}
+	return nil
 }
 
 func ignored(_ *config, opt string, _ []string) error {

@@ -1,6 +1,7 @@
 package gatewaydns
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -147,28 +148,6 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestZonePrefixes(t *testing.T) {
-	tests := []struct {
-		name   string
-		prefix string
-		zones  []string
-		want   []string
-	}{
-		{name: "a zone is the reversed path of its labels", prefix: "skydns", zones: []string{"openmcp.cluster."}, want: []string{"/skydns/cluster/openmcp/"}},
-		{name: "the root zone is the whole prefix", prefix: "skydns", zones: []string{"."}, want: []string{"/skydns/"}},
-		{name: "a zone inside another is covered by it", prefix: "/skydns", zones: []string{"eu1.openmcp.cluster.", "openmcp.cluster."}, want: []string{"/skydns/cluster/openmcp/"}},
-		{name: "a sibling whose name starts alike is not inside", prefix: "skydns", zones: []string{"a.test.", "ab.test."}, want: []string{"/skydns/test/a/", "/skydns/test/ab/"}},
-		{name: "reverse zones and a custom path", prefix: "/dns/x", zones: []string{"10.in-addr.arpa.", "openmcp.cluster."}, want: []string{"/dns/x/arpa/in-addr/10/", "/dns/x/cluster/openmcp/"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := zonePrefixes(tc.prefix, tc.zones); !slices.Equal(got, tc.want) {
-				t.Fatalf("got %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 // mustParse parses a stanza in a server block for example.org.
 func mustParse(t *testing.T, input string) *config {
 	t.Helper()
@@ -179,4 +158,34 @@ func mustParse(t *testing.T, input string) *config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// The options of zone transfers and NOTIFYs (package xfr) read in the stanza: their values, and
+// errors that name the line.
+func TestTheNotifyOptionsNameTheSecondariesAndTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		stanza  string
+		want    string
+		wantErr string
+	}{
+		{"notify 127.0.0.1:5300 10.0.0.1\nnotify 10.0.0.2 10.0.0.1", "[127.0.0.1:5300 10.0.0.1:53 10.0.0.2:53] <nil> ", ""},
+		{"notify 10.0.0.1\nnotify-source 127.0.0.2\nnotify-key Key.Example", "[10.0.0.1:53] 127.0.0.2 key.example.", ""},
+		{"notify", "", "notify needs the secondaries' ADDRESSes"},
+		{"notify-source nowhere", "", "notify-source needs one IP address"},
+		{"notify-key", "", "notify-key needs the NAME"},
+	} {
+		cfg, err := parse(caddy.NewTestController("dns", "gatewaydns zone.test {\n"+tc.stanza+"\n}"))
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "Testfile:") {
+				t.Errorf("%q: error %v, want one naming the line and saying %q", tc.stanza, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.stanza, err)
+		}
+		if got := fmt.Sprintf("%v %v %s", cfg.xfr.Notify, cfg.xfr.NotifySource, cfg.xfr.NotifyKey); got != tc.want {
+			t.Errorf("%q: %s, want %s", tc.stanza, got, tc.want)
+		}
+	}
 }

@@ -11,12 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/coredns/coredns/plugin/pkg/upstream"
-	"github.com/coredns/coredns/plugin/transfer"
+	"github.com/coredns/coredns/plugin"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/publish"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
 
 // stanza runs the roles of one stanza: serve (a feed: an index kept current by etcd
@@ -39,30 +40,31 @@ type stanza struct {
 	bridge  *feed
 	cancel  context.CancelFunc // ends the wait for the feed's first load
 	stopped chan struct{}      // closed when that wait returned
-	notify  *notifier          // NOTIFYs the transfer plugin's secondaries; nil without one
+	batch   *batchRun          // the batched UDP path; nil when off
 
-	transfers *transferRuns // the zone transfers being sent
+	// transfers send the zones to secondaries (AXFR, IXFR) and NOTIFY them of changes, from
+	// what the stanza answers from (records).
+	transfers *xfr.Transfers
 }
 
-func newStanza(cfg *config) (*GatewayDNS, *stanza) {
-	st := &stanza{cfg: cfg, transfers: newTransferRuns()}
+// newStanza prepares the roles of the stanza cfg; nothing runs until start.
+func newStanza(cfg *config) *stanza {
+	st := &stanza{cfg: cfg}
+	st.transfers = xfr.New(xfr.Stanza{Server: cfg.server, Zones: cfg.zones, Apex: cfg.apex, NegativeTTL: cfg.negativeTTL,
+		Options: plugin.Options{NoApexFallback: cfg.noApexFallback}, Records: st.records}, cfg.xfr)
 	if cfg.publish != nil {
 		st.publish = publish.NewRole(cfg.publish)
 	}
-	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, Explain: cfg.explain, stanza: st, apex: cfg.apex}
-	if cfg.fall != nil {
-		g.Fall.SetZonesFromArgs(cfg.fall)
-	}
 	if cfg.publishOnly {
-		return g, st
+		return st
 	}
 	zones := strings.Join(cfg.zones, " ")
-	st.prefixes = zonePrefixes(cfg.prefix, cfg.zones)
+	st.prefixes = record.Outermost(record.ZoneDirs(cfg.prefix, cfg.zones))
 	var own *feed // the feed outlives the stanza when the next instance shares it: not st.own
 	st.index = index.New(index.Options{
 		Prefix:       cfg.prefix,
 		Prefixes:     st.prefixes,
-		ZonePrefixes: zoneKeyPrefixes(cfg.prefix, cfg.zones),
+		ZonePrefixes: record.ZoneDirs(cfg.prefix, cfg.zones),
 		MinLeaseTTL:  cfg.minLeaseTTL,
 		NegativeTTL:  &cfg.negativeTTL,
 		MaxLeaseTTL:  cfg.maxLeaseTTL,
@@ -86,7 +88,23 @@ func newStanza(cfg *config) (*GatewayDNS, *stanza) {
 	own.path = cfg.prefix
 	st.own = own
 	st.serving.Store(newBackend(st.index))
-	return g, st
+	return st
+}
+
+// answering is the backend the stanza answers from now, nil when it only publishes.
+func (s *stanza) answering() *backend {
+	if s.cfg.publishOnly {
+		return nil
+	}
+	return s.serving.Load()
+}
+
+// records is what the stanza's transfers read: answering's, nil for none.
+func (s *stanza) records() xfr.Records {
+	if b := s.answering(); b != nil {
+		return b
+	}
+	return nil
 }
 
 // seriesAtZero creates the series of the stanza's roles at zero.
@@ -98,8 +116,6 @@ func (s *stanza) seriesAtZero() {
 		s.publish.SeriesAtZero()
 	}
 }
-
-func newBackend(ix *index.Index) *backend { return &backend{Index: ix, upstream: upstream.New()} }
 
 // reloadLoadWait bounds how long a reload waits for the first load of a feed that nothing can
 // stand in for (a zone new to this process): the new instance starts answering when its
@@ -181,17 +197,16 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 	return true
 }
 
-// notifyThrough starts sending the transfer plugin's NOTIFYs for the stanza's zones; stop ends it.
-func (s *stanza) notifyThrough(g *GatewayDNS, t *transfer.Transfer, keyName, key string) {
-	n := startNotifier(g, t, keyName, key)
+// batchThrough runs the batched UDP path run (nil: none) until stop.
+func (s *stanza) batchThrough(run *batchRun) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.notify = n
+	s.batch = run
 }
 
-// stop stops the publish role, the notifier and the transfers, and lets go of the feed and the
-// bridge. Every wait in it is bounded, so a reload or SIGTERM finishes in seconds whatever
-// state etcd and the Kubernetes API are in.
+// stop stops the publish role, the batched UDP path, the NOTIFYs and the transfers, and lets
+// go of the feed and the bridge. Every wait in it is bounded, so a reload or SIGTERM finishes
+// in seconds whatever state etcd and the Kubernetes API are in.
 func (s *stanza) stop() error {
 	var errs []error
 	var wg sync.WaitGroup
@@ -199,11 +214,13 @@ func (s *stanza) stop() error {
 		wg.Go(s.publish.Stop)
 	}
 	s.mu.Lock()
-	f, b, cancel, stopped, notify := s.feed, s.bridge, s.cancel, s.stopped, s.notify
-	s.feed, s.bridge, s.cancel, s.stopped, s.notify = nil, nil, nil, nil, nil
+	f, b, cancel, stopped, batch := s.feed, s.bridge, s.cancel, s.stopped, s.batch
+	s.feed, s.bridge, s.cancel, s.stopped, s.batch = nil, nil, nil, nil, nil
 	s.mu.Unlock()
-	notify.stop()
-	s.transfers.stop()
+	if err := batch.stop(); err != nil {
+		errs = append(errs, err)
+	}
+	s.transfers.Stop()
 	if cancel != nil {
 		cancel()
 		<-stopped // returns at once: it only waits on the index and the context
@@ -222,7 +239,7 @@ func (s *stanza) stop() error {
 
 // forgetRecords lets go of the stanza's index once it has stopped. The stanza may outlive its
 // instance: a transfer plugin goroutine of the instance that blocks writing to a secondary
-// that stopped reading (transfer_runs.go) holds the instance's plugin chain, and this stanza
+// that stopped reading (package xfr, runs.go) holds the instance's plugin chain, and this stanza
 // with it, for as long as the secondary keeps its connection open. A query still in flight
 // keeps the backend it took; the ones after it are answered SERVFAIL, as before a load.
 func (s *stanza) forgetRecords() {

@@ -16,7 +16,7 @@ func TestStanzaNotStartedIsAsReadyAsWhatItTakesOver(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, st := newStanza(cfg)
+		st := newStanza(cfg)
 		return st
 	}
 	next := parseStanza("gatewaydns openmcp.cluster {\n endpoint http://127.0.0.1:1\n min-lease-ttl 45\n}")

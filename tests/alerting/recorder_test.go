@@ -41,6 +41,11 @@ type target struct {
 	job  string
 	proc *corednsproc.Process
 	live map[string]bool // series of the target's last successful scrape
+
+	// frozen: metric names whose series keep, from the step frozen was set, the value they had
+	// then (held), whatever the target exports.
+	frozen map[string]bool
+	held   map[string]float64
 }
 
 // cell is one step of a series: a value, nothing, or the stale marker of a failed scrape.
@@ -58,6 +63,22 @@ func (r *recording) add(job string, p *corednsproc.Process) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.targets = append(r.targets, &target{job: job, proc: p, live: map[string]bool{}})
+}
+
+// freeze records p's series of the metric name from the next scrape on at the value they have
+// then: what a process would export whose metric stopped moving without its knowing, a fault no process
+// shows of itself (see staleReplica).
+func (r *recording) freeze(p *corednsproc.Process, name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, tg := range r.targets {
+		if tg.proc == p {
+			if tg.frozen == nil {
+				tg.frozen, tg.held = map[string]bool{}, map[string]float64{}
+			}
+			tg.frozen[name] = true
+		}
+	}
 }
 
 // start scrapes every target every step until stop.
@@ -152,6 +173,13 @@ func (r *recording) parse(tg *target, body string) (map[string]bool, error) {
 					v -= float64(r.t0.UnixNano()) / 1e9
 				}
 				key := seriesKey(s.name, m.GetLabel(), s.extra, tg)
+				if tg.frozen[s.name] {
+					if held, ok := tg.held[key]; ok {
+						v = held
+					} else {
+						tg.held[key] = v
+					}
+				}
 				seen[key] = true
 				r.put(key, i, cell{set: true, v: v})
 			}

@@ -79,7 +79,8 @@ func alertNames(t *testing.T, file string) []string {
 	var names []string
 	for _, g := range rf.Groups {
 		for _, r := range g.Rules {
-			if r.Alert != "" {
+			// An alert may have a rule per severity.
+			if r.Alert != "" && !slices.Contains(names, r.Alert) {
 				names = append(names, r.Alert)
 			}
 		}
@@ -159,6 +160,31 @@ func withValue(samples []map[string]string) []map[string]any {
 	return out
 }
 
+// check is a query a scenario asks of its recording, beside its alerts' states: its result at
+// a moment of the recording, each sample given as promtool's labels notation.
+type check struct {
+	expr    string
+	at      time.Duration
+	samples map[string]float64
+}
+
+// withChecks adds checks to a scenario's promtool test.
+func withChecks(test map[string]any, checks ...check) map[string]any {
+	tests, _ := test["promql_expr_test"].([]map[string]any)
+	for _, c := range checks {
+		var samples []map[string]any
+		for labels, v := range c.samples {
+			samples = append(samples, map[string]any{"labels": labels, "value": v})
+		}
+		if samples == nil {
+			samples = []map[string]any{}
+		}
+		tests = append(tests, map[string]any{"expr": c.expr, "eval_time": c.at.Round(time.Second).String(), "exp_samples": samples})
+	}
+	test["promql_expr_test"] = tests
+	return test
+}
+
 // downsample is what a scrape every `every` steps would have stored: each such step's cell, or
 // the stale marker if the series went stale since the last one and has no value now.
 func downsample(cells []cell, n, every int) []cell {
@@ -202,15 +228,17 @@ func runPromtool(t *testing.T, tests ...map[string]any) {
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Kept, the recording can be run again under other rules (the rules file is named by its
+	// absolute path in it): promtool test rules <file>.
+	if os.Getenv("GATEWAYDNS_KEEP_SCENARIOS") != "" {
+		keep := filepath.Join(os.TempDir(), "scenario-"+regexp.MustCompile(`\W`).ReplaceAllString(t.Name(), "_")+".yaml")
+		_ = os.WriteFile(keep, b, 0o644)
+		t.Logf("scenario kept in %s", keep)
+	}
 	out, err := exec.Command(promtool, "test", "rules", file).CombinedOutput()
 	if err != nil {
 		// The failures name the eval_time and the alerts: enough to read against the log.
 		t.Errorf("promtool test rules: %v\n%s", err, trim(string(out), 8000))
-		if os.Getenv("GATEWAYDNS_KEEP_SCENARIOS") != "" {
-			keep := filepath.Join(os.TempDir(), "scenario-"+regexp.MustCompile(`\W`).ReplaceAllString(t.Name(), "_")+".yaml")
-			_ = os.WriteFile(keep, b, 0o644)
-			t.Logf("scenario kept in %s", keep)
-		}
 		return
 	}
 	t.Logf("promtool test rules: %s", strings.TrimSpace(string(out)))

@@ -12,12 +12,20 @@ k8s-app: kube-dns
 {{- end -}}
 {{- end }}
 
-{{/* The role, checked. */}}
+{{/* The role, checked (values.schema.json checks it first; this holds without a schema). */}}
 {{- define "gatewaydns.role" -}}
 {{- if not (has .Values.role (list "workload" "central")) -}}
 {{- fail (printf "role: %q is neither workload nor central" .Values.role) -}}
 {{- end -}}
 {{ .Values.role }}
+{{- end }}
+
+{{/* The etcd client URLs, every member: the Corefile's endpoint line. */}}
+{{- define "gatewaydns.endpoints" -}}
+{{- if not .Values.etcd.endpoints -}}
+{{- fail "etcd.endpoints: list the central etcd's client URLs (every member), e.g. [https://etcd-0.platform:2379]" -}}
+{{- end -}}
+{{ join " " .Values.etcd.endpoints }}
 {{- end }}
 
 {{/* The Corefile: cluster.local as kubeadm's CoreDNS serves it, and the zone for the role. */}}
@@ -51,9 +59,15 @@ k8s-app: kube-dns
     ready
     prometheus :9153
     gatewaydns {
-        endpoint {$GATEWAYDNS_ETCD_ENDPOINTS}
+        endpoint {{ include "gatewaydns.endpoints" . }}
+{{- if .Values.etcd.tlsSecret }}
         tls /etc/gatewaydns/etcd/tls.crt /etc/gatewaydns/etcd/tls.key /etc/gatewaydns/etcd/ca.crt
+{{- end }}
     }
+    # loadbalance (its default policy) keeps the addresses of a name that several clusters
+    # publish in a random order; gatewaydns's batched UDP path does the same for it, at 4 us of
+    # CPU a question in bench phase A (bench/results/2026-11-28-phase-a.md). No log or cache
+    # here: either turns the path off and costs 22-35 us a question.
     loadbalance
 }
 {{- else }}
@@ -62,8 +76,10 @@ k8s-app: kube-dns
     ready
     prometheus :9153
     gatewaydns {
-        endpoint {$GATEWAYDNS_ETCD_ENDPOINTS}
+        endpoint {{ include "gatewaydns.endpoints" . }}
+{{- if .Values.etcd.tlsSecret }}
         tls /etc/gatewaydns/etcd/tls.crt /etc/gatewaydns/etcd/tls.key /etc/gatewaydns/etcd/ca.crt
+{{- end }}
         owner {$GATEWAYDNS_OWNER}
         domain-filter {$GATEWAYDNS_DOMAIN}
 {{- with .Values.sources }}
@@ -79,4 +95,31 @@ k8s-app: kube-dns
     forward . {$GATEWAYDNS_CENTRAL}
 }
 {{- end }}
+{{- range $domain, $servers := .Values.stubDomains }}
+{{ $domain }}:53 {
+    errors
+    cache 30
+    forward . {{ join " " $servers }}
+}
+{{- end }}
+{{- range .Values.extraServerBlocks }}
+{{ include "gatewaydns.serverKeys" . }} {
+{{- range .plugins }}
+    {{ .name }}{{ with .parameters }} {{ . }}{{ end }}{{ if .configBlock }} {
+        {{- .configBlock | trim | nindent 8 }}
+    }{{ end }}
+{{- end }}
+}
+{{- end }}
+{{- end }}
+
+{{/* A server block's keys, from the CoreDNS chart's `servers` entry: each zone with its scheme
+and the block's port. */}}
+{{- define "gatewaydns.serverKeys" -}}
+{{- $port := .port | default 53 -}}
+{{- $keys := list -}}
+{{- range (.zones | default (list (dict "zone" "."))) -}}
+{{- $keys = append $keys (printf "%s%s:%v" (.scheme | default "") .zone $port) -}}
+{{- end -}}
+{{ join " " $keys }}
 {{- end }}

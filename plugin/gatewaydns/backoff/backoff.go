@@ -1,6 +1,7 @@
-// Package backoff is the one retry delay of gatewaydns: both etcd roles and the Kubernetes
-// side wait with it after a failure, so that a store or API server that is down is asked
-// less and less often, and a recovered one is used again at once.
+// Package backoff is the one retry delay of gatewaydns: both etcd roles (mirror, store,
+// writer), the NOTIFYs to secondaries and the Kubernetes side's discovery wait with it after a
+// failure, so that a store, secondary or API server that is down is asked less and less often,
+// and a recovered one is used again at once. (client-go's informers back off by themselves.)
 package backoff
 
 import (

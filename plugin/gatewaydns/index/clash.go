@@ -19,13 +19,13 @@ import (
 // to different targets: what A questions see. A CNAME beside text (external-dns's registry
 // records of its older format) is ruled for TXT questions but not counted, as too common to
 // alert on. Its own records are the keys directly below it whose last label is a record id
-// (recordLabel); a key such as eu1/web written by hand is the name web.eu1 of its own, and two
+// (record.IsRecordID); a key such as eu1/web written by hand is the name web.eu1 of its own, and two
 // such names of different kinds are no clash of eu1's, though an A question at eu1 sees both.
 func (t *tree) clashes(id nodeID) bool {
 	cname, address := "", false
 	for label, c := range t.children(id) {
 		v := t.at(c).value
-		if v == nil || !recordLabel(label) {
+		if v == nil || !record.IsRecordID(label) {
 			continue
 		}
 		switch v.kind {
@@ -43,17 +43,6 @@ func (t *tree) clashes(id nodeID) bool {
 		}
 	}
 	return false
-}
-
-// recordLabel reports whether a key's last label names one record of the name above it rather
-// than a name: 8 hex digits (the suffix gatewaydns and external-dns write), digits, or x and
-// digits (the x1, x2 of CoreDNS's etcd README).
-func recordLabel(label string) bool {
-	digits := strings.TrimPrefix(label, "x")
-	if digits != "" && strings.Trim(digits, "0123456789") == "" {
-		return true
-	}
-	return len(label) == 8 && strings.Trim(label, "0123456789abcdef") == ""
 }
 
 // checkClashLocked looks again at the name whose key has the path elements elems, path being

@@ -43,6 +43,10 @@ const (
 // ErrNotFound is the name error: no key at or below the name.
 var ErrNotFound = errors.New("key not found")
 
+// ErrNotLoaded is what a question, or a zone transfer, gets before the first full load (a
+// SERVFAIL): "no such name" then would be a lie that resolvers cache.
+var ErrNotLoaded = errors.New("records not loaded from etcd yet")
+
 // ErrTooBroad: a question with a query wildcard ("*" or "any") whose read visited as many nodes
 // as it may (walk.go) without finding a record, so that it cannot tell NXDOMAIN from an answer.
 var ErrTooBroad = errors.New("query wildcard read too many keys without a match")
@@ -209,7 +213,7 @@ const (
 
 // records is the records of a read, and whether the read was cut at the answer limit.
 func (ix *Index) records(name string, qtype uint16, exact bool, v view) (sx []msg.Service, cut bool, err error) {
-	var buf [16]string // most names have fewer labels: then finding them allocates nothing
+	var buf [maxLabels]string
 	labels, star := ix.labels(buf[:0], name)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()

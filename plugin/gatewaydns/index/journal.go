@@ -72,10 +72,10 @@ func (j *journal) newest() int64 {
 // zone under prefix whose serial is now the revision rev: ok is false when the journal does not
 // hold every change of the zone since then, or when serial is not before rev (RFC 1982).
 func (j *journal) since(prefix string, rev int64, serial uint32) (int, bool) {
-	back := uint32(rev) - serial // #nosec G115 -- RFC 1982: the low 32 bits
-	if j.limit <= 0 || back == 0 || back >= 1<<31 {
+	if j.limit <= 0 || !SerialAfter(uint32(rev), serial) { // #nosec G115 -- RFC 1982: the low 32 bits
 		return 0, false
 	}
+	back := uint32(rev) - serial // #nosec G115 -- as above
 	from := rev - int64(back)
 	if from < max(j.floor, j.base[prefix]) || from < 0 {
 		return 0, false

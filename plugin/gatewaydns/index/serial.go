@@ -18,6 +18,10 @@ import (
 // it. The watcher replays the history between the two (Replayed), so that a server that loads
 // fresh ends at the same serial as one that followed the deletes as they came.
 
+// SerialAfter reports whether serial a is after b in RFC 1982 arithmetic: the one comparison
+// of serials, for the journal, the transfers and the tools that follow a secondary.
+func SerialAfter(a, b uint32) bool { return a != b && int32(a-b) > 0 } // #nosec G115 -- RFC 1982
+
 // noteChangeLocked moves the serial of each zone holding key to rev, if that is later: a
 // change outside a zone (in a parent zone the same stanza serves) leaves its serial alone.
 func (ix *Index) noteChangeLocked(key string, rev int64) {

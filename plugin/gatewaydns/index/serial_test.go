@@ -38,3 +38,26 @@ func TestSerialFollowsTheLastChangeOfEachZoneAndNeverGoesBack(t *testing.T) {
 		}
 	}
 }
+
+func TestSerialsCompareInRFC1982Arithmetic(t *testing.T) {
+	for _, tc := range []struct {
+		a, b uint32
+		want bool
+	}{
+		{2, 1, true},
+		{1, 2, false},
+		{1, 1, false},
+		{0, 0xffffffff, true},          // the wrap is a step forward
+		{0xffffffff, 0, false},         // and not back
+		{1 << 31, 0, false},            // exactly half way: undefined, never "after"
+		{1<<31 - 1, 0, true},           // just under half way
+		{0, 1<<31 + 1, true},           // just past it, from the other side
+		{100, 100 + 1<<31 + 1, true},   //
+		{100 + 1<<31 + 1, 100, false},  //
+		{0x80000001, 0x7fffffff, true}, // across the sign bit
+	} {
+		if got := SerialAfter(tc.a, tc.b); got != tc.want {
+			t.Errorf("SerialAfter(%d, %d) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

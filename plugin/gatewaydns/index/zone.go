@@ -11,6 +11,8 @@ import (
 	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // Zone is one zone's names as the index held them at one moment, for a zone transfer: taken
@@ -368,7 +370,7 @@ func (z *Zone) MinTTL(request.Request) uint32 { return z.minTTL }
 var _ plugin.ServiceBackend = (*Zone)(nil)
 
 // RecordID tells whether the zone's i-th name is a record id: a leaf below another name of the
-// zone whose label is a record label (recordLabel: the 8 hex digits gatewaydns and external-dns
+// zone whose label is a record label (record.IsRecordID: the 8 hex digits gatewaydns and external-dns
 // give each record of a name, ".../app/3e6bee2e", or the x1 or 1 of keys written by hand). Its
 // records are its parent's (names.go); the name itself is a storage detail, which a transfer
 // leaves out unless a record points at it. The clash count reads keys the same way.
@@ -378,7 +380,7 @@ func (z *Zone) RecordID(i int) bool {
 		return false
 	}
 	label, _, _ := strings.Cut(zn.name, ".")
-	return recordLabel(label)
+	return record.IsRecordID(label)
 }
 
 // Position is the position of name (lower case) among the zone's names.

@@ -271,7 +271,7 @@ func (h *history) childLabels(key string, id nodeID) []string {
 }
 
 // namesOf is a Zone of the names at paths in t, with the record names below them (where a
-// record's target may point, zoneWriter.appendGlue).
+// record's target may point: the zone writer's glue, in package xfr).
 func namesOf(t *tree, origin string, labels []string, paths [][]string) *Zone {
 	z := &Zone{Origin: origin, originKey: strings.TrimSuffix(t.keyOf(labels), "/"), last: -1}
 	listed := map[string]bool{}
@@ -299,8 +299,9 @@ func namesOf(t *tree, origin string, labels []string, paths [][]string) *Zone {
 	return z
 }
 
-// nameOfPath is the name of the path elements p below the origin's, labels; ok is false where
-// no question reaches it (askable).
+// nameOfPath is the name of the path elements p below the origin's, labels, as record.KeyName
+// reads their key; ok is false where no question reaches it (askable), a name the index never
+// answers and a transfer leaves out.
 func nameOfPath(origin string, labels, p []string) (string, bool) {
 	name := origin
 	for _, el := range p[len(labels):] {

@@ -9,31 +9,39 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/backoff"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 )
 
+// discoveryRetry is the first wait after a failed first discovery; it doubles up to the
+// discovery interval.
+const discoveryRetry = 500 * time.Millisecond
+
 // discoveryLoop looks for the Gateway API kinds not watched yet, at once and then every
-// interval (sooner while the first discovery fails).
+// interval (sooner, backing off, while the first discovery fails, and at once when the API
+// server is ready again: a writer started during one API server restart and hit by the next
+// would otherwise wait out its back-off before its informers start).
 func (w *Watcher) discoveryLoop(ctx context.Context) {
 	first := true
-	retry := 500 * time.Millisecond
+	retry := backoff.New(min(discoveryRetry, w.interval), w.interval)
 	for {
-		wait := w.interval
-		if w.discover(ctx) {
-			if first {
-				first = false
-				close(w.discovered)
-			}
-		} else if first {
-			wait = min(retry, w.interval)
-			retry *= 2
+		recovered := w.health.recovered() // before asking: a recovery during discover wakes the wait
+		if w.discover(ctx) && first {
+			first = false
+			close(w.discovered)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if first {
+			retry.Wait(ctx, recovered)
+		} else {
+			t := time.NewTimer(w.interval)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+			case <-t.C:
+			}
+		}
+		if ctx.Err() != nil {
 			return
-		case <-t.C:
 		}
 	}
 }
@@ -42,35 +50,7 @@ func (w *Watcher) discoveryLoop(ctx context.Context) {
 // served kind not watched yet and reports the kinds that are not served. It returns false when
 // some answer could not be had (an error other than NotFound).
 func (w *Watcher) discover(ctx context.Context) bool {
-	type answer struct {
-		resources map[string]bool
-		notFound  bool // the API server answered 404 for the group version
-		err       error
-	}
-	answers := map[string]answer{}
-	lookup := func(groupVersion string) answer {
-		if a, ok := answers[groupVersion]; ok {
-			return a
-		}
-		a := answer{resources: map[string]bool{}}
-		// A black-holed API server would hold the discovery forever (its context ends only at
-		// Stop): bound each request so that the loop retries instead.
-		rctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
-		list, err := w.resources(rctx, groupVersion)
-		cancel()
-		switch {
-		case apierrors.IsNotFound(err):
-			a.notFound = true
-		case err != nil:
-			a.err = err
-		default:
-			for _, r := range list.APIResources {
-				a.resources[r.Name] = true
-			}
-		}
-		answers[groupVersion] = a
-		return a
-	}
+	answers := groupVersions{}
 	complete := true
 	var failed error
 	defer func() { w.reportDiscovery(ctx, failed) }()
@@ -81,30 +61,9 @@ func (w *Watcher) discover(ctx context.Context) bool {
 		if w.kind(gk.kind) != nil || (gk.route && !w.opts.watches(gk.kind)) {
 			continue
 		}
-		version, known := "", true
-		for _, v := range gk.versions {
-			a := lookup(gk.groupName() + "/" + v)
-			if a.err != nil {
-				failed = fmt.Errorf("discovery of %s/%s: %w", gk.groupName(), v, a.err)
-				known = false
-				break
-			}
-			if a.resources[gk.resource] {
-				version = v
-				break
-			}
-			if a.notFound {
-				// A 404 is no proof: an API server that is starting, or a front before it,
-				// answers it for a group it serves. Only the CRD read back settles it.
-				if err := w.confirmAbsent(ctx, gk, v); err != nil {
-					failed = err
-					known = false
-					break
-				}
-			}
-		}
-		if !known {
-			complete = false
+		version, err := w.servedVersion(ctx, gk, answers)
+		if err != nil {
+			failed, complete = err, false
 			continue
 		}
 		if version != "" {
@@ -113,6 +72,63 @@ func (w *Watcher) discover(ctx context.Context) bool {
 		w.reportServed(gk, version)
 	}
 	return complete
+}
+
+// servedVersion is the first of gk's versions the API server serves, "" when it is known to
+// serve none; an error when that cannot be told yet.
+func (w *Watcher) servedVersion(ctx context.Context, gk gatewayKind, answers groupVersions) (string, error) {
+	for _, v := range gk.versions {
+		a := answers.lookup(ctx, w, gk.groupName()+"/"+v)
+		if a.err != nil {
+			return "", fmt.Errorf("discovery of %s/%s: %w", gk.groupName(), v, a.err)
+		}
+		if a.resources[gk.resource] {
+			return v, nil
+		}
+		if a.notFound {
+			// A 404 is no proof: an API server that is starting, or a front before it,
+			// answers it for a group it serves. Only the CRD read back settles it.
+			if err := w.confirmAbsent(ctx, gk, v); err != nil {
+				return "", err
+			}
+		}
+	}
+	return "", nil
+}
+
+// groupVersions are the API server's answers for the group versions asked so far in one
+// discovery, each asked once.
+type groupVersions map[string]groupVersion
+
+type groupVersion struct {
+	resources map[string]bool
+	notFound  bool // the API server answered 404 for the group version
+	err       error
+}
+
+// lookup asks the API server for gv's resources, once per discovery.
+func (answers groupVersions) lookup(ctx context.Context, w *Watcher, gv string) groupVersion {
+	if a, ok := answers[gv]; ok {
+		return a
+	}
+	a := groupVersion{resources: map[string]bool{}}
+	// A black-holed API server would hold the discovery forever (its context ends only at
+	// Stop): bound each request so that the loop retries instead.
+	rctx, cancel := context.WithTimeout(ctx, discoveryTimeout)
+	list, err := w.resources(rctx, gv)
+	cancel()
+	switch {
+	case apierrors.IsNotFound(err):
+		a.notFound = true
+	case err != nil:
+		a.err = err
+	default:
+		for _, r := range list.APIResources {
+			a.resources[r.Name] = true
+		}
+	}
+	answers[gv] = a
+	return a
 }
 
 // confirmAbsent checks a 404 of discovery for gk's group in version v against gk's CRD: nil
@@ -152,13 +168,13 @@ func (w *Watcher) reportDiscovery(ctx context.Context, failed error) {
 	if ctx.Err() != nil {
 		return
 	}
-	switch {
-	case failed != nil && !w.discoveryFailing:
-		w.health.warn("Gateway API discovery failed, retrying (logged again only when it works): %v", failed)
-	case failed == nil && w.discoveryFailing:
-		w.health.info("Gateway API discovery works again")
-	}
-	w.discoveryFailing = failed != nil
+	w.discoveryFailing.Set(failed != nil, func(bool) {
+		if failed != nil {
+			w.health.warn("Gateway API discovery failed, retrying (logged again only when it works): %v", failed)
+		} else {
+			w.health.info("Gateway API discovery works again")
+		}
+	})
 }
 
 // reportServed logs and reports a kind's discovery result when it differs from the last one.

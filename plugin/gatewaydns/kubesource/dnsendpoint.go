@@ -1,36 +1,43 @@
 // The DNSEndpoint source (external-dns's --source=crd): a dynamic informer on
 // externaldns.k8s.io/v1alpha1 dnsendpoints, found by the discovery loop like the Gateway API
-// kinds, and the status.observedGeneration write-back.
+// kinds, and the queue of the status write-back (dnsendpoint_status.go).
 
 package kubesource
 
 import (
 	"context"
-	"fmt"
-	"strconv"
+	"maps"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	dnsrecord "github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/statelog"
 )
 
 // dnsEndpointKind is the DNSEndpoint kind as discovery looks for it.
 var dnsEndpointKind = gatewayKind{
 	kind: source.KindDNSEndpoint, group: source.DNSEndpointGVR.Group, resource: source.DNSEndpointGVR.Resource,
 	versions: []string{source.DNSEndpointGVR.Version},
-	dynamic: func(ctx context.Context, w *Watcher, version, namespace string) cache.SharedIndexInformer {
+	dynamic: func(ctx context.Context, w *Watcher, version, namespace string) listSource {
 		w.startStatusWriter(ctx)
 		gvr := source.DNSEndpointGVR
 		gvr.Version = version
-		return dynamicinformer.NewFilteredDynamicInformer(w.dyn, gvr, namespace, w.opts.ResyncPeriod, cache.Indexers{}, nil).Informer()
+		r := w.dyn.Resource(gvr).Namespace(namespace)
+		lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+				return r.List(ctx, opts)
+			},
+			WatchFuncWithContext: r.Watch,
+		}, w.dyn)
+		return listSource{lw: lw, object: &unstructured.Unstructured{}, indexers: cache.Indexers{}}
 	},
 }
 
@@ -54,10 +61,10 @@ func (gk gatewayKind) groupName() string {
 // builder builds the kind's informers at version, one per namespace.
 func (gk gatewayKind) builder(ctx context.Context, w *Watcher, version string) newInformer {
 	if gk.dynamic != nil {
-		return func(ns string) cache.SharedIndexInformer { return gk.dynamic(ctx, w, version, ns) }
+		return func(ns string) listSource { return gk.dynamic(ctx, w, version, ns) }
 	}
-	return func(ns string) cache.SharedIndexInformer {
-		return gk.informer(w.gw, w.slim, gk.resource, version, ns, w.opts.ResyncPeriod)
+	return func(ns string) listSource {
+		return gk.informer(w.gw, w.slim, gk.resource, version, ns)
 	}
 }
 
@@ -75,23 +82,36 @@ func (s *slimmer) dnsEndpoint(u *unstructured.Unstructured) *source.DNSEndpoint 
 	out := &source.DNSEndpoint{ObjectMeta: s.routeMeta(&d.ObjectMeta), Status: d.Status}
 	out.Generation = d.Generation
 	for _, e := range d.Spec.Endpoints {
-		e.SetIdentifier = "" // ignored, as providerSpecific and labels, which are not decoded
-		out.Spec.Endpoints = append(out.Spec.Endpoints, e)
+		e.ProviderSpecific = slices.DeleteFunc(e.ProviderSpecific, func(p source.ProviderSpecificProperty) bool {
+			return !source.SteeringProperty(p.Name)
+		})
+		maps.DeleteFunc(e.Labels, func(k, _ string) bool { return !source.SteeringProperty(k) })
+		if len(e.ProviderSpecific) == 0 {
+			e.ProviderSpecific = nil
+		}
+		if len(e.Labels) == 0 {
+			e.Labels = nil
+		}
+		out.Spec.Endpoints = append(out.Spec.Endpoints, e) // setIdentifier kept: it makes aws/weight a weight
 	}
 	return out
 }
 
-// processDNSEndpoint maps one DNSEndpoint and, once its names are handed on, writes back the
-// generation it read.
+// processDNSEndpoint maps one DNSEndpoint and, once its names are handed on, has its status
+// looked at (dnsendpoint_status.go): the generation read, and whether its entries were taken.
 func (w *Watcher) processDNSEndpoint(ref dnsrecord.ObjectRef) {
+	sw := w.status.Load()
 	d, ok := stored[*source.DNSEndpoint](w, ref)
 	if !ok {
+		sw.forget(ref)
 		return
 	}
 	claims, rejected := w.cfg.DNSEndpointClaims(d)
-	w.apply(ref, claims)
+	changed := w.desired.Set(ref, claims)
+	w.changed(changed)
 	w.report(ref, string(d.UID), rejected)
-	if d.Status.ObservedGeneration != d.Generation && w.cfg.SelectsDNSEndpoint(d) {
+	if w.cfg.SelectsDNSEndpoint(d) {
+		sw.mapped(ref, d.Generation, len(changed) == 0)
 		w.statusPending = append(w.statusPending, ref)
 	}
 }
@@ -107,9 +127,16 @@ func (w *Watcher) handOffStatus() {
 	w.statusPending = nil
 }
 
-// statusWriter is the queue of the status writes and its goroutine.
+// statusWriter is the queue of the status writes and its goroutine, and what decides a
+// DNSEndpoint's Ready condition besides the published names (dnsendpoint_status.go).
 type statusWriter struct {
 	queue workqueue.TypedRateLimitingInterface[dnsrecord.ObjectRef]
+	generations
+	// pruned: the API server dropped the conditions of the last status written (a CRD without
+	// them in its schema), last seen at prunedAt; only the goroutine reads and writes them.
+	pruned    bool
+	prunedAt  time.Time
+	prunedLog statelog.State[bool]
 }
 
 // statusRequestTimeout bounds one status write: a black-holed API server delays the next one,
@@ -120,8 +147,8 @@ const statusRequestTimeout = 10 * time.Second
 // waits for the object's next change.
 const statusRetries = 5
 
-// startStatusWriter starts, once, the goroutine that writes status.observedGeneration. It is
-// called from the discovery loop, which the WaitGroup counts.
+// startStatusWriter starts, once, the goroutine that writes the status. It is called from the
+// discovery loop, which the WaitGroup counts.
 func (w *Watcher) startStatusWriter(ctx context.Context) {
 	if w.status.Load() != nil {
 		return
@@ -143,38 +170,17 @@ func (w *Watcher) startStatusWriter(ctx context.Context) {
 			if shutdown {
 				return
 			}
-			err := w.writeObservedGeneration(ctx, ref)
+			err := w.writeStatus(ctx, w.status.Load(), ref)
 			switch {
 			case err == nil || ctx.Err() != nil:
 				q.Forget(ref)
 			case q.NumRequeues(ref) < statusRetries:
 				q.AddRateLimited(ref)
 			default:
-				log.Warningf("Could not write status.observedGeneration of DNSEndpoint %s/%s: %v", ref.Namespace, ref.Name, err)
+				log.Warningf("Could not write the status of DNSEndpoint %s/%s: %v", ref.Namespace, ref.Name, err)
 				q.Forget(ref)
 			}
 			q.Done(ref)
 		}
 	}()
-}
-
-// writeObservedGeneration sets status.observedGeneration of the DNSEndpoint to the generation
-// the cache holds, if it is not that already, with a merge patch of the status subresource:
-// it sets that one field, so it cannot conflict with another writer of the object.
-func (w *Watcher) writeObservedGeneration(ctx context.Context, ref dnsrecord.ObjectRef) error {
-	obj, ki, ok := w.get(ref)
-	d, isDE := obj.(*source.DNSEndpoint)
-	if !ok || !isDE || d.Status.ObservedGeneration == d.Generation {
-		return nil
-	}
-	gvr := source.DNSEndpointGVR
-	gvr.Version = ki.version
-	patch := []byte(`{"status":{"observedGeneration":` + strconv.FormatInt(d.Generation, 10) + `}}`)
-	rctx, cancel := context.WithTimeout(ctx, statusRequestTimeout)
-	defer cancel()
-	_, err := w.dyn.Resource(gvr).Namespace(d.Namespace).Patch(rctx, d.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
-	if err != nil {
-		return fmt.Errorf("patching status: %w", err)
-	}
-	return nil
 }

@@ -190,23 +190,30 @@ func (w *Watcher) retell() {
 // emit records a Warning Event for r on the object that asked for it (if it still exists) and
 // counts it.
 func (w *Watcher) emit(r source.Rejection) {
-	obj, ki, ok := w.get(r.Object)
-	if !ok {
-		return
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return
-	}
 	msg := r.Reason
 	if r.Hostname != "" {
 		msg = r.Hostname + ": " + r.Reason
 	}
+	if w.event(r.Object, corev1.EventTypeWarning, string(r.Cause), msg) {
+		w.observer.Rejected(r.Object.Kind, r.Cause)
+	}
+}
+
+// event records an Event on the object ref names, if it still exists (false if not).
+func (w *Watcher) event(ref dnsrecord.ObjectRef, eventType, reason, msg string) bool {
+	obj, ki, ok := w.get(ref)
+	if !ok {
+		return false
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
 	w.recorder.Event(&corev1.ObjectReference{
-		Kind: r.Object.Kind, APIVersion: apiVersionOf(ki.kind, ki.version),
+		Kind: ref.Kind, APIVersion: apiVersionOf(ki.kind, ki.version),
 		Namespace: m.GetNamespace(), Name: m.GetName(), UID: m.GetUID(),
-	}, corev1.EventTypeWarning, string(r.Cause), msg)
-	w.observer.Rejected(r.Object.Kind, r.Cause)
+	}, eventType, reason, msg)
+	return true
 }
 
 // Reject reports a problem found after the mapping (a name the store refused, a name lost to an

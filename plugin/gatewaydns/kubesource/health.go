@@ -28,10 +28,12 @@ type apiHealth struct {
 
 	unreachable statelog.State[bool]
 	watchErr    statelog.States[string, string] // kind -> last watch error logged
+
+	*recovery // the informers' gates opened when it is ready again (recovery.go)
 }
 
 func newAPIHealth() *apiHealth {
-	return &apiHealth{warn: log.Warningf, info: log.Infof}
+	return &apiHealth{warn: log.Warningf, info: log.Infof, recovery: newRecovery()}
 }
 
 // observe wraps the transport of a client: a request that gets no answer makes the API server
@@ -56,6 +58,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 func (h *apiHealth) failed(err error) {
 	h.unreachable.Set(true, func(bool) {
 		h.warn("Kubernetes API unreachable, retrying (logged again when it answers): %v", err)
+		h.wentDown()
 	})
 }
 

@@ -5,8 +5,6 @@ package kubesource
 
 import (
 	"context"
-
-	"k8s.io/client-go/tools/cache"
 )
 
 // kindInformer is the started informers of one kind.
@@ -18,14 +16,13 @@ type kindInformer struct {
 
 // shard is one informer of a kind: for one namespace, or for all ("").
 type shard struct {
-	namespace    string
-	informer     cache.SharedIndexInformer
-	registration cache.ResourceEventHandlerRegistration
+	namespace string
+	informer  *informer
 }
 
-// newInformer builds an informer of a kind for one namespace ("": all, or the kind is
+// newInformer says how to read a kind in one namespace ("": all, or the kind is
 // cluster-scoped).
-type newInformer func(namespace string) cache.SharedIndexInformer
+type newInformer func(namespace string) listSource
 
 // getByKey returns the object of key ("namespace/name", or "name") from the shard that holds
 // its namespace.
@@ -34,7 +31,7 @@ func (ki *kindInformer) getByKey(namespace, key string) (any, bool) {
 		if s.namespace != "" && s.namespace != namespace {
 			continue
 		}
-		if obj, ok, err := s.informer.GetIndexer().GetByKey(key); err == nil && ok {
+		if obj, ok, err := s.informer.indexer.GetByKey(key); err == nil && ok {
 			return obj, true
 		}
 	}
@@ -45,7 +42,7 @@ func (ki *kindInformer) getByKey(namespace, key string) (any, bool) {
 func (ki *kindInformer) byIndex(index, value string) []any {
 	var out []any
 	for _, s := range ki.shards {
-		objs, _ := s.informer.GetIndexer().ByIndex(index, value)
+		objs, _ := s.informer.indexer.ByIndex(index, value)
 		out = append(out, objs...)
 	}
 	return out
@@ -55,7 +52,7 @@ func (ki *kindInformer) byIndex(index, value string) []any {
 func (ki *kindInformer) list() []any {
 	var out []any
 	for _, s := range ki.shards {
-		out = append(out, s.informer.GetStore().List()...)
+		out = append(out, s.informer.indexer.List()...)
 	}
 	return out
 }
@@ -63,7 +60,7 @@ func (ki *kindInformer) list() []any {
 // hasSynced reports whether every shard's handler has seen its initial list.
 func (ki *kindInformer) hasSynced() bool {
 	for _, s := range ki.shards {
-		if !s.registration.HasSynced() {
+		if !s.informer.hasSynced() {
 			return false
 		}
 	}
@@ -78,22 +75,15 @@ func (w *Watcher) startInformer(ctx context.Context, kind, version string, route
 		namespaces = []string{""}
 	}
 	ki := &kindInformer{kind: kind, version: version, route: route}
+	onError := func(err error) { w.health.watchError(kind)(ctx, nil, err) }
 	for _, ns := range namespaces {
-		inf := build(ns)
-		if _, slimmed := inf.(slimmedInformer); !slimmed {
-			if err := inf.SetTransform(w.slim.Transform); err != nil {
-				log.Errorf("%s informer: %v", kind, err) // only fails on a started informer
-			}
+		src := build(ns)
+		name := kind
+		if ns != "" {
+			name += "/" + ns
 		}
-		if err := inf.SetWatchErrorHandlerWithContext(w.health.watchError(kind)); err != nil {
-			log.Errorf("%s informer: %v", kind, err) // only fails on a started informer
-		}
-		reg, err := inf.AddEventHandler(w.handler(kind))
-		if err != nil {
-			log.Errorf("%s informer: %v", kind, err)
-			continue
-		}
-		ki.shards = append(ki.shards, shard{namespace: ns, informer: inf, registration: reg})
+		inf := newInformerOf(name, src, newGate(w.health, src.lw, onError), w.slim.Transform, w.opts.ResyncPeriod, w.handler(kind))
+		ki.shards = append(ki.shards, shard{namespace: ns, informer: inf})
 	}
 	w.mu.Lock()
 	w.kinds[kind] = ki
@@ -102,7 +92,7 @@ func (w *Watcher) startInformer(ctx context.Context, kind, version string, route
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
-			s.informer.RunWithContext(ctx)
+			s.informer.run(ctx)
 		}()
 	}
 }

@@ -2,14 +2,14 @@ package kubesource
 
 import (
 	"context"
-	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
-	networkinginformers "k8s.io/client-go/informers/networking/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -47,12 +47,12 @@ type gatewayKind struct {
 	kind     string
 	resource string
 	versions []string
-	informer func(c gwclient.Interface, s *slimmer, resource, version, namespace string, resync time.Duration) cache.SharedIndexInformer
+	informer func(c gwclient.Interface, s *slimmer, resource, version, namespace string) listSource
 	route    bool
 	// group is the API group; "" is the Gateway API's. dynamic, when set, builds the informer
 	// instead of informer (a kind read with the dynamic client: DNSEndpoint).
 	group   string
-	dynamic func(ctx context.Context, w *Watcher, version, namespace string) cache.SharedIndexInformer
+	dynamic func(ctx context.Context, w *Watcher, version, namespace string) listSource
 }
 
 // gatewayKinds are the Gateway API kinds watched, Gateway first. The versions are those that
@@ -63,55 +63,55 @@ type gatewayKind struct {
 // into the v1 type and everything after the informer sees v1 only.
 var gatewayKinds = []gatewayKind{
 	{kind: source.KindGateway, resource: "gateways", versions: []string{"v1", "v1beta1"},
-		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string) listSource {
 			if version == "v1beta1" {
 				r := c.GatewayV1beta1().Gateways(ns)
-				return gatewayInformer[gatewayv1.Gateway](s, c, c.GatewayV1beta1().RESTClient(), resource, ns, r.List, r.Watch, resync, cache.Indexers{})
+				return gatewayInformer[gatewayv1.Gateway](s, c, c.GatewayV1beta1().RESTClient(), resource, ns, r.List, r.Watch, cache.Indexers{})
 			}
 			r := c.GatewayV1().Gateways(ns)
-			return gatewayInformer[gatewayv1.Gateway](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, cache.Indexers{})
+			return gatewayInformer[gatewayv1.Gateway](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, cache.Indexers{})
 		}},
 	listenerSetKind,
 	{kind: source.KindHTTPRoute, resource: "httproutes", versions: []string{"v1", "v1beta1"}, route: true,
-		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string) listSource {
 			if version == "v1beta1" {
 				r := c.GatewayV1beta1().HTTPRoutes(ns)
-				return gatewayInformer[gatewayv1.HTTPRoute](s, c, c.GatewayV1beta1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
+				return gatewayInformer[gatewayv1.HTTPRoute](s, c, c.GatewayV1beta1().RESTClient(), resource, ns, r.List, r.Watch, routeIndexers())
 			}
 			r := c.GatewayV1().HTTPRoutes(ns)
-			return gatewayInformer[gatewayv1.HTTPRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
+			return gatewayInformer[gatewayv1.HTTPRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, routeIndexers())
 		}},
 	{kind: source.KindGRPCRoute, resource: "grpcroutes", versions: []string{"v1"}, route: true,
-		informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string) listSource {
 			r := c.GatewayV1().GRPCRoutes(ns)
-			return gatewayInformer[gatewayv1.GRPCRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
+			return gatewayInformer[gatewayv1.GRPCRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, routeIndexers())
 		}},
 	{kind: source.KindTLSRoute, resource: "tlsroutes", versions: []string{"v1", "v1alpha2"}, route: true,
-		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string) listSource {
 			if version == "v1alpha2" {
 				r := c.GatewayV1alpha2().TLSRoutes(ns)
-				return gatewayInformer[gatewayv1alpha2.TLSRoute](s, c, c.GatewayV1alpha2().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
+				return gatewayInformer[gatewayv1alpha2.TLSRoute](s, c, c.GatewayV1alpha2().RESTClient(), resource, ns, r.List, r.Watch, routeIndexers())
 			}
 			r := c.GatewayV1().TLSRoutes(ns)
-			return gatewayInformer[gatewayv1.TLSRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
+			return gatewayInformer[gatewayv1.TLSRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, routeIndexers())
 		}},
 	{kind: source.KindTCPRoute, resource: "tcproutes", versions: []string{"v1", "v1alpha2"}, route: true,
-		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string) listSource {
 			if version == "v1alpha2" {
 				r := c.GatewayV1alpha2().TCPRoutes(ns)
-				return gatewayInformer[gatewayv1alpha2.TCPRoute](s, c, c.GatewayV1alpha2().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
+				return gatewayInformer[gatewayv1alpha2.TCPRoute](s, c, c.GatewayV1alpha2().RESTClient(), resource, ns, r.List, r.Watch, routeIndexers())
 			}
 			r := c.GatewayV1().TCPRoutes(ns)
-			return gatewayInformer[gatewayv1.TCPRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
+			return gatewayInformer[gatewayv1.TCPRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, routeIndexers())
 		}},
 	{kind: source.KindUDPRoute, resource: "udproutes", versions: []string{"v1", "v1alpha2"}, route: true,
-		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string, resync time.Duration) cache.SharedIndexInformer {
+		informer: func(c gwclient.Interface, s *slimmer, resource, version, ns string) listSource {
 			if version == "v1alpha2" {
 				r := c.GatewayV1alpha2().UDPRoutes(ns)
-				return gatewayInformer[gatewayv1alpha2.UDPRoute](s, c, c.GatewayV1alpha2().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
+				return gatewayInformer[gatewayv1alpha2.UDPRoute](s, c, c.GatewayV1alpha2().RESTClient(), resource, ns, r.List, r.Watch, routeIndexers())
 			}
 			r := c.GatewayV1().UDPRoutes(ns)
-			return gatewayInformer[gatewayv1.UDPRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, routeIndexers())
+			return gatewayInformer[gatewayv1.UDPRoute](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, routeIndexers())
 		}},
 }
 
@@ -123,27 +123,42 @@ func routeIndexers() cache.Indexers {
 	}
 }
 
-func newIngressInformer(c kubernetes.Interface, resync time.Duration) newInformer {
-	return func(ns string) cache.SharedIndexInformer {
-		return networkinginformers.NewIngressInformer(c, ns, resync, cache.Indexers{})
+// coreSource is how to read a kind of the core clientset c: its list and watch in one
+// namespace, streamed as client-go streams them (c supports WatchList).
+func coreSource[L runtime.Object](c kubernetes.Interface, object runtime.Object, indexers cache.Indexers,
+	list func(context.Context, metav1.ListOptions) (L, error), watchObjects watchFunc) listSource {
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc:  func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return list(ctx, opts) },
+		WatchFuncWithContext: cache.WatchFuncWithContext(watchObjects),
+	}, c)
+	return listSource{lw: lw, object: object, indexers: indexers}
+}
+
+func newIngressInformer(c kubernetes.Interface) newInformer {
+	return func(ns string) listSource {
+		r := c.NetworkingV1().Ingresses(ns)
+		return coreSource(c, &networkingv1.Ingress{}, cache.Indexers{}, r.List, r.Watch)
 	}
 }
 
-func newServiceInformer(c kubernetes.Interface, resync time.Duration) newInformer {
-	return func(ns string) cache.SharedIndexInformer {
-		return coreinformers.NewServiceInformer(c, ns, resync, cache.Indexers{})
+func newServiceInformer(c kubernetes.Interface) newInformer {
+	return func(ns string) listSource {
+		r := c.CoreV1().Services(ns)
+		return coreSource(c, &corev1.Service{}, cache.Indexers{}, r.List, r.Watch)
 	}
 }
 
-func newEndpointSliceInformer(c kubernetes.Interface, resync time.Duration) newInformer {
-	return func(ns string) cache.SharedIndexInformer {
-		return discoveryinformers.NewEndpointSliceInformer(c, ns, resync, cache.Indexers{serviceIndex: endpointSliceService})
+func newEndpointSliceInformer(c kubernetes.Interface) newInformer {
+	return func(ns string) listSource {
+		r := c.DiscoveryV1().EndpointSlices(ns)
+		return coreSource(c, &discoveryv1.EndpointSlice{}, cache.Indexers{serviceIndex: endpointSliceService}, r.List, r.Watch)
 	}
 }
 
-func newNodeInformer(c kubernetes.Interface, resync time.Duration) newInformer {
-	return func(string) cache.SharedIndexInformer {
-		return coreinformers.NewNodeInformer(c, resync, cache.Indexers{})
+func newNodeInformer(c kubernetes.Interface) newInformer {
+	return func(string) listSource {
+		r := c.CoreV1().Nodes()
+		return coreSource(c, &corev1.Node{}, cache.Indexers{}, r.List, r.Watch)
 	}
 }
 
@@ -160,14 +175,21 @@ func endpointSliceService(obj any) ([]string, error) {
 // newNamespaceInformer reads every Namespace, or for a namespace name only that one (a list
 // and watch with the field selector metadata.name, which RBAC lets a ClusterRole limited by
 // resourceNames allow).
-func newNamespaceInformer(c kubernetes.Interface, resync time.Duration) newInformer {
-	return func(name string) cache.SharedIndexInformer {
+func newNamespaceInformer(c kubernetes.Interface) newInformer {
+	return func(name string) listSource {
+		r := c.CoreV1().Namespaces()
 		if name == "" {
-			return coreinformers.NewNamespaceInformer(c, resync, cache.Indexers{})
+			return coreSource(c, &corev1.Namespace{}, cache.Indexers{}, r.List, r.Watch)
 		}
-		return coreinformers.NewFilteredNamespaceInformer(c, resync, cache.Indexers{}, func(o *metav1.ListOptions) {
+		only := func(o metav1.ListOptions) metav1.ListOptions {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		})
+			return o
+		}
+		return coreSource(c, &corev1.Namespace{}, cache.Indexers{},
+			func(ctx context.Context, o metav1.ListOptions) (*corev1.NamespaceList, error) {
+				return r.List(ctx, only(o))
+			},
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return r.Watch(ctx, only(o)) })
 	}
 }
 

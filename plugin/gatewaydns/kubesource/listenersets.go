@@ -5,8 +5,6 @@
 package kubesource
 
 import (
-	"time"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -24,9 +22,9 @@ const listenerSetIndex = "listenerset"
 // listenerSetKind is the ListenerSet entry of gatewayKinds: v1 only (the v1alpha1 XListenerSet
 // of the experimental channel is another kind, not read).
 var listenerSetKind = gatewayKind{kind: source.KindListenerSet, resource: "listenersets", versions: []string{"v1"},
-	informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string, resync time.Duration) cache.SharedIndexInformer {
+	informer: func(c gwclient.Interface, s *slimmer, resource, _, ns string) listSource {
 		r := c.GatewayV1().ListenerSets(ns)
-		return gatewayInformer[gatewayv1.ListenerSet](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, resync, cache.Indexers{
+		return gatewayInformer[gatewayv1.ListenerSet](s, c, c.GatewayV1().RESTClient(), resource, ns, r.List, r.Watch, cache.Indexers{
 			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
 			gatewayIndex:         source.ListenerSetGatewayKeys,
 		})

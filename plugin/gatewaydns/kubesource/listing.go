@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -47,12 +46,8 @@ type listFunc func(ctx context.Context, opts metav1.ListOptions) (runtime.Object
 
 type watchFunc func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 
-// slimmedInformer is an informer whose list and watch hand on slimmed objects already: it
-// takes no transform (startInformer).
-type slimmedInformer struct{ cache.SharedIndexInformer }
-
-// gatewayInformer builds an informer of a Gateway API kind (T) read through c, whose objects are
-// slimmed as they arrive: its list decoded from the response one object at a time
+// gatewayInformer is how to read a Gateway API kind (T) through c, its objects slimmed as they
+// arrive: its list decoded from the response one object at a time
 // (streamedList), its watch events as they come (slimWatch). rc is c's REST client of the
 // kind's version, list and watch its typed client's.
 func gatewayInformer[T any, PT interface {
@@ -60,7 +55,7 @@ func gatewayInformer[T any, PT interface {
 	runtime.Object
 }, L runtime.Object](s *slimmer, c gwclient.Interface, rc rest.Interface, resource, namespace string,
 	list func(context.Context, metav1.ListOptions) (L, error), watchObjects watchFunc,
-	resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
+	indexers cache.Indexers) listSource {
 	lister := func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		l, err := list(ctx, opts)
 		if err != nil {
@@ -83,8 +78,7 @@ func gatewayInformer[T any, PT interface {
 			return newSlimWatch(w, s.Transform), nil
 		},
 	}, c)
-	return slimmedInformer{cache.NewSharedIndexInformerWithOptions(lw, PT(new(T)),
-		cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: indexers})}
+	return listSource{lw: lw, object: PT(new(T)), indexers: indexers, slimmed: true}
 }
 
 // streamedList lists what opts selects with the request the reflector asks for, and decodes

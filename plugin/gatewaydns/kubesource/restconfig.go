@@ -25,3 +25,24 @@ func RestConfig(kubeconfig, context string) (*rest.Config, error) {
 	}
 	return clientConfig(kubeconfig, context)
 }
+
+// The client-side rate limit of the Watcher's clients, unless the configuration sets one. When
+// the API server answers again, every informer lists and watches at once: two requests each,
+// some twenty with the Gateway API kinds read in all namespaces, more per namespace with the
+// namespaces option. client-go's default (5 a second after a burst of 10) made the last of them
+// wait over a second, on top of the outage; this lets the recovery through at once. The gates
+// keep an outage from being asked often (gate.go), so the limit only shapes bursts.
+const (
+	recoveryQPS   = 50
+	recoveryBurst = 100
+)
+
+// withRecoveryRate is rc with the Watcher's rate limit when rc sets none.
+func withRecoveryRate(rc *rest.Config) *rest.Config {
+	if rc.QPS != 0 || rc.Burst != 0 || rc.RateLimiter != nil {
+		return rc
+	}
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = recoveryQPS, recoveryBurst
+	return rc
+}

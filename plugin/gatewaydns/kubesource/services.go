@@ -17,10 +17,10 @@ import (
 // unless the service-types filter leaves NodePort Services out (Nodes are cluster-scoped: a
 // cluster that publishes no NodePort Service then needs no ClusterRole for them).
 func (w *Watcher) startServiceInformers(ctx context.Context) {
-	w.startInformer(ctx, source.KindService, "v1", false, newServiceInformer(w.kube, w.opts.ResyncPeriod), w.namespacesOf(source.KindService))
-	w.startInformer(ctx, KindEndpointSlice, "v1", false, newEndpointSliceInformer(w.kube, w.opts.ResyncPeriod), w.namespacesOf(KindEndpointSlice))
+	w.startInformer(ctx, source.KindService, "v1", false, newServiceInformer(w.kube), w.namespacesOf(source.KindService))
+	w.startInformer(ctx, KindEndpointSlice, "v1", false, newEndpointSliceInformer(w.kube), w.namespacesOf(KindEndpointSlice))
 	if w.readsNodes() {
-		w.startInformer(ctx, KindNode, "v1", false, newNodeInformer(w.kube, w.opts.ResyncPeriod), w.namespacesOf(KindNode))
+		w.startInformer(ctx, KindNode, "v1", false, newNodeInformer(w.kube), w.namespacesOf(KindNode))
 	}
 }
 

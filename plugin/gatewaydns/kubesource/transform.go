@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
 	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
@@ -63,7 +62,7 @@ func (s *slimmer) keepAnnotation(key string) bool {
 		}
 	}
 	return key == source.BaseDomainAnnotation || key == source.IngressClassAnnotation ||
-		s.annotationKeys[key]
+		strings.HasPrefix(key, source.SteeringPrefix) || s.annotationKeys[key]
 }
 
 // meta keeps name, namespace, UID, resourceVersion, creationTimestamp, the annotations that are
@@ -97,51 +96,12 @@ func (s *slimmer) routeMeta(m *metav1.ObjectMeta) metav1.ObjectMeta { return s.m
 
 // Transform is a cache.TransformFunc. Objects of other types (and tombstones) pass unchanged.
 func (s *slimmer) Transform(obj any) (any, error) {
+	if r, ok := s.route(obj); ok {
+		return r, nil
+	}
 	switch o := obj.(type) {
 	case *gatewayv1beta1.Gateway: // the v1 type under another name: stored as v1
 		return s.gateway((*gatewayv1.Gateway)(o)), nil
-	case *gatewayv1beta1.HTTPRoute:
-		return s.Transform((*gatewayv1.HTTPRoute)(o))
-	case *gatewayv1.Gateway:
-		return s.gateway(o), nil
-	case *gatewayv1.ListenerSet:
-		return s.listenerSet(o), nil
-	case *gatewayv1.HTTPRoute:
-		return &gatewayv1.HTTPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
-			Spec:   gatewayv1.HTTPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace), Hostnames: o.Spec.Hostnames},
-			Status: gatewayv1.HTTPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, nil
-	case *gatewayv1.GRPCRoute:
-		return &gatewayv1.GRPCRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
-			Spec:   gatewayv1.GRPCRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace), Hostnames: o.Spec.Hostnames},
-			Status: gatewayv1.GRPCRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, nil
-	case *gatewayv1.TLSRoute:
-		return &gatewayv1.TLSRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
-			Spec:   gatewayv1.TLSRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace), Hostnames: o.Spec.Hostnames},
-			Status: gatewayv1.TLSRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, nil
-	case *gatewayv1.TCPRoute:
-		return &gatewayv1.TCPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
-			Spec:   gatewayv1.TCPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace)},
-			Status: gatewayv1.TCPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, nil
-	case *gatewayv1.UDPRoute:
-		return &gatewayv1.UDPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
-			Spec:   gatewayv1.UDPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace)},
-			Status: gatewayv1.UDPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, nil
-	case *gatewayv1alpha2.TLSRoute:
-		out := &gatewayv1alpha2.TLSRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
-		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec, o.Namespace)
-		out.Spec.Hostnames = o.Spec.Hostnames
-		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus, o.Namespace)
-		return out, nil
-	case *gatewayv1alpha2.TCPRoute:
-		out := &gatewayv1alpha2.TCPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
-		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec, o.Namespace)
-		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus, o.Namespace)
-		return out, nil
-	case *gatewayv1alpha2.UDPRoute:
-		out := &gatewayv1alpha2.UDPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
-		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec, o.Namespace)
-		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus, o.Namespace)
-		return out, nil
 	case *networkingv1.Ingress:
 		return s.ingress(o), nil
 	case *unstructured.Unstructured:

@@ -8,6 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gatewayv1alpha2 "sigs.k8s.io/gateway-api/apis/v1alpha2"
+	gatewayv1beta1 "sigs.k8s.io/gateway-api/apis/v1beta1"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 )
@@ -100,4 +102,53 @@ func acceptedCondition(s metav1.ConditionStatus) []metav1.Condition {
 		return acceptedUnknown
 	}
 	return []metav1.Condition{{Type: string(gatewayv1.RouteConditionAccepted), Status: s}}
+}
+
+// route is Transform of the route kinds; ok is false for other objects.
+func (s *slimmer) route(obj any) (any, bool) {
+	switch o := obj.(type) {
+	case *gatewayv1beta1.HTTPRoute: // the v1 type under another name: stored as v1
+		return s.route((*gatewayv1.HTTPRoute)(o))
+	case *gatewayv1.Gateway:
+		return s.gateway(o), true
+	case *gatewayv1.ListenerSet:
+		return s.listenerSet(o), true
+	case *gatewayv1.HTTPRoute:
+		return &gatewayv1.HTTPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
+			Spec:   gatewayv1.HTTPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace), Hostnames: o.Spec.Hostnames},
+			Status: gatewayv1.HTTPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, true
+	case *gatewayv1.GRPCRoute:
+		return &gatewayv1.GRPCRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
+			Spec:   gatewayv1.GRPCRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace), Hostnames: o.Spec.Hostnames},
+			Status: gatewayv1.GRPCRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, true
+	case *gatewayv1.TLSRoute:
+		return &gatewayv1.TLSRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
+			Spec:   gatewayv1.TLSRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace), Hostnames: o.Spec.Hostnames},
+			Status: gatewayv1.TLSRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, true
+	case *gatewayv1.TCPRoute:
+		return &gatewayv1.TCPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
+			Spec:   gatewayv1.TCPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace)},
+			Status: gatewayv1.TCPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, true
+	case *gatewayv1.UDPRoute:
+		return &gatewayv1.UDPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta),
+			Spec:   gatewayv1.UDPRouteSpec{CommonRouteSpec: slimCommon(o.Spec.CommonRouteSpec, o.Namespace)},
+			Status: gatewayv1.UDPRouteStatus{RouteStatus: slimRouteStatus(o.Status.RouteStatus, o.Namespace)}}, true
+	case *gatewayv1alpha2.TLSRoute:
+		out := &gatewayv1alpha2.TLSRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
+		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec, o.Namespace)
+		out.Spec.Hostnames = o.Spec.Hostnames
+		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus, o.Namespace)
+		return out, true
+	case *gatewayv1alpha2.TCPRoute:
+		out := &gatewayv1alpha2.TCPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
+		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec, o.Namespace)
+		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus, o.Namespace)
+		return out, true
+	case *gatewayv1alpha2.UDPRoute:
+		out := &gatewayv1alpha2.UDPRoute{ObjectMeta: s.routeMeta(&o.ObjectMeta)}
+		out.Spec.CommonRouteSpec = slimCommon(o.Spec.CommonRouteSpec, o.Namespace)
+		out.Status.RouteStatus = slimRouteStatus(o.Status.RouteStatus, o.Namespace)
+		return out, true
+	}
+	return nil, false
 }

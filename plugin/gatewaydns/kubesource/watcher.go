@@ -32,6 +32,7 @@ import (
 
 	dnsrecord "github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/statelog"
 )
 
 var log = clog.NewWithPlugin("gatewaydns")
@@ -94,6 +95,10 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Component is the source component of the Events; "" means DefaultComponent.
 	Component string
+	// Conditions: a DNSEndpoint's status gets, besides observedGeneration, status.endpoints
+	// and the Accepted and Ready conditions (dnsendpoint_status.go). Off in a dry run, which
+	// publishes nothing: external-dns, publishing beside it, owns them.
+	Conditions bool
 	// Kinds limits the objects read to these route kinds, Ingress, Service and DNSEndpoint
 	// (source.Kind*); empty means every route kind and Ingress: the opt-in kinds (optInKinds:
 	// Services, DNSEndpoints) are read only when named. Gateways and Namespaces are read
@@ -142,6 +147,9 @@ type Watcher struct {
 	crdServes    func(ctx context.Context, name, version string) (bool, error)
 	crdForbidden sync.Once
 	health       *apiHealth
+	// probe asks the API server whether it is ready while it does not answer (recovery.go);
+	// nil: not asked (the clients of NewForClients).
+	probe rest.Interface
 
 	queue       workqueue.TypedDelayingInterface[dnsrecord.ObjectRef]
 	broadcaster record.EventBroadcaster
@@ -161,7 +169,7 @@ type Watcher struct {
 	done       chan struct{}
 
 	// The discovery loop's own state: whether the last discovery failed (to log changes only).
-	discoveryFailing bool
+	discoveryFailing statelog.State[bool]
 
 	// The worker's own state.
 	reported  map[dnsrecord.ObjectRef]tracked
@@ -173,12 +181,15 @@ type Watcher struct {
 	statusPending []dnsrecord.ObjectRef
 
 	status atomic.Pointer[statusWriter] // started with the DNSEndpoint informer
+
+	published publications // what each object published, as the writer tells (Published)
 }
 
 // New returns a Watcher that talks to the API server of rc. Start starts it.
 func New(rc *rest.Config, opts Options) (*Watcher, error) {
 	health := newAPIHealth()
 	health.observed = true
+	rc = withRecoveryRate(rc)
 	kcfg := rest.CopyConfig(rc)
 	kcfg = rest.AddUserAgent(kcfg, DefaultComponent)
 	kcfg.Wrap(health.observe)
@@ -200,6 +211,7 @@ func New(rc *rest.Config, opts Options) (*Watcher, error) {
 	}
 	w := NewForClients(kube, listingGatewayClient{gw}, opts)
 	w.health = health
+	w.probe = kube.Discovery().RESTClient()
 	w.dyn = listingDynamicClient{dyn}
 	w.crdServes = crdServesVia(dyn)
 	return w, nil
@@ -275,11 +287,14 @@ func (w *Watcher) Start(ctx context.Context) error {
 	w.recorder = w.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: w.opts.Component})
 
 	if w.opts.watches(source.KindIngress) {
-		w.startInformer(ctx, source.KindIngress, "v1", false, newIngressInformer(w.kube, w.opts.ResyncPeriod), w.namespacesOf(source.KindIngress))
+		w.startInformer(ctx, source.KindIngress, "v1", false, newIngressInformer(w.kube), w.namespacesOf(source.KindIngress))
 	}
-	w.startInformer(ctx, KindNamespace, "v1", false, newNamespaceInformer(w.kube, w.opts.ResyncPeriod), w.namespacesOf(KindNamespace))
+	w.startInformer(ctx, KindNamespace, "v1", false, newNamespaceInformer(w.kube), w.namespacesOf(KindNamespace))
 	if w.opts.watches(source.KindService) {
 		w.startServiceInformers(ctx)
+	}
+	if w.probe != nil {
+		w.wg.Go(func() { w.probeLoop(ctx, w.probe) })
 	}
 	w.wg.Add(2)
 	go func() {

@@ -1,6 +1,7 @@
 // Package mirror is the serve path's side of etcd: it keeps an in-memory index equal to the
-// records under a prefix, by one paged Get and a Watch from its revision. It knows nothing of
-// Kubernetes and is never called from a DNS query.
+// records under a prefix, by one read of the prefix at a revision (streamed with etcd's
+// RangeStream, or in pages where etcd does not offer it: load.go) and a Watch from that
+// revision. It knows nothing of Kubernetes and is never called from a DNS query.
 package mirror
 
 import (

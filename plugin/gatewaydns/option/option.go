@@ -1,10 +1,10 @@
 // Package option reads the options of a Corefile stanza: a table from each option's name to
 // the function that reads its arguments, the checks of their number that options share, and
-// the TTL syntax of the stock etcd plugin. Both roles' options are read with it.
+// the TTL syntax of the stock etcd plugin. Both roles' options are read with it, and the TTL
+// syntax also reads the ttl annotation (package source).
 package option
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -83,17 +83,20 @@ func Words[C any](set func(c C, vs []string) error) Func[C] {
 	}
 }
 
-// TTL reads seconds ("30") or a Go duration ("5m"), as the stock etcd plugin does.
-func TTL(s string) (uint32, error) {
-	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
-		return uint32(n), nil
+// TTL reads a TTL given as seconds ("30") or a Go duration ("5m", cut to whole seconds), as
+// the stock etcd plugin reads its TTL options, and checks that it lies in lo..hi: the one TTL
+// syntax of gatewaydns, for the Corefile's options and the ttl annotation alike.
+func TTL(s string, lo, hi uint32) (uint32, error) {
+	var secs int64
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		secs = n
+	} else if d, err := time.ParseDuration(s); err == nil {
+		secs = int64(d / time.Second)
+	} else {
+		return 0, fmt.Errorf("%q is neither a number of seconds nor a duration: want seconds or a duration such as 30s, 5m, 1h", s)
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, errors.New("want seconds or a duration such as 30s, 5m, 1h")
+	if secs < int64(lo) || secs > int64(hi) {
+		return 0, fmt.Errorf("%q is out of range: a TTL must be %d..%d seconds", s, lo, hi)
 	}
-	if d < 0 || d.Seconds() > float64(^uint32(0)) {
-		return 0, errors.New("out of range")
-	}
-	return uint32(d.Seconds()), nil
+	return uint32(secs), nil // #nosec G115 -- within lo..hi
 }

@@ -1,6 +1,8 @@
 package option
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 )
@@ -58,14 +60,37 @@ func TestTableReadsEachOptionWithItsFunc(t *testing.T) {
 }
 
 func TestTTLTakesSecondsOrADuration(t *testing.T) {
-	for in, want := range map[string]uint32{"30": 30, "30s": 30, "5m": 300, "2h30m": 9000, "0": 0} {
-		if got, err := TTL(in); err != nil || got != want {
+	for in, want := range map[string]uint32{"30": 30, "30s": 30, "5m": 300, "2h30m": 9000, "0": 0, "4294967295": 4294967295} {
+		if got, err := TTL(in, 0, math.MaxUint32); err != nil || got != want {
 			t.Errorf("TTL(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "x", "-1s", "1e30h"} {
-		if _, err := TTL(in); err == nil {
+	for _, in := range []string{"", "x", "-1s", "1e30h", "4294967296", " 30"} {
+		if _, err := TTL(in, 0, math.MaxUint32); err == nil {
 			t.Errorf("TTL(%q) should fail", in)
+		}
+	}
+}
+
+// The bounds are the caller's: an SOA timer of 0, a negative TTL longer than CoreDNS gives the
+// SOA, an annotation past RFC 2181's 2^31-1 are refused, and the error says the range.
+func TestTTLKeepsToTheCallersBounds(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		lo, hi uint32
+		want   string // "" for no error
+	}{
+		{"1", 1, 10, ""},
+		{"10s", 1, 10, ""},
+		{"0", 1, 10, `"0" is out of range: a TTL must be 1..10 seconds`},
+		{"999ms", 1, 10, `"999ms" is out of range: a TTL must be 1..10 seconds`},
+		{"11", 1, 10, `"11" is out of range: a TTL must be 1..10 seconds`},
+		{"-5", 1, 10, `"-5" is out of range: a TTL must be 1..10 seconds`},
+		{"soon", 1, 10, `"soon" is neither a number of seconds nor a duration: want seconds or a duration such as 30s, 5m, 1h`},
+	} {
+		_, err := TTL(tc.in, tc.lo, tc.hi)
+		if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+			t.Errorf("TTL(%q, %d, %d): error %v, want %q", tc.in, tc.lo, tc.hi, err, tc.want)
 		}
 	}
 }

@@ -184,7 +184,11 @@ func (pl *planner) converge(n nameInput, h held, want map[string]Put) {
 	c := Change{Name: n.name}
 	for _, k := range sortedKeys(want) {
 		put := want[k]
-		if kv, ok := h.own[k]; ok && kv.Lease == put.Lease && upToDate(kv.Value, put.Value) {
+		// Before the sources have synced, the objects a name lists may be only those seen so
+		// far: a value that answers as wanted is not rewritten for its list alone (a restart
+		// would write, and tell, a change that is none); the resync once they sync does it.
+		if kv, ok := h.own[k]; ok && kv.Lease == put.Lease &&
+			(upToDate(kv.Value, put.Value) || (!pl.in.Synced && answersAlike(kv.Value, put.Value))) {
 			continue
 		}
 		c.Puts = append(c.Puts, put)

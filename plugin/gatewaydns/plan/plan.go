@@ -223,6 +223,10 @@ func heldAt(in Input, scope map[string]bool, registries map[string][]registryEnt
 	current := make(map[string][]KV)
 	registry := make(map[string][]registryKV)
 	for _, kv := range in.Current {
+		// Always the parent's name, where the server reads a key by record.NameOf: the keys a
+		// writer holds are the record-id children it wrote (record.Key), and those it adopts
+		// are external-dns's, laid out alike; so the parent is the name, whatever the last
+		// element looks like.
 		n, ok := record.RecordName(in.Prefix, kv.Key)
 		if !ok {
 			continue

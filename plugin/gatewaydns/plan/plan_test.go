@@ -124,7 +124,7 @@ func TestMake(t *testing.T) {
 		},
 		{
 			name: "changed provenance rewrites the value at the same key",
-			in:   Input{Names: []string{name}, Desired: []record.Endpoint{withSrc}, Current: []KV{own(web, "10.0.0.1", 5)}},
+			in:   Input{Synced: true, Names: []string{name}, Desired: []record.Endpoint{withSrc}, Current: []KV{own(web, "10.0.0.1", 5)}},
 			want: summary{changes: []string{change(name, puts(key(me, name, "10.0.0.1")))}},
 		},
 		{

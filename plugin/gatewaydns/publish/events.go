@@ -7,26 +7,15 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/statelog"
 )
-
-// desired adapts the kubesource's merged endpoints to what the writer asks.
-type desired struct{ kube *kubesource.Watcher }
-
-func (d desired) Endpoint(name string) (record.Endpoint, bool) {
-	return d.kube.Desired().Endpoint(name)
-}
-
-func (d desired) Names() []string { return d.kube.Desired().Names() }
-
-func (d desired) Synced() bool { return d.kube.Synced() }
-
-func (d desired) SyncedC() <-chan struct{} { return d.kube.SyncedC() }
 
 // writerEvents reports what the writer could not do on the objects behind the name, as
 // Warning Events, besides counting it.
 type writerEvents struct {
 	*metrics
 	kube *kubesource.Watcher
+	lead *leadership
 }
 
 // Leading: only the leader reports rejections, so that the replicas of an owner do not each
@@ -34,6 +23,28 @@ type writerEvents struct {
 func (w writerEvents) Leading(leading bool) {
 	w.metrics.Leading(leading)
 	w.kube.SetLeading(leading)
+	w.lead.changed(leading)
+}
+
+// leadership logs when this replica starts and stops leading its owner, so that the logs of
+// the replicas say which one writes, and since when.
+type leadership struct {
+	owner, identity string
+	dryRun          bool
+	state           statelog.State[bool]
+}
+
+func (l *leadership) changed(leading bool) {
+	l.state.Set(leading, func(bool) {
+		switch {
+		case leading && l.dryRun:
+			log.Infof("This replica (%s) leads the dry-run writers of owner %q: it logs what they would write", l.identity, l.owner)
+		case leading:
+			log.Infof("This replica (%s) leads owner %q: it writes the owner's records", l.identity, l.owner)
+		default:
+			log.Infof("This replica (%s) no longer leads owner %q; it stands by", l.identity, l.owner)
+		}
+	})
 }
 
 func (w writerEvents) Conflict(c plan.Conflict) {

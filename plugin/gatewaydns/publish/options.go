@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -149,10 +150,7 @@ func addServiceTypes(c *Config, types []string) error {
 }
 
 func setTTL(c *Config, v string) error {
-	ttl, err := option.TTL(v)
-	if err == nil && ttl == 0 {
-		err = errors.New("ttl must be at least 1s")
-	}
+	ttl, err := option.TTL(v, 1, math.MaxUint32)
 	c.Source.DefaultTTL = ttl
 	return err
 }

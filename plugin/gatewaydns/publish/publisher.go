@@ -28,6 +28,9 @@ type publisher struct {
 	members *store.Members
 	cancel  context.CancelFunc
 	done    chan struct{}
+	// started is when the publisher started: the election holds its readiness back at most
+	// electionReadyBound after it.
+	started time.Time
 	// readyUntil (Unix nanoseconds): the publisher was started by a reload while another of
 	// its owner was ready; it counts as ready until its own sources have synced, or this time
 	// has passed. It belongs to the publisher, not to the stanza that started it: a stanza of
@@ -82,11 +85,12 @@ func newPublisher(cfg *Config, client *clientv3.Client, members *store.Members) 
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	p := &publisher{cfg: cfg, done: make(chan struct{})}
+	p := &publisher{cfg: cfg, done: make(chan struct{}), started: time.Now()}
 	obs := &metrics{server: cfg.Stanza.Server, owner: cfg.Owner, dryRun: cfg.DryRun}
 	opts := cfg.kindOptions()
 	opts.Config, opts.Observer = cfg.Source, obs
 	opts.ReportWhenLeading = true // writerEvents.Leading: the replicas of an owner report once
+	opts.Conditions = !cfg.DryRun // a dry run publishes nothing to be Ready
 	opts.OnChange = func(names []string) { p.writer.Enqueue(names...) }
 	p.kube, err = kubesource.New(rc, opts)
 	if err != nil {
@@ -94,7 +98,10 @@ func newPublisher(cfg *Config, client *clientv3.Client, members *store.Members) 
 	}
 	cfg.seriesAtZero()
 	p.members = members
-	p.writer, err = writer.New(client, cfg.writerConfig(desired{p.kube}, writerEvents{metrics: obs, kube: p.kube}, p.members))
+	wcfg := cfg.writerConfig(desired{p.kube}, nil, p.members)
+	wcfg.Observer = writerEvents{metrics: obs, kube: p.kube,
+		lead: &leadership{owner: cfg.Owner, identity: wcfg.Identity, dryRun: cfg.DryRun}}
+	p.writer, err = writer.New(client, wcfg)
 	if err != nil {
 		return nil, fmt.Errorf("writer: %w", err)
 	}
@@ -150,8 +157,22 @@ func (p *publisher) run(ctx context.Context) error {
 	return nil
 }
 
+// electionReadyBound is the longest the election holds a publisher's readiness back (see
+// ready): a replica that cannot reach etcd at its start must not keep its cluster's own DNS
+// unready for longer.
+const electionReadyBound = 30 * time.Second
+
+// ready: the sources have synced and the replica has found its place in the election: it leads
+// and has synced its records, or it stands by behind a live leader (writer.Settled); or, after
+// a reload, its predecessor was ready (readyUntil). A replica that waits out the key of a
+// crashed leader of another identity is not ready until it leads, so that a rollout does not
+// take down the leader's pod before a successor can write. Readiness never depends on etcd
+// after that (it stays through an outage), and at most electionReadyBound at the start.
 func (p *publisher) ready() bool {
-	return p.kube.Synced() || time.Now().UnixNano() < p.readyUntil.Load()
+	if time.Now().UnixNano() < p.readyUntil.Load() {
+		return true
+	}
+	return p.kube.Synced() && (p.writer.Settled() || time.Since(p.started) >= electionReadyBound)
 }
 
 // Stop ends the writer and the sources, each wait bounded: the writer resigns if etcd

@@ -70,8 +70,9 @@ func (r *Role) Stop() {
 	}
 }
 
-// Ready: the sources have synced, or, while they sync after a reload that changed the
-// stanza, those of its predecessor had (publisher.readyUntil): the cluster's names were being
+// Ready: the sources have synced and the replica leads and has synced its records, or stands
+// by with a healthy leader (publisher.ready); or, while it starts after a reload that changed
+// the stanza, its predecessor was ready (publisher.readyUntil): the cluster's names were being
 // published, and a reload must not make a replica unready.
 //
 // Before Start it answers for what it takes over: on a reload the ready plugin asks the new

@@ -16,6 +16,9 @@ type Endpoint struct {
 	// Sources are the objects that asked for this name, sorted; a person reading a record
 	// finds the object behind it from these.
 	Sources []ObjectRef
+	// Steering is this owner's policy for the name (zero: none), written into the values of
+	// its Targets; TXT, SRV and MX records are not steered and carry none.
+	Steering Steering
 }
 
 // ObjectRef names the Kubernetes object behind an endpoint.

@@ -100,8 +100,46 @@ func (p *valueParser) field(name string, v *Value) bool {
 		v.Mail, ok = p.bool()
 	case "sources":
 		v.Sources, ok = p.strings()
+	case "steering":
+		v.Steering, ok = p.steering()
 	}
 	return ok
+}
+
+// steering reads a steering object of the known fields (Steering.UnmarshalJSON reads others).
+func (p *valueParser) steering() (s Steering, ok bool) {
+	if !p.byte('{') {
+		return s, false
+	}
+	if p.byte('}') {
+		return s, true
+	}
+	for {
+		name, ok := p.string()
+		if !ok || !p.byte(':') {
+			return s, false
+		}
+		switch name {
+		case "weight":
+			s.Weight, ok = p.int()
+			s.Weighted = true
+		case "priority":
+			s.Priority, ok = p.int()
+		case "healthCheck":
+			s.HealthCheck, ok = p.string()
+		default:
+			ok = false
+		}
+		if !ok {
+			return s, false
+		}
+		if p.byte('}') {
+			return s, true
+		}
+		if !p.byte(',') {
+			return s, false
+		}
+	}
 }
 
 // string reads a string of printable characters without escapes.

@@ -36,6 +36,11 @@ func FuzzDecode(f *testing.F) {
 		{"/skydns/test/zone/app/1", `{"Host":"10.0.0.1","ttl":1e2,"text":"\u00e9"}`},
 		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1","host":"10.0.0.2","sources":["a"],"sources":[]}`},
 		{"/skydns/test/zone/app/1", `{"host":null,"port":-0,"weight":01}`},
+		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1","owner":"eu1","steering":{"weight":90,"priority":1,"healthCheck":"tcp://:443"}}`},
+		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1","steering":{"weight":0},"steering":{"priority":2}}`},
+		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1","steering":{"Weight":5,"weight":null}}`},
+		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1","steering":{"weight":"5"}}`},
+		{"/skydns/test/zone/app/1", `{"host":"10.0.0.1","steering":7}`},
 	} {
 		f.Add(s[0], []byte(s[1]))
 	}
@@ -70,6 +75,9 @@ func FuzzDecode(f *testing.F) {
 			if v < 0 || v > 0xffff {
 				t.Fatalf("Decode(%q) accepted port/priority/weight %d: SRV/MX would wrap it", value, v)
 			}
+		}
+		if _, err := s.Steering.Check(); err != nil {
+			t.Fatalf("Decode(%q) kept steering %+v that does not check: %v", value, s.Steering, err)
 		}
 		if s.Key != key {
 			t.Fatalf("Key = %q, want %q", s.Key, key)

@@ -39,16 +39,20 @@ func Root(prefix string) string {
 	return path.Join("/", prefix) + "/"
 }
 
-// Decode parses a SkyDNS value found at key, with the owner and sources gatewaydns writes when
-// they are there. It rejects what would make a broken answer: JSON that does not fit the
+// Decode parses a SkyDNS value found at key, with the owner, sources and steering gatewaydns
+// writes when they are there. It rejects what would make a broken answer: JSON that does not fit the
 // format, a host that is neither an IP address nor a domain name, and a key whose name is not
-// a valid domain name (it becomes the SRV target of IP hosts).
+// a valid domain name (it becomes the SRV target of IP hosts). A steering policy that cannot
+// be used does not refuse the record: it is dropped, and SteeringIgnored says why.
 func Decode(key string, value []byte) (Value, error) {
 	var v Value
 	shown := clip(key) // a hostile key or host must not make a megabyte log line
 	if !parseValue(value, &v) {
-		v = Value{}
-		if err := json.Unmarshal(value, &v); err != nil {
+		// Another variable, so that v stays on the stack on the fast path: encoding/json
+		// takes its value's address through an interface, which moves it to the heap.
+		var slow Value
+		err := json.Unmarshal(value, &slow)
+		if v = slow; err != nil {
 			return v, fmt.Errorf("%s: %w", shown, err)
 		}
 	}
@@ -79,6 +83,13 @@ func Decode(key string, value []byte) (Value, error) {
 		if _, ok := dns.IsDomainName(msg.Domain(key)); !ok {
 			return v, fmt.Errorf("%s: key does not map to a valid domain name", shown)
 		}
+	}
+	if !v.Steering.IsZero() {
+		st, err := v.Steering.Check()
+		if err != nil {
+			v.SteeringIgnored = fmt.Sprintf("%s: steering ignored, the record is answered without it: %v", shown, err)
+		}
+		v.Steering = st
 	}
 	s.Key = key
 	return v, nil

@@ -2,8 +2,6 @@ package record
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -64,13 +62,7 @@ func (r Typed) String() string {
 // sha256(owner NUL canonical form), the shape of an address's (KeySuffix). The canonical form
 // holds a space, which no address or host name target does, so the two never share a suffix
 // by construction; unlike a target, text is hashed as it is (TXT data is case-sensitive).
-func (r Typed) KeySuffix(owner string) string {
-	h := sha256.New()
-	h.Write([]byte(owner))
-	h.Write([]byte{0})
-	h.Write([]byte(r.String()))
-	return hex.EncodeToString(h.Sum(nil))[:8]
-}
+func (r Typed) KeySuffix(owner string) string { return keySuffix(owner, r.String()) }
 
 // Key is the etcd key of owner's record r of name.
 func (r Typed) Key(prefix, name, owner string) string {

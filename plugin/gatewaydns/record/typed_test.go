@@ -60,3 +60,18 @@ func TestKindOfTellsTargetsFromCNAMEs(t *testing.T) {
 		}
 	}
 }
+
+// The suffixes etcd holds were written by earlier releases: a suffix that changed would make a
+// writer delete and rewrite every key it owns. Pinned to the values of sha256(owner NUL form).
+func TestKeySuffixesAreTheOnesEtcdHolds(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{KeySuffix("c1", "10.0.0.1"), "474dfdc1"},
+		{KeySuffix("c1", "LB.Example.NET"), "47f98406"}, // a target is lower-cased
+		{TXT("x").KeySuffix("c1"), "b1c058ac"},
+		{SRV(10, 5, 443, "lb.example.net").KeySuffix("c1"), "02c5d1ce"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("key suffix %s, want %s", tc.got, tc.want)
+		}
+	}
+}

@@ -23,19 +23,27 @@ type Value struct {
 	// SourceCount is how many objects asked for the name when the value was written, set only
 	// when that is more than Sources lists.
 	SourceCount int `json:"sourceCount,omitempty"`
+	// Steering is the owner's policy for the name (steering.go); a value without one has no
+	// "steering" field, and so the bytes it had before steering existed.
+	Steering Steering `json:"steering,omitzero"`
+	// SteeringIgnored says why Decode dropped the value's steering: the record is served, as
+	// a record without a policy. "" when it did not.
+	SteeringIgnored string `json:"-"`
 }
 
 // MaxSources is how many source objects a value lists at most.
 const MaxSources = 3
 
 // NewValue is the value owner writes for one target of ep: host = target, the endpoint's TTL,
-// targetstrip 1 (as external-dns writes, so an SRV target of an IP host is the name itself).
+// targetstrip 1 (as external-dns writes, so an SRV target of an IP host is the name itself),
+// and the endpoint's steering policy, if it has one.
 func NewValue(ep Endpoint, owner, target string) Value {
 	v := Value{Owner: owner}
 	v.Host = target
 	v.TTL = ep.TTL
 	v.TargetStrip = 1
 	v.setSources(ep.Sources)
+	v.Steering = ep.Steering
 	return v
 }
 
@@ -65,7 +73,8 @@ func (v Value) Encode() []byte {
 func (v Value) Equal(o Value) bool {
 	a, b := v.Service, o.Service
 	a.Key, b.Key = "", ""
-	if a != b || v.Owner != o.Owner || v.SourceCount != o.SourceCount || len(v.Sources) != len(o.Sources) {
+	if a != b || v.Owner != o.Owner || v.SourceCount != o.SourceCount || len(v.Sources) != len(o.Sources) ||
+		v.Steering != o.Steering {
 		return false
 	}
 	for i := range v.Sources {
@@ -77,7 +86,7 @@ func (v Value) Equal(o Value) bool {
 }
 
 // Current reports whether v, as read from etcd, needs no rewrite to become want: it answers the
-// same, has the same owner and lists the same sources. Only the count of a list cut short may
+// same, has the same owner and steering, and lists the same sources. Only the count of a list cut short may
 // differ: a route joining or leaving a name that a thousand routes share, beyond the listed
 // ones, changes no answer, so it writes nothing.
 func (v Value) Current(want Value) bool {
@@ -123,11 +132,16 @@ func NamePath(prefix, name string) string {
 // KeySuffix is the last key element of owner's record for target: the first 8 hex digits of
 // sha256(owner NUL target). It has the shape of external-dns's random suffix and is the same on
 // every run, so a restart or a resync rewrites nothing.
-func KeySuffix(owner, target string) string {
+func KeySuffix(owner, target string) string { return keySuffix(owner, strings.ToLower(target)) }
+
+// keySuffix is the one hash behind every record's key suffix: the first 8 hex digits of
+// sha256(owner NUL what), what being the record's canonical form (a lower-cased target, or
+// Typed.String).
+func keySuffix(owner, what string) string {
 	h := sha256.New()
 	h.Write([]byte(owner))
 	h.Write([]byte{0})
-	h.Write([]byte(strings.ToLower(target)))
+	h.Write([]byte(what))
 	return hex.EncodeToString(h.Sum(nil))[:8]
 }
 
@@ -135,26 +149,6 @@ func KeySuffix(owner, target string) string {
 // Key("skydns", "*.a.b", "c1", "10.0.0.1") = "/skydns/b/a/*/<8 hex>".
 func Key(prefix, name, owner, target string) string {
 	return NamePath(prefix, name) + "/" + KeySuffix(owner, target)
-}
-
-// RecordName is the name a record key belongs to when the record sits one level below its
-// name's key, as every external-dns and gatewaydns record does: the key without its last
-// element, labels reversed. ok is false for a key outside prefix or directly at the root.
-func RecordName(prefix, key string) (name string, ok bool) {
-	root := Root(prefix)
-	if !strings.HasPrefix(key, root) {
-		return "", false
-	}
-	rest := strings.Trim(key[len(root):], "/")
-	i := strings.LastIndexByte(rest, '/')
-	if i <= 0 {
-		return "", false
-	}
-	labels := strings.Split(rest[:i], "/")
-	for l, r := 0, len(labels)-1; l < r; l, r = l+1, r-1 {
-		labels[l], labels[r] = labels[r], labels[l]
-	}
-	return strings.Join(labels, "."), true
 }
 
 // AnswerKind is what a record gives an answer, as msg.Service.HostType tells it: the one

@@ -45,29 +45,6 @@ func TestNamePathMatchesStockPath(t *testing.T) {
 	}
 }
 
-func TestRecordName(t *testing.T) {
-	tests := []struct {
-		key, want string
-		ok        bool
-	}{
-		{"/skydns/com/example/app/3e6bee2e", "app.example.com", true},
-		{"/skydns/b/a/*/0011aabb", "*.a.b", true},
-		{"/skydns/com/0011aabb", "com", true},
-		{"/skydns/0011aabb", "", false},
-		{"/other/com/example/x", "", false},
-	}
-	for _, tc := range tests {
-		got, ok := RecordName("skydns", tc.key)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("RecordName(%q) = %q, %v; want %q, %v", tc.key, got, ok, tc.want, tc.ok)
-		}
-	}
-	n, ok := RecordName("skydns", Key("skydns", "*.apps.example.com", "o", "1.2.3.4"))
-	if !ok || n != "*.apps.example.com" {
-		t.Errorf("RecordName(Key(...)) = %q %v", n, ok)
-	}
-}
-
 func TestValueIsReadByStockReaders(t *testing.T) {
 	ep := Endpoint{Name: "app.example.com", Targets: []string{"10.0.0.1"}, TTL: 60,
 		Sources: []ObjectRef{{Kind: "HTTPRoute", Namespace: "ns", Name: "web"}}}

@@ -3,9 +3,9 @@ package source
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
-	"time"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
 )
 
 // Annotation prefixes read for the external-dns annotations. Both are read by default so that
@@ -75,22 +75,10 @@ func splitList(v string) []string {
 	return out
 }
 
-// parseTTL reads a TTL given as a number of seconds ("300") or a Go duration ("5m"); a
-// duration is truncated to whole seconds. The result must lie in 1..MaxTTL.
+// parseTTL reads the ttl annotation: the Corefile's TTL syntax (option.TTL), blanks around it
+// ignored, in 1..MaxTTL.
 func parseTTL(v string) (uint32, error) {
-	v = strings.TrimSpace(v)
-	var secs int64
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		secs = n
-	} else if d, derr := time.ParseDuration(v); derr == nil {
-		secs = int64(d / time.Second)
-	} else {
-		return 0, fmt.Errorf("%q is neither a number of seconds nor a duration", v)
-	}
-	if secs < 1 || secs > MaxTTL {
-		return 0, fmt.Errorf("%q is out of range: a TTL must be 1..%d seconds", v, MaxTTL)
-	}
-	return uint32(secs), nil
+	return option.TTL(strings.TrimSpace(v), 1, MaxTTL)
 }
 
 // ttlFor returns the TTL an object asks for through its ttl annotation, or the default TTL. An invalid

@@ -31,14 +31,17 @@ type storedClaim struct {
 	records []record.Typed
 	ttl     uint32
 	created time.Time
+	// policy: field by field, the first of the object's claims on the name that sets it
+	// (they agree: see agreeOnPolicy).
+	policy Policy
 }
 
 func (c storedClaim) claim(ref record.ObjectRef) Claim {
-	return Claim{Name: c.name, Targets: c.targets, Records: c.records, TTL: c.ttl, Source: ref, Created: c.created}
+	return Claim{Name: c.name, Targets: c.targets, Records: c.records, TTL: c.ttl, Source: ref, Created: c.created, Policy: c.policy}
 }
 
 func (c storedClaim) equal(o storedClaim) bool {
-	return c.name == o.name && c.ttl == o.ttl && c.created.Equal(o.created) &&
+	return c.name == o.name && c.ttl == o.ttl && c.created.Equal(o.created) && c.policy == o.policy &&
 		slices.Equal(c.targets, o.targets) && slices.Equal(c.records, o.records)
 }
 
@@ -121,6 +124,7 @@ func storedClaims(claims []Claim) []storedClaim {
 			out[i].ttl = minTTL(out[i].ttl, c.TTL)
 		}
 		out[i].created = c.Created // the last claim's, as before (an object's claims share it)
+		out[i].policy = out[i].policy.over(c.Policy)
 		out[i].targets = append(out[i].targets, c.Targets...)
 		out[i].records = append(out[i].records, c.Records...)
 	}
@@ -258,6 +262,19 @@ func (d *Desired) Endpoint(name string) (record.Endpoint, bool) {
 	return cloneEndpoint(st.merged.ep), true
 }
 
+// Sources returns the objects whose claims make the endpoint of one name (its Sources, the
+// winners of its merge), sorted; nil when no object asks for it. Unlike the other reads it hands
+// out Desired's own slice, which a caller may keep (the objects a name was published for, of
+// every name a writer holds): it is never written to, a change replaces it.
+func (d *Desired) Sources(name string) []record.ObjectRef {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if st, ok := d.names[name]; ok && st.merged.ep.Name != "" {
+		return st.merged.ep.Sources
+	}
+	return nil
+}
+
 // NameConflicts returns the conflicts (losing claims) on one name, sorted.
 func (d *Desired) NameConflicts(name string) []Rejection {
 	d.mu.Lock()
@@ -296,7 +313,7 @@ func (d *Desired) Claims(ref record.ObjectRef) []Claim {
 }
 
 func equalMerged(a, b merged) bool {
-	return a.ep.Name == b.ep.Name && a.ep.TTL == b.ep.TTL &&
+	return a.ep.Name == b.ep.Name && a.ep.TTL == b.ep.TTL && a.ep.Steering == b.ep.Steering &&
 		slices.Equal(a.ep.Targets, b.ep.Targets) && slices.Equal(a.ep.Records, b.ep.Records) &&
 		slices.Equal(a.ep.Sources, b.ep.Sources) &&
 		slices.Equal(a.conflicts, b.conflicts)

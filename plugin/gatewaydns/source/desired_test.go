@@ -233,4 +233,5 @@ var _ = Claim(struct {
 	TTL     uint32
 	Source  record.ObjectRef
 	Created time.Time
+	Policy  Policy
 }{})

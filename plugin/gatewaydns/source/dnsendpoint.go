@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -17,8 +18,9 @@ import (
 // The DNSEndpoint source: external-dns's `--source=crd`, the externaldns.k8s.io/v1alpha1
 // DNSEndpoint CRD that external-dns ships, read without depending on its Go module. Each
 // spec.endpoints[] entry asks for one name with records of one type: A, AAAA, CNAME, TXT, SRV
-// or MX. setIdentifier, providerSpecific and labels are ignored, as by external-dns's crd
-// source with a provider that knows no routing policies.
+// or MX. setIdentifier, providerSpecific properties and labels are read for steering alone
+// (steering.go, dnsEndpointPolicy): others are ignored, as by external-dns's crd source with a
+// provider that knows no routing policies.
 
 // KindDNSEndpoint is the kind of external-dns's DNSEndpoint CRD.
 const KindDNSEndpoint = "DNSEndpoint"
@@ -51,11 +53,24 @@ type DNSEndpointEntry struct {
 	RecordType    string   `json:"recordType,omitempty"`
 	SetIdentifier string   `json:"setIdentifier,omitempty"`
 	RecordTTL     int64    `json:"recordTTL,omitempty"`
+	// Labels and ProviderSpecific are read for the entry's steering (steering.go).
+	Labels           map[string]string          `json:"labels,omitempty"`
+	ProviderSpecific []ProviderSpecificProperty `json:"providerSpecific,omitempty"`
 }
 
-// DNSEndpointStatus is status of a DNSEndpoint.
+// ProviderSpecificProperty is one spec.endpoints[].providerSpecific entry.
+type ProviderSpecificProperty struct {
+	Name  string `json:"name,omitempty"`
+	Value string `json:"value,omitempty"`
+}
+
+// DNSEndpointStatus is status of a DNSEndpoint: the generation read, and, with a CRD whose
+// schema has them (external-dns's from its status conditions on, kubernetes-sigs/external-dns
+// #6609), how many spec entries were taken and the Accepted and Ready conditions.
 type DNSEndpointStatus struct {
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
+	Endpoints          *int32             `json:"endpoints,omitempty"`
+	Conditions         []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // DeepCopyObject implements runtime.Object.
@@ -67,8 +82,16 @@ func (d *DNSEndpoint) DeepCopyObject() runtime.Object {
 	d.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.Spec.Endpoints = slices.Clone(d.Spec.Endpoints)
 	for i := range out.Spec.Endpoints {
-		out.Spec.Endpoints[i].Targets = slices.Clone(out.Spec.Endpoints[i].Targets)
+		e := &out.Spec.Endpoints[i]
+		e.Targets = slices.Clone(e.Targets)
+		e.Labels = maps.Clone(e.Labels)
+		e.ProviderSpecific = slices.Clone(e.ProviderSpecific)
 	}
+	if d.Status.Endpoints != nil {
+		n := *d.Status.Endpoints
+		out.Status.Endpoints = &n
+	}
+	out.Status.Conditions = slices.Clone(d.Status.Conditions)
 	return &out
 }
 
@@ -106,7 +129,9 @@ func (c *Config) DNSEndpointClaims(d *DNSEndpoint) ([]Claim, []Rejection) {
 	}
 	ref := DNSEndpointRef(d)
 	rs := newRejections(ref)
+	objPolicy := c.objectPolicy(d.Annotations, rs, " (an entry's own steering properties and labels still apply)")
 	var claims []Claim
+	var entries []string // where each claim comes from
 	for i, e := range d.Spec.Endpoints {
 		where := fmt.Sprintf("spec.endpoints[%d]", i)
 		name, err := dnsEndpointName(e.DNSName)
@@ -133,10 +158,21 @@ func (c *Config) DNSEndpointClaims(d *DNSEndpoint) ([]Claim, []Rejection) {
 			continue
 		}
 		cl.Name, cl.TTL, cl.Source, cl.Created = name, ttl, ref, d.CreationTimestamp.Time
+		cl.Policy = dnsEndpointPolicy(e, where, name, len(cl.Targets) > 0, rs)
 		claims = append(claims, cl)
+		entries = append(entries, where)
 	}
-	slices.SortStableFunc(claims, func(a, b Claim) int { return strings.Compare(a.Name, b.Name) })
-	return claims, rs.sorted()
+	order := make([]int, len(claims))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(claims[a].Name, claims[b].Name) })
+	sorted, where := make([]Claim, len(claims)), make([]string, len(claims))
+	for i, k := range order {
+		sorted[i], where[i] = claims[k], entries[k]
+	}
+	agreeOnPolicy(sorted, where, objPolicy, rs)
+	return sorted, rs.sorted()
 }
 
 // dnsEndpointClaim is the targets or records of one entry, or why it is skipped.

@@ -88,7 +88,7 @@ func (c *Config) GatewayTargets(gw *gatewayv1.Gateway) ([]string, []Rejection) {
 }
 
 // GatewayRejections returns what is wrong with a Gateway itself (unusable targets, an invalid
-// base-domain annotation), to be reported on the Gateway. It is nil for Gateways that the
+// base-domain or steering annotation), to be reported on the Gateway. It is nil for Gateways that the
 // GatewayClass filter leaves out.
 func (c *Config) GatewayRejections(gw *gatewayv1.Gateway) []Rejection {
 	if !c.selectsGateway(gw) {
@@ -97,8 +97,12 @@ func (c *Config) GatewayRejections(gw *gatewayv1.Gateway) []Rejection {
 	_, rejected := c.GatewayTargets(gw)
 	if _, _, err := c.baseDomain(gw); err != nil {
 		rejected = append(rejected, Rejection{Object: GatewayRef(gw), Cause: CauseBaseDomain, Reason: err.Error()})
-		slices.SortFunc(rejected, compareRejections)
 	}
+	if _, err := c.annotationPolicy(gw.Annotations); err != nil {
+		rejected = append(rejected, Rejection{Object: GatewayRef(gw), Cause: CauseInvalidAnnotation,
+			Reason: steeringRefused(err, " for the names of the routes through it (a route's own steering annotations still apply)")})
+	}
+	slices.SortFunc(rejected, compareRejections)
 	return rejected
 }
 

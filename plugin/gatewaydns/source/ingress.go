@@ -85,7 +85,9 @@ func (c *Config) IngressClaims(ing *networkingv1.Ingress) ([]Claim, []Rejection)
 			published[h] = targets
 		}
 	}
-	return claimsOf(ref, ing.CreationTimestamp.Time, ttl, published), rs.sorted()
+	claims := claimsOf(ref, ing.CreationTimestamp.Time, ttl, published)
+	steerTargets(claims, c.objectPolicy(ing.Annotations, rs, ""))
+	return claims, rs.sorted()
 }
 
 // ingressTargets returns the target annotation's targets when it is set and not empty, else

@@ -16,7 +16,8 @@ import (
 // targets or typed records loses to them, and of differing host-name targets the one of the oldest
 // claim (creationTimestamp, then kind, namespace, name; the first in sort order within one
 // claim) wins. Every losing target is reported on the object that asked for it. The TTL of an
-// endpoint is the smallest non-zero TTL of the claims it publishes.
+// endpoint is the smallest non-zero TTL of the claims it publishes; its steering policy, field
+// by field, that of the oldest claim it publishes that sets the field (steering_merge.go).
 func Merge(claims []Claim) ([]record.Endpoint, []Rejection) {
 	byName := map[string][]Claim{}
 	for _, c := range claims {
@@ -91,6 +92,7 @@ func mergeName(name string, claims []Claim) (ep record.Endpoint, ok bool, rej []
 		}
 	}
 	ep = m.endpoint()
+	ep.Steering = m.steering(won)
 	for i, c := range order {
 		if won[i] {
 			ep.TTL = minTTL(ep.TTL, c.TTL)
@@ -155,7 +157,10 @@ func (m *merging) reject(a asked, rule record.Ruling) {
 	} else {
 		reason = fmt.Sprintf("CNAME target %s conflicts with the %s records of the name (from %s); a CNAME cannot share its name", a.target, m.typedTypes(), from(winner))
 	}
-	r := Rejection{Object: m.order[a.claim].Source, Hostname: m.name, Cause: CauseConflict, Reason: reason}
+	m.add(Rejection{Object: m.order[a.claim].Source, Hostname: m.name, Cause: CauseConflict, Reason: reason})
+}
+
+func (m *merging) add(r Rejection) {
 	if _, dup := m.seen[r]; !dup {
 		m.seen[r] = struct{}{}
 		m.rej = append(m.rej, r)

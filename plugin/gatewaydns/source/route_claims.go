@@ -37,6 +37,7 @@ func (c *Config) RouteClaimsWithListenerSets(r Route, gateways GatewayLookup, li
 	ref := r.Ref()
 	rs := newRejections(ref)
 	ttl := c.ttlFor(r.Annotations, rs)
+	own := c.objectPolicy(r.Annotations, rs, " (a Gateway's steering annotations still apply to the names through it)")
 
 	hosts, asked := c.routeHostnames(&r, rs)
 	candidates := hosts
@@ -45,7 +46,8 @@ func (c *Config) RouteClaimsWithListenerSets(r Route, gateways GatewayLookup, li
 	}
 
 	published := map[string]map[string]struct{}{} // name -> targets
-	matched := map[string]bool{}                  // candidate -> intersects an accepting listener
+	steering := routeSteering{own: own, of: map[string]Policy{}, via: map[string]parent{}}
+	matched := map[string]bool{} // candidate -> intersects an accepting listener
 	accepting := false
 	for _, pr := range r.ParentRefs {
 		p := normalizeParent(pr, r.Namespace)
@@ -66,7 +68,7 @@ func (c *Config) RouteClaimsWithListenerSets(r Route, gateways GatewayLookup, li
 		}
 		accepting = true
 		if names := intersectListeners(candidates, listeners, matched); len(names) > 0 {
-			c.publishThrough(gw, ls, p, names, published, rs)
+			steering.add(c, gw, p, c.publishThrough(gw, ls, p, names, published, rs), rs)
 		}
 	}
 
@@ -81,7 +83,34 @@ func (c *Config) RouteClaimsWithListenerSets(r Route, gateways GatewayLookup, li
 			rs.add("", CauseNoMatchingHostname, "the route has no hostnames and none of the listeners that accept it has one")
 		}
 	}
-	return claimsOf(ref, r.Created, ttl, published), rs.sorted()
+	claims := claimsOf(ref, r.Created, ttl, published)
+	for i := range claims {
+		claims[i].Policy = steering.of[claims[i].Name]
+	}
+	return claims, rs.sorted()
+}
+
+// routeSteering is the steering of each name a route publishes: the route's own annotations
+// over those of the Gateway of the first parentRef that publishes the name. A later parent
+// whose Gateway gives the name another policy is reported on the route.
+type routeSteering struct {
+	own Policy
+	of  map[string]Policy
+	via map[string]parent
+}
+
+func (rs *routeSteering) add(c *Config, gw *gatewayv1.Gateway, p parent, names []string, rej *rejections) {
+	st := rs.own.over(c.gatewayPolicy(gw))
+	for _, n := range names {
+		first, seen := rs.via[n]
+		switch {
+		case !seen:
+			rs.of[n], rs.via[n] = st, p
+		case rs.of[n] != st:
+			rej.add(n, CauseConflict, fmt.Sprintf("the name comes through Gateways %s (%s) and %s (%s), whose steering annotations differ; publishing it with the first parentRef's",
+				first, rs.of[n], p, st))
+		}
+	}
 }
 
 // attach resolves the parent p of r to its Gateway and the listeners that accept r. ok is
@@ -151,14 +180,14 @@ func ignoresHostname(p gatewayv1.ProtocolType) bool {
 
 // publishThrough points the names that pass the domain filter and gw's base domain at gw's
 // targets (those of the target annotation of ls, the ListenerSet the route attaches through,
-// when it has one), reporting the others.
-func (c *Config) publishThrough(gw *gatewayv1.Gateway, ls *gatewayv1.ListenerSet, p parent, names []string, published map[string]map[string]struct{}, rs *rejections) {
+// when it has one), reporting the others. It returns the names it published.
+func (c *Config) publishThrough(gw *gatewayv1.Gateway, ls *gatewayv1.ListenerSet, p parent, names []string, published map[string]map[string]struct{}, rs *rejections) (through []string) {
 	for _, n := range names {
 		rs.names(c.concerns(n))
 	}
 	if !GatewayProgrammed(gw) {
 		rs.add("", CauseNotProgrammed, fmt.Sprintf("Gateway %s is not Programmed: its names are withdrawn from this cluster until it is", p))
-		return
+		return nil
 	}
 	targets, overridden := c.listenerSetTargets(ls, rs)
 	if !overridden {
@@ -166,7 +195,7 @@ func (c *Config) publishThrough(gw *gatewayv1.Gateway, ls *gatewayv1.ListenerSet
 	}
 	if len(targets) == 0 {
 		rs.add("", CauseNoTargets, fmt.Sprintf("Gateway %s has no usable address in status.addresses or its target annotation", p))
-		return
+		return nil
 	}
 	base, hasBase, baseErr := c.baseDomain(gw)
 	for _, n := range names {
@@ -184,8 +213,10 @@ func (c *Config) publishThrough(gw *gatewayv1.Gateway, ls *gatewayv1.ListenerSet
 			for _, t := range targets {
 				published[n][t] = struct{}{}
 			}
+			through = append(through, n)
 		}
 	}
+	return through
 }
 
 // routeHostnames returns the route's valid hostnames, normalized and unique, reporting invalid

@@ -103,22 +103,7 @@ func (c *Config) ServiceClaims(svc *corev1.Service, sc ServiceContext) ([]Claim,
 	for _, h := range all {
 		rs.names(c.concerns(h))
 	}
-	published := map[string]map[string]struct{}{}
-	publish := func(name string, targets map[string]struct{}) {
-		if len(targets) == 0 {
-			return
-		}
-		if !c.DomainFilter.Match(name) {
-			rs.add(name, CauseDomainFilter, "name is outside the domain filter")
-			return
-		}
-		if published[name] == nil {
-			published[name] = map[string]struct{}{}
-		}
-		for t := range targets {
-			published[name][t] = struct{}{}
-		}
-	}
+	published := publishedNames{filter: c.DomainFilter, rs: rs, names: map[string]map[string]struct{}{}}
 
 	override, overridden := c.annotatedTargets(svc.Annotations, rs)
 	headless := !overridden && svc.Spec.ClusterIP == corev1.ClusterIPNone && serviceType(svc) == corev1.ServiceTypeClusterIP
@@ -139,17 +124,18 @@ func (c *Config) ServiceClaims(svc *corev1.Service, sc ServiceContext) ([]Claim,
 		for _, h := range names.list {
 			if headless {
 				for name, targets := range headlessTargets(svc, h, endpointSlices, rs) {
-					publish(name, targets)
+					published.add(name, targets)
 				}
 				continue
 			}
 			if len(targets) == 0 && !overridden {
 				rs.add(h, CauseNoTargets, noTargetsReason(svc, names.internal, c.PublishInternal))
 			}
-			publish(h, targets)
+			published.add(h, targets)
 		}
 	}
-	claims := claimsOf(ref, svc.CreationTimestamp.Time, ttl, published)
+	claims := claimsOf(ref, svc.CreationTimestamp.Time, ttl, published.names)
+	steerTargets(claims, c.objectPolicy(svc.Annotations, rs, ""))
 	if serviceType(svc) == corev1.ServiceTypeNodePort && !overridden {
 		for _, h := range all {
 			claims = append(claims, c.nodePortSRV(svc, h, ttl, rs)...)
@@ -157,6 +143,31 @@ func (c *Config) ServiceClaims(svc *corev1.Service, sc ServiceContext) ([]Claim,
 		slices.SortFunc(claims, func(a, b Claim) int { return cmp.Compare(a.Name, b.Name) })
 	}
 	return claims, rs.sorted()
+}
+
+// publishedNames are the names a Service publishes, with their targets: those the domain
+// filter lets through (the others rejected).
+type publishedNames struct {
+	filter DomainFilter
+	rs     *rejections
+	names  map[string]map[string]struct{}
+}
+
+// add publishes targets at name; no targets publish nothing.
+func (p publishedNames) add(name string, targets map[string]struct{}) {
+	if len(targets) == 0 {
+		return
+	}
+	if !p.filter.Match(name) {
+		p.rs.add(name, CauseDomainFilter, "name is outside the domain filter")
+		return
+	}
+	if p.names[name] == nil {
+		p.names[name] = map[string]struct{}{}
+	}
+	for t := range targets {
+		p.names[name][t] = struct{}{}
+	}
 }
 
 // nodePortSRV returns the SRV records external-dns publishes for a NodePort Service's name h:
@@ -197,69 +208,75 @@ func (c *Config) annotatedHostnames(annots map[string]string, name string, rs *r
 
 // serviceTargets returns the targets of a non-headless Service's names.
 func (c *Config) serviceTargets(svc *corev1.Service, internal bool, sc ServiceContext, rs *rejections) map[string]struct{} {
-	set := map[string]struct{}{}
-	addIP := func(what, ip string) {
-		n, isIP, err := normalizeTarget(ip)
-		if err != nil || !isIP {
-			rs.add("", CauseInvalidTarget, fmt.Sprintf("%s %q is not an IP address", what, ip))
-			return
-		}
-		set[n] = struct{}{}
-	}
+	t := targetSet{set: map[string]struct{}{}, rs: rs}
 	switch serviceType(svc) {
 	case corev1.ServiceTypeLoadBalancer:
-		switch {
-		case internal:
-			for _, ip := range clusterIPs(svc) {
-				addIP("spec.clusterIPs", ip)
-			}
-		case len(svc.Spec.ExternalIPs) > 0:
-			for _, ip := range svc.Spec.ExternalIPs {
-				addIP("spec.externalIPs", ip)
-			}
-		default:
-			for _, lb := range svc.Status.LoadBalancer.Ingress {
-				if lb.IP != "" {
-					addIP("status.loadBalancer.ingress ip", lb.IP)
-				}
-				if lb.Hostname != "" {
-					n, _, err := normalizeTarget(lb.Hostname)
-					if err != nil {
-						rs.add("", CauseInvalidTarget, fmt.Sprintf("status.loadBalancer.ingress hostname: %v", err))
-						continue
-					}
-					set[n] = struct{}{}
-				}
-			}
-		}
+		loadBalancerTargets(svc, internal, t)
 	case corev1.ServiceTypeClusterIP:
 		if internal || c.PublishInternal {
-			for _, ip := range clusterIPs(svc) {
-				addIP("spec.clusterIPs", ip)
-			}
+			t.ips("spec.clusterIPs", clusterIPs(svc))
 		}
 	case corev1.ServiceTypeNodePort:
-		for _, ip := range c.nodePortTargets(svc, sc) {
-			addIP("node address", ip)
-		}
+		t.ips("node address", c.nodePortTargets(svc, sc))
 	case corev1.ServiceTypeExternalName:
 		if len(svc.Spec.ExternalIPs) > 0 {
-			for _, ip := range svc.Spec.ExternalIPs {
-				addIP("spec.externalIPs", ip)
-			}
+			t.ips("spec.externalIPs", svc.Spec.ExternalIPs)
 			break
 		}
 		if svc.Spec.ExternalName != "" {
 			// An IP address here is published as an A/AAAA record, as external-dns does.
-			n, _, err := normalizeTarget(svc.Spec.ExternalName)
-			if err != nil {
-				rs.add("", CauseInvalidTarget, fmt.Sprintf("spec.externalName: %v", err))
-			} else {
-				set[n] = struct{}{}
+			t.host("spec.externalName", svc.Spec.ExternalName)
+		}
+	}
+	return t.set
+}
+
+// loadBalancerTargets adds the targets of a LoadBalancer Service's names to t: its cluster IPs
+// for the internal names, else its external IPs, else its load balancers' addresses and names.
+func loadBalancerTargets(svc *corev1.Service, internal bool, t targetSet) {
+	switch {
+	case internal:
+		t.ips("spec.clusterIPs", clusterIPs(svc))
+	case len(svc.Spec.ExternalIPs) > 0:
+		t.ips("spec.externalIPs", svc.Spec.ExternalIPs)
+	default:
+		for _, lb := range svc.Status.LoadBalancer.Ingress {
+			if lb.IP != "" {
+				t.ips("status.loadBalancer.ingress ip", []string{lb.IP})
+			}
+			if lb.Hostname != "" {
+				t.host("status.loadBalancer.ingress hostname", lb.Hostname)
 			}
 		}
 	}
-	return set
+}
+
+// targetSet collects a Service's targets, and rejects those its fields hold wrongly.
+type targetSet struct {
+	set map[string]struct{}
+	rs  *rejections
+}
+
+// ips adds the addresses of the field what; anything else there is rejected.
+func (t targetSet) ips(what string, ips []string) {
+	for _, ip := range ips {
+		n, isIP, err := normalizeTarget(ip)
+		if err != nil || !isIP {
+			t.rs.add("", CauseInvalidTarget, fmt.Sprintf("%s %q is not an IP address", what, ip))
+			continue
+		}
+		t.set[n] = struct{}{}
+	}
+}
+
+// host adds the host name (or address) of the field what, unless it is invalid.
+func (t targetSet) host(what, host string) {
+	n, _, err := normalizeTarget(host)
+	if err != nil {
+		t.rs.add("", CauseInvalidTarget, fmt.Sprintf("%s: %v", what, err))
+		return
+	}
+	t.set[n] = struct{}{}
 }
 
 // clusterIPs returns every cluster IP of a Service (both families of a dual-stack one);

@@ -41,6 +41,10 @@ type Claim struct {
 	Source record.ObjectRef
 	// Created is the creationTimestamp of Source: the oldest object's CNAME wins a conflict.
 	Created time.Time
+	// Policy is the steering the object declares for the name (steering.go); zero for none.
+	// Only a claim with targets carries one. Of the objects of one cluster that publish a
+	// name, the oldest that sets a field decides it (steering_merge.go).
+	Policy Policy
 }
 
 // Cause classifies a Rejection with a small, fixed set of values (usable as a metric label).

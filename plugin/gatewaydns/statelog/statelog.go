@@ -40,6 +40,21 @@ func (st *States[K, S]) Reset() {
 	clear(st.last)
 }
 
+// Forget forgets the state of one subject, one that is gone for good (a target no longer
+// checked), so that subjects that come and go do not pile up.
+func (st *States[K, S]) Forget(subject K) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	delete(st.last, subject)
+}
+
+// Len is how many subjects are in a state other than forgotten.
+func (st *States[K, S]) Len() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.last)
+}
+
 // State is the last state of one subject: States with a single subject.
 type State[S comparable] struct{ states States[struct{}, S] }
 

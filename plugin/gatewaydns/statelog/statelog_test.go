@@ -91,3 +91,22 @@ func TestStateReportsConcurrentChangesInTheirOrder(t *testing.T) {
 		st.Set(last, func(prev int) { t.Fatalf("the last report says %d, the state is %d", last, prev) })
 	}
 }
+
+func TestForgetDropsOneSubject(t *testing.T) {
+	var st States[string, string]
+	var told []string
+	tell := func(subject string) func(string) {
+		return func(prev string) { told = append(told, subject+" from "+prev) }
+	}
+	st.Set("a", "down", tell("a"))
+	st.Set("b", "down", tell("b"))
+	st.Forget("a")
+	if st.Len() != 1 {
+		t.Fatalf("%d subjects after forgetting one of two", st.Len())
+	}
+	st.Set("a", "down", tell("a")) // news again
+	st.Set("b", "down", tell("b")) // still known
+	if want := []string{"a from ", "b from ", "a from "}; !slices.Equal(told, want) {
+		t.Fatalf("told %q, want %q", told, want)
+	}
+}

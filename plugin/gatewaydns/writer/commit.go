@@ -155,56 +155,15 @@ func (w *Writer) commit(ctx context.Context, term *Term, snap snapshot, batch []
 
 // commitWith is commit with claim guards or without (claims.go).
 func (w *Writer) commitWith(ctx context.Context, term *Term, snap snapshot, batch []plan.Change, res *Result, guards bool) error {
-	var ops []clientv3.Op
-	cmps := []clientv3.Cmp{term.Fence()}
-	puts, dels, adopted, guarded := 0, 0, 0, false
-	for _, c := range batch {
-		adopted += c.Adopted
-		readAt, known := snap.names[c.Name]
-		claim := c.Claim && known
-		if claim {
-			cmps = append(cmps, w.claimCompare(guards, c.Name, readAt))
-			if guards {
-				ops = append(ops, w.claimGuard(c))
-				guarded = true
-			}
-		}
-		if c.Withdraws && guards {
-			ops = append(ops, clientv3.OpDelete(w.guardKey(c.Name)))
-			guarded = true
-		}
-		expect := func(k string) {
-			switch rev, read := snap.keys[k]; {
-			case read:
-				cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rev))
-			case claim && !guards: // the range compare covers it, and so compares stay <= ops
-			default:
-				cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
-			}
-		}
-		for _, p := range c.Puts {
-			var opts []clientv3.OpOption
-			if p.Lease != 0 {
-				opts = append(opts, clientv3.WithLease(clientv3.LeaseID(p.Lease)))
-			}
-			ops = append(ops, clientv3.OpPut(p.Key, string(p.Value), opts...))
-			expect(p.Key)
-			puts++
-		}
-		for _, d := range c.Deletes {
-			ops = append(ops, clientv3.OpDelete(d))
-			expect(d)
-			dels++
-		}
-	}
+	t := w.txnOf(term, snap, batch, guards)
 	var resp *clientv3.TxnResponse
 	err := w.request(ctx, func(ctx context.Context) (err error) {
-		resp, err = w.client.Txn(ctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(term.Key)).Commit()
+		resp, err = w.client.Txn(ctx).If(t.cmps...).Then(t.ops...).Else(clientv3.OpGet(term.Key)).Commit()
 		return err
 	})
 	if err != nil {
 		w.refused(err)
-		if guarded && permissionDenied(err) {
+		if t.guarded && permissionDenied(err) {
 			// The guards' or the records'? Without the guards, as before them, tells.
 			if err2 := w.commitWith(ctx, term, snap, batch, res, false); err2 != nil {
 				return err2
@@ -222,12 +181,70 @@ func (w *Writer) commitWith(ctx context.Context, term *Term, snap snapshot, batc
 		return ErrNotLeader
 	}
 	res.Txns++
-	res.Puts += puts
-	res.Deletes += dels
+	res.Puts += t.puts
+	res.Deletes += t.dels
 	res.Revision = resp.Header.Revision
-	res.Adopted += adopted
-	w.obs.Committed(puts, dels)
+	res.Adopted += t.adopted
+	for _, c := range batch {
+		res.committed(c.Name, resp.Header.Revision)
+	}
+	w.obs.Committed(t.puts, t.dels)
 	return nil
+}
+
+// txn is the transaction of a batch of changes: its compares and operations, and what they
+// do.
+type txn struct {
+	cmps                []clientv3.Cmp
+	ops                 []clientv3.Op
+	puts, dels, adopted int
+	guarded             bool // it writes claim guards
+}
+
+// txnOf is the transaction of batch under term's fence, each key compared with what snap read
+// of it; with guards, claims and withdrawals write their guard keys (claims.go).
+func (w *Writer) txnOf(term *Term, snap snapshot, batch []plan.Change, guards bool) txn {
+	t := txn{cmps: []clientv3.Cmp{term.Fence()}}
+	for _, c := range batch {
+		t.adopted += c.Adopted
+		readAt, known := snap.names[c.Name]
+		claim := c.Claim && known
+		if claim {
+			t.cmps = append(t.cmps, w.claimCompare(guards, c.Name, readAt))
+			if guards {
+				t.ops = append(t.ops, w.claimGuard(c))
+				t.guarded = true
+			}
+		}
+		if c.Withdraws && guards {
+			t.ops = append(t.ops, clientv3.OpDelete(w.guardKey(c.Name)))
+			t.guarded = true
+		}
+		expect := func(k string) {
+			switch rev, read := snap.keys[k]; {
+			case read:
+				t.cmps = append(t.cmps, clientv3.Compare(clientv3.ModRevision(k), "=", rev))
+			case claim && !guards: // the range compare covers it, and so compares stay <= ops
+			default:
+				t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
+			}
+		}
+		for _, p := range c.Puts {
+			var opts []clientv3.OpOption
+			if p.Lease != 0 {
+				opts = append(opts, clientv3.WithLease(clientv3.LeaseID(p.Lease)))
+			}
+			t.ops = append(t.ops, clientv3.OpPut(p.Key, string(p.Value), opts...))
+			expect(p.Key)
+			t.puts++
+		}
+		for _, d := range c.Deletes {
+			t.ops = append(t.ops, clientv3.OpDelete(d))
+			expect(d)
+			t.dels++
+		}
+	}
+	return t
 }
 
 // perKey tells the errors that come from a key of the request, not from etcd or the network:

@@ -6,13 +6,17 @@ import (
 	"fmt"
 	"path"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 )
+
+var log = clog.NewWithPlugin("gatewaydns")
 
 // DefaultLeaderPrefix is where writers elect their leaders: one election per owner id, at
 // <prefix>/<owner>. It is outside the records' prefix, so no server of the zone ever reads it.
@@ -26,8 +30,17 @@ const DefaultLeaderPrefix = "/gatewaydns/leader"
 const dryRunElection = "-dry-run"
 
 // DefaultElectionTTL is how long a crashed leader keeps its leadership: a successor takes over
-// at most this long after the leader's process is gone (at once when it shuts down cleanly).
-const DefaultElectionTTL = 10 * time.Second
+// at most this long (and etcd's lease expiry check, every 500 ms) after the leader's process is
+// gone; at once when it shuts down cleanly, or when it comes back under the same identity.
+//
+// 2 s is etcd's shortest lease with its default heartbeat and election timeout (etcd raises a
+// shorter TTL to 1.5 election timeouts; NewElection's grant then keeps the TTL etcd gives). A
+// short TTL costs no safety: every write of a term is fenced on its election key, which is gone
+// before a successor can lead, so a leader whose session lapsed can no longer write, whatever
+// it believes. What it costs is tolerance: the session is kept alive every TTL/4, each attempt
+// bounded by TTL/4 and tried again on another member, so that a frozen etcd member or a lost
+// keep-alive costs a quarter of the TTL, not the session.
+const DefaultElectionTTL = 2 * time.Second
 
 // ErrNotLeader is returned for a write by a writer that does not lead, or that led and was
 // deposed: etcd rejected the transaction because its election key is gone.
@@ -46,6 +59,9 @@ type Election struct {
 	// reached, when set, is told each answer or failure of etcd during a campaign: a standby
 	// says whether etcd answers while it waits.
 	reached func(error)
+	// standingBy, when set, is told that the campaign waits behind the key of another replica
+	// whose session is kept alive: a healthy leader (healthyLeader).
+	standingBy func()
 	// members keeps the session's keep-alive off members that stop answering; a failed
 	// campaign tells it through the caller's store.Pause.
 	members *store.Members
@@ -53,8 +69,10 @@ type Election struct {
 	// abandoned are leases of this election's sessions given up while etcd did not answer:
 	// their keys stay in the election, in front of every later candidate, until revoked or
 	// expired. The next campaign revokes them first.
-	mu        sync.Mutex
-	abandoned []clientv3.LeaseID
+	mu         sync.Mutex
+	abandoned  []clientv3.LeaseID
+	raised     sync.Once    // etcd raised the TTL: logged once
+	grantedTTL atomic.Int64 // seconds, as etcd last granted a session
 }
 
 // maxAbandoned bounds the abandoned leases remembered: beyond a few, the oldest have expired.
@@ -100,7 +118,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 		return nil, fmt.Errorf("election %s: session: %w", e.prefix, err)
 	}
 	liveSessions.Store(grant.ID, struct{}{})
-	alive, stop := keepAlive(ctx, e.client, e.members, grant.ID, time.Duration(e.ttl)*time.Second, e.attempt)
+	alive, stop := keepAlive(ctx, e.client, e.members, grant.ID, e.grant(grant.TTL), e.attempt)
 	t := &Term{Key: fmt.Sprintf("%s/%x", e.prefix, grant.ID), lease: grant.ID, alive: alive, stopKeepAlive: stop, client: e.client, el: e}
 	if err := e.campaign(ctx, t); err != nil {
 		t.release()
@@ -147,10 +165,29 @@ func (e *Election) campaign(ctx context.Context, t *Term) error {
 			}
 			continue
 		}
-		if err := waitDelete(ctx, e.client, string(older.Kvs[0].Key), older.Header.Revision, t.alive); err != nil {
+		if err := e.standBy(ctx, older.Kvs[0], older.Header.Revision, t.alive); err != nil {
 			return err
 		}
 	}
+}
+
+// grant is the session's TTL as etcd granted it: etcd raises a TTL below its minimum lease TTL
+// (1.5 election timeouts, rounded up to whole seconds), and the keep-alive must follow the TTL
+// the lease has. That a leader's death takes longer to be seen is said once.
+func (e *Election) grant(ttl int64) time.Duration {
+	if ttl > int64(e.ttl) {
+		e.raised.Do(func() {
+			log.Warningf("etcd granted the election %s a TTL of %ds for the %ds asked (its minimum lease TTL, 1.5 election timeouts): a standby takes over up to %ds after a leader's crash",
+				e.prefix, ttl, e.ttl, ttl)
+		})
+	}
+	e.grantedTTL.Store(ttl)
+	return e.sessionTTL()
+}
+
+// sessionTTL is the TTL of this election's sessions: as etcd last granted it, else as asked.
+func (e *Election) sessionTTL() time.Duration {
+	return time.Duration(max(e.grantedTTL.Load(), int64(e.ttl))) * time.Second
 }
 
 // liveSessions are the leases of this process's election sessions, from their grant until
@@ -213,54 +250,6 @@ func (e *Election) exorcise(ctx context.Context, key string, lease clientv3.Leas
 func (e *Election) tell(ctx context.Context, err error) {
 	if e.reached != nil && ctx.Err() == nil {
 		e.reached(err)
-	}
-}
-
-// errSessionLost: the campaign's session ended (its keep-alive went unanswered for the TTL)
-// while it waited for the leader to go.
-var errSessionLost = errors.New("session lost while waiting for the leader")
-
-// waitDelete returns when key is deleted after rev, or ctx ends, or the session is lost: a
-// standby whose etcd stops answering learns it from its session's keep-alive (within the TTL)
-// and campaigns again, which fails and says so, instead of waiting on a silent watch.
-func waitDelete(ctx context.Context, client *clientv3.Client, key string, rev int64, session context.Context) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	// Watch itself does not return until the client's watch stream takes the request, which
-	// it does only once the stream is open: when etcd stops answering just before, that is
-	// never. The session's end must end that wait too, not only the one for events.
-	defer context.AfterFunc(session, cancel)()
-	// The wait's own stream, ended with it: a campaign retried through an outage leaves none.
-	watches := store.NewWatches(client)
-	defer watches.Close()
-	wc := watches.Watch(wctx, key, clientv3.WithRev(rev+1), clientv3.WithFilterPut())
-	for {
-		select {
-		case <-session.Done():
-			// The session's context is the campaign's too: say which ended.
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			return errSessionLost
-		case resp, ok := <-wc:
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if session.Err() != nil {
-				return errSessionLost
-			}
-			if !ok {
-				return errors.New("watch of the leader key closed")
-			}
-			if err := resp.Err(); err != nil {
-				return err
-			}
-			for _, ev := range resp.Events {
-				if ev.Type == clientv3.EventTypeDelete {
-					return nil
-				}
-			}
-		}
 	}
 }
 

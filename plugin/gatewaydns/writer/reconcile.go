@@ -48,13 +48,17 @@ func (w *Writer) resync(ctx context.Context, term *Term, lease clientv3.LeaseID)
 		return Result{}, err
 	}
 	// reconcile drops the duplicates.
+	synced := w.cfg.Desired.Synced() // before Names: what they hold then is the whole of it
 	names := append(w.cfg.Desired.Names(), adopt...)
 	for _, k := range own {
 		if k.name != "" {
 			names = append(names, k.name)
 		}
 	}
-	res, err := w.reconcile(ctx, term, lease, names, nil)
+	res, err := w.reconcileTelling(ctx, term, lease, names, nil, synced)
+	if err == nil {
+		w.settleElection() // it leads and has synced: names that failed are reported, not waited for
+	}
 	if err == nil && len(res.Failed) == 0 && scanFailed == 0 {
 		w.obs.Synced(time.Now())
 	}
@@ -164,6 +168,12 @@ func (w *Writer) adoptionNames(key string, v record.Value) []string {
 }
 
 func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.LeaseID, names []string, since map[string]time.Time) (Result, error) {
+	return w.reconcileTelling(ctx, term, lease, names, since, false)
+}
+
+// reconcileTelling is reconcile; settled tells a PublishedObserver that it is a full resync
+// made with the sources synced (Publication.Settled).
+func (w *Writer) reconcileTelling(ctx context.Context, term *Term, lease clientv3.LeaseID, names []string, since map[string]time.Time, settled bool) (Result, error) {
 	w.opMu.Lock()
 	defer w.opMu.Unlock()
 
@@ -183,6 +193,7 @@ func (w *Writer) reconcile(ctx context.Context, term *Term, lease clientv3.Lease
 			w.reportFailure(n, wait(cause, err))
 		}
 	}
+	w.tellPublished(term, &res, settled && err == nil)
 	if ao, ok := w.obs.(AdoptionObserver); ok && res.Adopted > 0 {
 		ao.Adopted(res.Adopted)
 	}
@@ -271,6 +282,7 @@ func (w *Writer) reconcileOnce(ctx context.Context, term *Term, lease clientv3.L
 		return nil
 	}
 	err = w.apply(ctx, term, snap, p.Changes, res)
+	w.observePublished(readable, current, p, res)
 	if errors.Is(err, ErrNotLeader) {
 		w.depose(term)
 	}

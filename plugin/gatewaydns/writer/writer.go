@@ -190,6 +190,10 @@ type Result struct {
 	// stale are names whose commit found their keys changed since they were read: they are
 	// read and planned again.
 	stale []string
+	// revs are the names committed, each with the revision of its last transaction; seen is
+	// what the owner holds at each name read (published.go).
+	revs map[string]int64
+	seen map[string]seenName
 }
 
 func (r *Result) fail(name string, err error) {
@@ -212,6 +216,23 @@ func (r *Result) add(o *Result) {
 		r.fail(n, err)
 	}
 	r.stale = append(r.stale, o.stale...)
+	for n, rev := range o.revs {
+		r.committed(n, rev)
+	}
+	for n, s := range o.seen {
+		if r.seen == nil {
+			r.seen = make(map[string]seenName, len(o.seen))
+		}
+		r.seen[n] = s
+	}
+}
+
+// committed records that a transaction at revision rev changed name's records.
+func (r *Result) committed(name string, rev int64) {
+	if r.revs == nil {
+		r.revs = make(map[string]int64)
+	}
+	r.revs[name] = max(r.revs[name], rev)
 }
 
 // Writer keeps one owner's records in etcd equal to what Desired wants. Of the replicas of an
@@ -238,26 +259,29 @@ type Writer struct {
 	lost lostNames
 	// guardsDenied: etcd refused a claim guard, claims compare key ranges (claims.go).
 	guardsDenied atomic.Bool
+	// settled: this replica has led and made a full resync, or has stood by behind another
+	// replica's live election key (Settled).
+	settled atomic.Bool
 
 	reports reports
 	// planned is what a dry run told of each name (dryrun.go).
 	planned planned
 }
 
-// New checks cfg and fills in the defaults. Nothing runs until Run.
-func New(client *clientv3.Client, cfg Config) (*Writer, error) {
+// checked is cfg with its defaults filled in, or why it cannot be used.
+func (cfg Config) checked() (Config, error) {
 	if cfg.Owner == "" {
-		return nil, errors.New("writer: an owner id is required")
+		return cfg, errors.New("writer: an owner id is required")
 	}
 	if strings.ContainsAny(cfg.Owner, "/\"") {
-		return nil, fmt.Errorf("writer: owner id %q must not contain / or \"", cfg.Owner)
+		return cfg, fmt.Errorf("writer: owner id %q must not contain / or \"", cfg.Owner)
 	}
 	if cfg.Desired == nil {
-		return nil, errors.New("writer: no desired state")
+		return cfg, errors.New("writer: no desired state")
 	}
 	if cfg.Registry != nil {
 		if err := cfg.Registry.Check(); err != nil {
-			return nil, fmt.Errorf("writer: %w", err)
+			return cfg, fmt.Errorf("writer: %w", err)
 		}
 	}
 	if cfg.Prefix == "" {
@@ -278,12 +302,21 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 	cfg.AttemptTimeout = min(cfg.AttemptTimeout, cfg.Timeout)
 	if cfg.Lease > 0 {
 		if err := CheckLease(cfg.Lease, cfg.ElectionTTL); err != nil {
-			return nil, fmt.Errorf("writer: %w", err)
+			return cfg, fmt.Errorf("writer: %w", err)
 		}
 	}
 	if cfg.Identity == "" {
 		host, _ := os.Hostname()
 		cfg.Identity = fmt.Sprintf("%s/%d", host, os.Getpid())
+	}
+	return cfg, nil
+}
+
+// New checks cfg and fills in the defaults (Config.checked). Nothing runs until Run.
+func New(client *clientv3.Client, cfg Config) (*Writer, error) {
+	cfg, err := cfg.checked()
+	if err != nil {
+		return nil, err
 	}
 	obs := cfg.Observer
 	if obs == nil {
@@ -306,8 +339,18 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 		lost:    lostNames{names: make(map[string]int64)},
 	}
 	el.reached = wr.reached
+	el.standingBy = wr.settleElection
 	return wr, nil
 }
+
+// Settled reports whether this replica has found its place in the election: it has led and
+// made a full resync (it writes), or it has stood by behind the election key of another
+// replica, which lives only while that replica keeps its session alive (a leader writes). A
+// replica that has neither, say one waiting out the key of a crashed predecessor of another
+// identity, is not settled: nothing writes yet. Once settled, a replica stays so.
+func (w *Writer) Settled() bool { return w.settled.Load() }
+
+func (w *Writer) settleElection() { w.settled.Store(true) }
 
 // Enqueue asks for names to be reconciled soon. It never blocks; names enqueued several times
 // before the leader gets to them are reconciled once. A replica that does not lead keeps

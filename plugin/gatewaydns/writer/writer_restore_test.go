@@ -38,8 +38,8 @@ func wtConnect(t *testing.T, c *testenv.EtcdCluster) (*clientv3.Client, *store.M
 	return cli, m
 }
 
-// wtPublished is the names with a key of owner, sorted.
-func wtPublished(t *testing.T, cli *clientv3.Client, owner string) []string {
+// wtOwnedNames is the names with a key of owner, sorted.
+func wtOwnedNames(t *testing.T, cli *clientv3.Client, owner string) []string {
 	t.Helper()
 	var names []string
 	for k, kv := range wtKeys(t, cli) {
@@ -75,7 +75,7 @@ func TestAWriterPlansEverythingAgainWhenEtcdIsRestored(t *testing.T) {
 		return names
 	}
 	direct := c.Client(t)
-	wtEventually(t, 10*time.Second, "published", func() bool { return slices.Equal(wtPublished(t, direct, "c1"), want()) })
+	wtEventually(t, 10*time.Second, "published", func() bool { return slices.Equal(wtOwnedNames(t, direct, "c1"), want()) })
 
 	for round, bump := range []uint64{0, 1_000_000} {
 		snap := c.Snapshot(t)
@@ -92,14 +92,14 @@ func TestAWriterPlansEverythingAgainWhenEtcdIsRestored(t *testing.T) {
 		}
 		w.Enqueue(changed...)
 		wtEventually(t, 10*time.Second, "the changes published before the restore", func() bool {
-			return slices.Equal(wtPublished(t, direct, "c1"), want())
+			return slices.Equal(wtOwnedNames(t, direct, "c1"), want())
 		})
 
 		c.Restore(t, snap, bump)
 		answering := time.Now()
 		direct = c.Client(t) // not one that sat out the restore in gRPC's dial back-off
 		wtEventually(t, 5*time.Second, fmt.Sprintf("the owner's keys what it wants after the restore (bump %d)", bump), func() bool {
-			return slices.Equal(wtPublished(t, direct, "c1"), want())
+			return slices.Equal(wtOwnedNames(t, direct, "c1"), want())
 		})
 		t.Logf("bump %d: the owner's keys were what it wants %v after etcd answered", bump, time.Since(answering).Round(time.Millisecond))
 		if !w.IsLeader() {
