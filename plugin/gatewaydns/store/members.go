@@ -7,21 +7,22 @@ import (
 	"sync/atomic"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/connectivity"
 )
 
 // Members keeps a client on the etcd members that answer, and follows the cluster's members.
 //
-// The configured endpoints are only the seed when they name a member. Every round asks the
-// cluster for its member list and uses the members' client URLs, so a member added to the
-// cluster is used without a Corefile change, and replacing every original member one by one
-// (remove one, add one) keeps the client on the cluster. A configured endpoint that is not a
-// member's URL (a DNS name of them all) stays while it answers; one that neither is a member
-// nor answers (a member removed) is dropped, and tried again only when nothing else answers.
-// Endpoints that name no member at all are a front the operator put before etcd (a load
-// balancer, a proxy): they are used as they are, and the member list is not followed.
+// The configured endpoints are a seed or a front, as the first member list read says
+// (members_follow.go). When one of them is a member's client URL they are a seed: every round
+// asks the cluster for its member list and uses the members' client URLs, so a member added to
+// the cluster is used without a Corefile change, and replacing every original member one by one
+// (remove one, add one) keeps the client on the cluster, though the list then names none of the
+// seeds. A seed that is not a member's URL (a DNS name of them all) stays while it answers; one
+// that neither is a member nor answers (a member removed) is dropped, and tried again only when
+// nothing else answers. When none of them is a member's URL they are a front the operator put
+// before etcd (a load balancer, a proxy, a tunnel), which the client must go through, not
+// around: they are used as they are, and the member list is not followed (said once).
 //
 // A frozen member (SIGSTOP, a hung host or disk) keeps its TCP connection open, so gRPC goes on
 // picking it, round robin, for one request or stream in three until its keep-alive closes the
@@ -55,7 +56,7 @@ type Members struct {
 	using     []string        // what the client uses now
 	members   []string        // the member URLs at the last round that read them, sorted
 	used      map[string]bool // every endpoint used so far (Run's goroutine's)
-	following atomic.Uint32   // a following: whether the member list is followed
+	following atomic.Uint32   // a following: seed or front, decided at the first member list (follows)
 }
 
 // Logger is where Members says when it leaves a member and when it uses it again; clog.P is one.
@@ -185,19 +186,12 @@ func (m *Members) Run(ctx context.Context) {
 // followConnection calls for a round when the client's connection is lost (no endpoint it
 // uses answers: the members may have moved) and when it comes back (the store may be another).
 func (m *Members) followConnection(ctx context.Context) {
-	conn := m.client.ActiveConnection()
-	state := conn.GetState()
-	for conn.WaitForStateChange(ctx, state) {
-		next := conn.GetState()
-		switch {
-		case next == connectivity.Shutdown:
-			return
-		case next == connectivity.Ready && state != connectivity.Ready,
-			next == connectivity.TransientFailure && state != connectivity.TransientFailure:
+	onStateChanges(ctx, m.client.ActiveConnection(), func(from, to connectivity.State) bool {
+		if to != from && (to == connectivity.Ready || to == connectivity.TransientFailure) {
 			m.poke()
 		}
-		state = next
-	}
+		return true
+	})
 }
 
 func (m *Members) leftOut() bool {
@@ -207,7 +201,7 @@ func (m *Members) leftOut() bool {
 }
 
 // round asks every candidate for its status at once and, when one answered, the cluster for
-// its members; the client then uses those that answered. When none did (etcd is down, or the
+// its members (followList); the client then uses those that answered. When none did (etcd is down, or the
 // network is) it uses every endpoint it knows, seeds too: there is nothing to prefer, and the
 // client's own reconnects find the first to come back.
 func (m *Members) round(ctx context.Context) {
@@ -218,23 +212,8 @@ func (m *Members) round(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
-	if len(answered) > 0 && following(m.following.Load()) != followNot {
-		if urls, ok := m.memberURLs(ctx, answeredFirst(candidates, answered)); ok && m.follows(urls) {
-			m.mu.Lock()
-			m.members = sorted(urls)
-			m.mu.Unlock()
-			asked := candidates
-			candidates = m.follow(urls, answered)
-			var fresh []string // members not asked yet: used at once if they answer
-			for _, ep := range candidates {
-				if !slices.Contains(asked, ep) {
-					fresh = append(fresh, ep)
-				}
-			}
-			for ep := range m.probe(ctx, fresh) {
-				answered[ep] = struct{}{}
-			}
-		}
+	if len(answered) > 0 {
+		candidates = m.followList(ctx, candidates, answered)
 	}
 	var use []string
 	for _, ep := range candidates {
@@ -281,134 +260,6 @@ func (m *Members) probe(ctx context.Context, endpoints []string) map[string]stru
 		}
 	}
 	return answered
-}
-
-// followMembers reads the member list through the client every syncEvery and calls for a
-// round when its URLs are others than at the last round (or no round read them yet). A member
-// list that cannot be read changes nothing: the requests that fail call for a round
-// themselves. Off Run's goroutine: a read that waits on a frozen member must not hold up a
-// suspicion's round.
-func (m *Members) followMembers(ctx context.Context) {
-	t := time.NewTicker(syncEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		lctx, cancel := context.WithTimeout(ctx, listTimeout)
-		resp, err := m.client.MemberList(lctx)
-		cancel()
-		if err != nil {
-			continue
-		}
-		if following(m.following.Load()) == followNot {
-			return // the endpoints are a front: nothing to follow
-		}
-		m.mu.Lock()
-		changed := !slices.Equal(sorted(clientURLs(resp.Members)), m.members)
-		m.mu.Unlock()
-		if changed {
-			m.poke()
-		}
-	}
-}
-
-func sorted(s []string) []string {
-	s = slices.Clone(s)
-	slices.Sort(s)
-	return s
-}
-
-// clientURLs are the client URLs of the members that serve clients: started (named), and
-// voting (a learner refuses most requests), as clientv3's Sync reads them.
-func clientURLs(members []*pb.Member) []string {
-	var urls []string
-	for _, mem := range members {
-		if mem.Name != "" && !mem.IsLearner {
-			urls = append(urls, mem.ClientURLs...)
-		}
-	}
-	return urls
-}
-
-// answeredFirst is the first of candidates that answered.
-func answeredFirst(candidates []string, answered map[string]struct{}) string {
-	for _, ep := range candidates {
-		if _, ok := answered[ep]; ok {
-			return ep
-		}
-	}
-	return ""
-}
-
-// memberURLs asks the member at ep (one that just answered: not the client's round robin,
-// which may pick the member that did not) for the cluster's members, and returns their
-// clientURLs. ok is false when etcd did not say.
-func (m *Members) memberURLs(ctx context.Context, ep string) (urls []string, ok bool) {
-	lctx, cancel := context.WithTimeout(ctx, listTimeout)
-	defer cancel()
-	conn, err := m.client.Dial(ep)
-	if err != nil {
-		return nil, false
-	}
-	defer conn.Close()
-	resp, err := pb.NewClusterClient(conn).MemberList(lctx, &pb.MemberListRequest{Linearizable: true})
-	if err != nil {
-		return nil, false
-	}
-	urls = clientURLs(resp.Members)
-	return urls, len(urls) > 0
-}
-
-// Whether the member list is followed: decided at the first one read.
-type following uint32
-
-const (
-	followUndecided following = iota
-	followYes
-	followNot
-)
-
-// follows decides, at the first member list read, whether to follow it: when the configured
-// endpoints name a member, they are a seed; when they name none, they are a front (a load
-// balancer, a proxy, a tunnel) that the operator put before etcd, which the clients must go
-// through rather than around, and they are used as they are. Run's goroutine calls it.
-func (m *Members) follows(urls []string) bool {
-	if following(m.following.Load()) == followUndecided {
-		decided := followNot
-		if slices.ContainsFunc(m.seeds, func(s string) bool { return slices.Contains(urls, s) }) {
-			decided = followYes
-		} else {
-			m.log.Infof("etcd endpoints %v are none of its members' own URLs %v (a load balancer or a proxy): using them as they are, not the member list", m.seeds, urls)
-		}
-		m.following.Store(uint32(decided))
-	}
-	return following(m.following.Load()) == followYes
-}
-
-// follow is the candidates once the cluster said its members are at urls: the seeds that are
-// members or answered, then the other members, in the cluster's order.
-func (m *Members) follow(urls []string, answered map[string]struct{}) []string {
-	var next []string
-	for _, s := range m.seeds {
-		if _, ok := answered[s]; ok || slices.Contains(urls, s) {
-			next = append(next, s)
-		}
-	}
-	return union(next, urls)
-}
-
-// union is a followed by the elements of b it lacks, each once.
-func union(a, b []string) []string {
-	out := slices.Clone(a)
-	for _, s := range b {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // report logs a change of the members used: once per change, and only when it happens.

@@ -121,3 +121,79 @@ func TestAFrontBeforeEtcdIsUsedAsItIs(t *testing.T) {
 		t.Errorf("said it uses the front as it is %d times, want once: %q", n, log.all)
 	}
 }
+
+// The first member list read decides, once, whether the endpoints are a seed or a front, and
+// the candidates then follow each list: a seed that is no member stays while it answers, a
+// seed that neither is a member nor answers goes, and once the list is followed it is followed
+// still when it names none of the seeds (every original member replaced). A front stays a
+// front whatever a later list says, and says so once.
+func TestTheFirstMemberListSaysWhetherTheEndpointsAreASeedOrAFront(t *testing.T) {
+	type step struct {
+		members  []string // the member list read
+		answered []string // the endpoints that answered the round's status requests
+		want     []string // the round's candidates after it
+	}
+	for _, tc := range []struct {
+		name    string
+		seeds   []string
+		steps   []step
+		follows bool
+	}{{
+		name:  "endpoints that name a member are a seed, and a load balancer among them stays while it answers",
+		seeds: []string{"http://a", "http://lb"},
+		steps: []step{
+			{members: []string{"http://a", "http://b", "http://c"}, answered: []string{"http://a", "http://lb"},
+				want: []string{"http://a", "http://lb", "http://b", "http://c"}},
+			{members: []string{"http://a", "http://b", "http://c"}, answered: []string{"http://a", "http://b"},
+				want: []string{"http://a", "http://b", "http://c"}},
+		},
+		follows: true,
+	}, {
+		name:  "a seed is followed still once every original member is replaced",
+		seeds: []string{"http://a", "http://b", "http://c"},
+		steps: []step{
+			{members: []string{"http://a", "http://b", "http://c"}, answered: []string{"http://a"},
+				want: []string{"http://a", "http://b", "http://c"}},
+			{members: []string{"http://b", "http://c", "http://d"}, answered: []string{"http://b"},
+				want: []string{"http://b", "http://c", "http://d"}},
+			{members: []string{"http://d", "http://e", "http://f"}, answered: []string{"http://d"},
+				want: []string{"http://d", "http://e", "http://f"}},
+		},
+		follows: true,
+	}, {
+		name:  "endpoints that name no member are a front, whatever a later list says",
+		seeds: []string{"http://lb"},
+		steps: []step{
+			{members: []string{"http://a", "http://b"}, answered: []string{"http://lb"}, want: []string{"http://lb"}},
+			{members: []string{"http://lb", "http://b"}, answered: []string{"http://lb"}, want: []string{"http://lb"}},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := &lines{}
+			m := NewMembers(nil, tc.seeds, log)
+			candidates := tc.seeds
+			for i, s := range tc.steps {
+				if m.follows(s.members) {
+					answered := map[string]struct{}{}
+					for _, ep := range s.answered {
+						answered[ep] = struct{}{}
+					}
+					candidates = m.follow(s.members, answered)
+				}
+				if !slices.Equal(candidates, s.want) {
+					t.Errorf("list %d: candidates %v, want %v", i+1, candidates, s.want)
+				}
+			}
+			if got := m.follows(nil); got != tc.follows {
+				t.Errorf("follows the member list: %v, want %v", got, tc.follows)
+			}
+			fronts := 0
+			if !tc.follows {
+				fronts = 1
+			}
+			if n := log.count("none of its members' own URLs"); n != fronts {
+				t.Errorf("said the endpoints are a front %d times, want %d: %q", n, fronts, log.all)
+			}
+		})
+	}
+}
