@@ -3,7 +3,6 @@ package writer
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -61,46 +60,6 @@ func (w *Writer) Run(ctx context.Context) error {
 	return nil
 }
 
-// cancelOnNewStore cancels ctx (with cancel) when the client's Lineage finds etcd a new store,
-// until the returned func is called, which says whether it did. A campaign begins again then:
-// after a restore from a snapshot its wait on the leader's key would watch from a revision
-// that the restored store numbers anew, and hear nothing of that key for as long. A standby
-// asks etcd nothing while it waits, so at every return of the connection it reads the
-// election's keys (linearizable, count only): what shows the Lineage where etcd is.
-func (w *Writer) cancelOnNewStore(ctx context.Context, cancel context.CancelFunc) (stop func() bool) {
-	_, newStore := w.cfg.Members.Lineage().Generation()
-	if newStore == nil {
-		return func() bool { return false }
-	}
-	// The goroutine ends with the campaign's ctx or at stop, at most an attempt later.
-	wctx, disarm := context.WithCancel(ctx)
-	var fired atomic.Bool
-	go func() {
-		back := store.Reconnected(wctx, w.client)
-		for {
-			select {
-			case <-newStore:
-				if wctx.Err() == nil {
-					fired.Store(true)
-					cancel()
-				}
-				return
-			case <-back:
-				back = store.Reconnected(wctx, w.client)
-				rctx, rcancel := context.WithTimeout(wctx, w.cfg.AttemptTimeout)
-				_, _ = w.client.Get(rctx, w.el.Prefix()+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-				rcancel()
-			case <-wctx.Done():
-				return
-			}
-		}
-	}()
-	return func() bool {
-		disarm()
-		return fired.Load()
-	}
-}
-
 // pause waits after a failed campaign or term: store.Pause, cut short when etcd answers again;
 // or, when etcd refused a write (a full database: a campaign grants a lease and puts a key),
 // until a probe finds that it takes writes again.
@@ -145,45 +104,52 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 	defer l.resync.Stop()
 	go w.watchKey(ctx, watches, term, l.keyCompacted)
 	for {
-		var err error
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-term.Done():
-			return errors.New("election session lost")
-		case <-deposed:
-			return ErrNotLeader
-		case <-leaseLost:
-			return errors.New("records' lease lost")
-		case <-l.syncedC:
-			l.sourcesSynced()
-		case <-l.resync.C:
-			err = l.resyncAll(ctx)
-		case <-l.up:
-			l.up = nil
-			l.retryNow()
-		case <-l.accepted:
-			l.accepted = nil
-			l.retryNow()
-		case <-l.retry:
-			l.retry = nil
-			w.Enqueue()
-		case <-w.wake:
-			err = l.reconcilePending(ctx)
-		case <-l.back:
-			l.back = store.Reconnected(ctx, w.client)
-			err = l.checkTerm(ctx)
-		case <-l.newStore:
-			err = l.storeChanged(ctx)
-		case <-l.keyCompacted:
-			// History the key's watch needed is gone (a restore with --mark-compacted among
-			// the causes): what else happened in it is not known. Plan everything again.
-			l.resync.Reset(0)
-		}
-		if errors.Is(err, ErrNotLeader) {
+		over, err := l.next(ctx, deposed, leaseLost)
+		if over || errors.Is(err, ErrNotLeader) {
 			return err
 		}
 	}
+}
+
+// next waits for the term's next event and does what it calls for; over tells that the term
+// ended (err says why, nil when ctx ended).
+func (l *termWork) next(ctx context.Context, deposed, leaseLost <-chan struct{}) (over bool, err error) {
+	w := l.w
+	select {
+	case <-ctx.Done():
+		return true, nil
+	case <-l.term.Done():
+		return true, errors.New("election session lost")
+	case <-deposed:
+		return true, ErrNotLeader
+	case <-leaseLost:
+		return true, errors.New("records' lease lost")
+	case <-l.syncedC:
+		l.sourcesSynced()
+	case <-l.resync.C:
+		err = l.resyncAll(ctx)
+	case <-l.up:
+		l.up = nil
+		l.retryNow()
+	case <-l.accepted:
+		l.accepted = nil
+		l.retryNow()
+	case <-l.retry:
+		l.retry = nil
+		w.Enqueue()
+	case <-w.wake:
+		err = l.reconcilePending(ctx)
+	case <-l.back:
+		l.back = store.Reconnected(ctx, w.client)
+		err = l.checkTerm(ctx)
+	case <-l.newStore:
+		err = l.storeChanged(ctx)
+	case <-l.keyCompacted:
+		// History the key's watch needed is gone (a restore with --mark-compacted among the
+		// causes): what else happened in it is not known. Plan everything again.
+		l.resync.Reset(0)
+	}
+	return false, err
 }
 
 // stepDown ends a term as leader.
@@ -310,90 +276,12 @@ func (l *termWork) retryNow() {
 	}
 }
 
-// checkTerm reads the term's election key when the connection comes back, in one attempt: a
-// store that lost the key (restored from a snapshot taken before the term) ends the term at
-// once rather than at its next write, and the read, linearizable, shows the client's Lineage
-// the store's revision. When etcd does not answer, the term's session and its fence still
-// guard it.
-func (l *termWork) checkTerm(ctx context.Context) error {
-	actx, cancel := context.WithTimeout(ctx, l.w.cfg.AttemptTimeout)
-	defer cancel()
-	resp, err := l.w.client.Get(actx, l.term.Key)
-	if err != nil {
-		return nil
-	}
-	if len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != l.term.Rev {
-		l.w.depose(l.term)
-		return ErrNotLeader
-	}
-	return nil
-}
-
-// storeChanged is etcd found to be a new store: what this leader wrote may be gone, and what
-// it deleted back. The term is checked (its key may be one the snapshot brought back for
-// another), and everything planned again at once against what etcd holds now: what the backup
-// lacks is published again, what it brought back is withdrawn.
-func (l *termWork) storeChanged(ctx context.Context) error {
-	_, l.newStore = l.w.cfg.Members.Lineage().Generation()
-	if err := l.checkTerm(ctx); err != nil {
-		return err
-	}
-	l.delay.Reset()
-	l.resync.Reset(0)
-	return nil
-}
-
 // adoptionRecheck is how soon a full resync that took keys over from external-dns is followed
 // by another. An external-dns still running may have been inside a sync loop when its keys
 // were taken: what the loop writes afterwards (a key and its registry record, planned before
 // the takeover) is taken over then, not at the next periodic resync. Once a resync takes
 // nothing over, the period is ResyncInterval again.
 const adoptionRecheck = 10 * time.Second
-
-// watchKey deposes term as soon as its election key is deleted (resigned by hand, its
-// session's lease revoked or expired), without waiting for the session's next keep-alive.
-// A compaction of the history the watch needs (after a reconnection, or a restore with
-// --mark-compacted) tells compacted, which plans everything again; the key is then read (gone:
-// deposed) and watched again from the read.
-func (w *Writer) watchKey(ctx context.Context, watches *store.Watches, term *Term, compacted chan<- struct{}) {
-	from := term.Rev
-	for {
-		oldest := int64(0)
-		for ev := range watches.Watch(ctx, term.Key, clientv3.WithRev(from)) {
-			for _, e := range ev.Events {
-				if e.Type == clientv3.EventTypeDelete {
-					w.depose(term)
-					return
-				}
-			}
-			if ev.CompactRevision != 0 {
-				oldest = ev.CompactRevision
-			}
-			if ev.Err() != nil {
-				break
-			}
-		}
-		if oldest == 0 || ctx.Err() != nil {
-			return // canceled: the session and the fence still guard the term
-		}
-		select {
-		case compacted <- struct{}{}:
-		default:
-		}
-		from = oldest
-		rctx, cancel := context.WithTimeout(ctx, w.cfg.AttemptTimeout)
-		resp, err := w.client.Get(rctx, term.Key)
-		cancel()
-		switch {
-		case err != nil: // watched from the oldest revision left; the fence guards the gap
-		case len(resp.Kvs) == 0 || resp.Kvs[0].CreateRevision != term.Rev:
-			w.depose(term)
-			return
-		default:
-			from = resp.Header.Revision + 1
-		}
-	}
-}
 
 // newRetryDelay is the writer's wait after a failed campaign, term or write: short at first,
 // so that a passing fault costs little, and at most 30s, so that a long outage is not hammered.
