@@ -139,11 +139,14 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 }
 
 // etcdDigest is the digest of etcd's keys under prefix now, and how many there are.
-func (e *env) etcdDigest(t *testing.T) index.Digest {
+func (e *env) etcdDigest(t *testing.T) index.Digest { return clusterDigest(t, e.direct) }
+
+// clusterDigest is the digest of the keys under prefix that cli reads now.
+func clusterDigest(t *testing.T, cli *clientv3.Client) index.Digest {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := e.direct.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,22 +59,6 @@ func restoreWatcher(t *testing.T, cluster *testenv.EtcdCluster, lineage bool) (*
 	return ix, o
 }
 
-// clusterDigest is the digest of cluster's keys under prefix now.
-func clusterDigest(t *testing.T, cli *clientv3.Client) index.Digest {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d index.Digest
-	for _, kv := range resp.Kvs {
-		d.Add(string(kv.Key), kv.ModRevision)
-	}
-	return d
-}
-
 // TestARestoredEtcdIsReloadedAtOnce: a 3-member etcd restored from a snapshot, plain (its
 // revision goes back: 103 -> 56 in the issue) and with --bump-revision --mark-compacted, under
 // two watchers, one with the serve role's Lineage and one without. Within 2 s of etcd answering,
