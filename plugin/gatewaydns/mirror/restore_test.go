@@ -61,9 +61,11 @@ func restoreWatcher(t *testing.T, cluster *testenv.EtcdCluster, lineage bool) (*
 
 // TestARestoredEtcdIsReloadedAtOnce: a 3-member etcd restored from a snapshot, plain (its
 // revision goes back: 103 -> 56 in the issue) and with --bump-revision --mark-compacted, under
-// two watchers, one with the serve role's Lineage and one without. Within 2 s of etcd answering,
-// each index equals etcd key for key (at their revisions): the keys written after the snapshot
-// are gone, the ones deleted after it are back, the key written after the restore is there.
+// two watchers, one with the serve role's Lineage and one without. Within a second of etcd
+// answering (the issue asks 2 s), each index equals etcd key for key (at their revisions): the
+// keys written after the snapshot are gone, the ones deleted after it are back, the key written
+// after the restore is there. The client resumes the watch on the restored members silently,
+// so the watcher without a Lineage learns it when the connection comes back, not a stall later.
 // Before, a watch resumed at the old revision dropped every event at or below it, and the
 // periodic check counted etcd's "future revision" as a failed check: 330 s of wrong answers.
 func TestARestoredEtcdIsReloadedAtOnce(t *testing.T) {
@@ -117,7 +119,7 @@ func TestARestoredEtcdIsReloadedAtOnce(t *testing.T) {
 		put(cli, base+50)       // written after the restore
 		want := clusterDigest(t, cli)
 		for name, ix := range watched {
-			waitFor(t, 2*time.Second-time.Since(answering), fmt.Sprintf("%s equal to the restored etcd (bump %d)", name, bump), func() bool {
+			waitFor(t, time.Second-time.Since(answering), fmt.Sprintf("%s equal to the restored etcd (bump %d)", name, bump), func() bool {
 				got, _ := ix.Digest(prefix)
 				return got == want && ix.Len() == want.Keys
 			})

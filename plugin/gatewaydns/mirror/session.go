@@ -28,18 +28,23 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 	// many times leaves no stream behind.
 	watches := store.NewWatches(w.Client)
 	defer watches.Close()
-	sctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	sctx := clientv3.WithRequireLeader(rctx)
 	gen, newStore := w.Members.Lineage().Generation()
 	if gen != w.storeGen {
 		return rev, false, errNewStore
 	}
-	s := &session{w: w, watches: watches, ctx: sctx, rev: rev,
+	s := &session{w: w, watches: watches, ctx: sctx, reads: rctx, rev: rev,
 		p: newProgress(w.progressEvery(), w.stallAfter(), time.Now())}
 	wch, ok := s.open(cancel, from)
 	if !ok && ctx.Err() == nil {
 		return rev, false, errStalled
 	}
+	// The client resumes a watch on a new connection by itself, silently: after a restore
+	// from a snapshot, at a revision the restored store has not reached, where etcd answers
+	// no progress request. Whether etcd went back is asked at once instead of after a stall.
+	back := store.Reconnected(sctx, w.Client)
 
 	tick := time.NewTicker(s.p.every / 10)
 	defer tick.Stop()
@@ -58,6 +63,11 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 			}
 		case <-newStore:
 			err = errNewStore
+		case <-back:
+			back = store.Reconnected(sctx, w.Client)
+			if s.behind() {
+				err = errNewStore
+			}
 		case resp, open := <-wch:
 			if !open {
 				err = errors.New("watch channel closed")
@@ -77,6 +87,7 @@ type session struct {
 	w       *Watcher
 	watches *store.Watches
 	ctx     context.Context // the stream's: it requires a leader and ends with the session
+	reads   context.Context // the session's reads': they wait for a leader (behind)
 	p       *progress
 	rev     int64
 	heard   bool
@@ -171,14 +182,15 @@ func (s *session) receive(resp clientv3.WatchResponse) error {
 // behindTimeout bounds the read that tells whether etcd is behind the Sink.
 const behindTimeout = 2 * time.Second
 
-// behind tells whether etcd is at a revision before the one the Sink holds, which a new stream
-// said it is (its created response carries the member's revision). After a restore from a
-// snapshot etcd numbers its revisions anew from the snapshot's: a watch from the Sink's
-// revision would wait for revisions that are others, and never be answered a progress
-// request. A follower that lags says so as well, so a linearizable read, at or after every
-// revision the Sink was given, decides.
+// behind tells whether etcd is at a revision before the one the Sink holds, when a new stream
+// said it is (its created response carries the member's revision) or the connection came back.
+// After a restore from a snapshot etcd numbers its revisions anew from the snapshot's: a watch
+// from the Sink's revision would wait for revisions that are others, and never be answered a
+// progress request. A follower that lags says so as well, so a linearizable read, at or after
+// every revision the Sink was given, decides; it waits for a leader (a cluster that just came
+// back elects one), within behindTimeout.
 func (s *session) behind() bool {
-	ctx, cancel := context.WithTimeout(s.ctx, behindTimeout)
+	ctx, cancel := context.WithTimeout(s.reads, behindTimeout)
 	defer cancel()
 	resp, err := s.w.Client.Get(ctx, s.w.Prefix, clientv3.WithCountOnly())
 	if err != nil {
