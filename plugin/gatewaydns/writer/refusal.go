@@ -48,7 +48,10 @@ func refusalOf(err error) (cause string, ok bool) {
 	case err == nil, retriable(err), errors.Is(err, context.Canceled), errors.Is(err, ErrNotLeader), errors.Is(err, errStale),
 		// A read's history gone or not there yet (a watch of a campaign after a restore): no
 		// write was refused.
-		errors.Is(err, rpctypes.ErrCompacted), errors.Is(err, rpctypes.ErrFutureRev):
+		errors.Is(err, rpctypes.ErrCompacted), errors.Is(err, rpctypes.ErrFutureRev),
+		// The records' lease is gone (expired, or younger than a snapshot etcd was restored
+		// from): the term ends with it (leaseLost) and the next takes a new one.
+		errors.Is(err, rpctypes.ErrLeaseNotFound):
 		return "", false
 	case errors.Is(err, rpctypes.ErrNoSpace):
 		return CauseNoSpace, true
