@@ -159,71 +159,31 @@ func TestEtcdDays(t *testing.T) {
 	t.Run("members replaced", func(t *testing.T) { d.replaceMembers(t, live) })
 }
 
+// daysQuota is the landscape's etcd quota: 16 MiB, as the issue's.
+const daysQuota = 16 << 20
+
 // noSpace: etcd reaches its quota; a route created then is refused: within 5 s the refusal is
 // logged, counted and on the route (a Warning Event). After the runbook (compact, defragment,
 // alarm disarm) the route's record lands within 1 s.
 func (d *etcdDays) noSpace(t *testing.T) {
 	cli := d.client(t)
-	big := strings.Repeat("x", 1<<20)
-	for i := 0; ; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), etcdCallTimeout)
-		_, err := cli.Put(ctx, "/filler", big)
-		cancel()
-		if err != nil {
-			if !strings.Contains(err.Error(), "database space exceeded") {
-				t.Fatalf("filling etcd: %v", err)
-			}
-			break
-		}
-		if i > 64 {
-			t.Fatal("etcd took 64 MiB over a 16 MiB quota")
-		}
-	}
+	testenv.FillEtcd(t, cli, daysQuota)
 	name := d.route(t)
 	created := time.Now()
 	const refused = `Writer for owner "eu1": etcd refused the write: etcdserver: mvcc: database space exceeded`
 	msg := waitEvent(t, d.k8s, daysNS, "HTTPRoute", name, "PublishFailed", 5*time.Second)
-	for !strings.Contains(d.writer.log.String(), refused) {
-		if time.Since(created) > 5*time.Second {
-			t.Fatalf("no refusal logged within 5s:\n%s", lastLines(d.writer.log.String(), 20))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	d.writer.waitLog(t, refused, 5*time.Second-time.Since(created))
 	d.writer.waitMetric(t, 5*time.Second-time.Since(created), `coredns_gatewaydns_writer_refusals_total{cause="no-space"}`, func(v float64) bool { return v >= 1 })
 	d.writer.waitMetric(t, time.Second, `coredns_gatewaydns_writer_refused{cause="no-space"}`, isOne)
 	t.Logf("refused, logged, counted and on the route %v after it was created; the Event: %s", time.Since(created).Round(time.Millisecond), msg)
 
-	// The runbook.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := cli.Delete(ctx, "/filler")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range d.cluster.Members {
-		if _, err := cli.Defragment(ctx, m.ClientURL); err != nil {
-			t.Fatalf("defragmenting %s: %v", m.Name, err)
-		}
-	}
-	alarms, err := cli.AlarmList(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range alarms.Alarms {
-		if _, err := cli.AlarmDisarm(ctx, (*clientv3.AlarmMember)(a)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	disarmed := time.Now()
+	disarmed := testenv.FreeEtcd(t, cli, d.cluster.Endpoints()...)
 	key := ownKey(name+"."+daysZone, "eu1", daysAddress)
 	for len(keysUnder(t, cli, key)) == 0 {
 		if time.Since(disarmed) > 5*time.Second {
 			t.Fatalf("the route's record did not land within 5s of the disarm")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the pace of the reads
 	}
 	landed := time.Since(disarmed)
 	answered := d.untilAnswered(t, []string{name}, nil, disarmed, 5*time.Second)
@@ -304,12 +264,7 @@ func (d *etcdDays) replaceMembers(t *testing.T, live []string) {
 		added := d.cluster.AddMember(t)
 		joined := time.Now()
 		for _, p := range []*coreDNSProcess{d.writer, d.central} {
-			for !strings.Contains(p.log.String(), "Using etcd member "+added.ClientURL) {
-				if time.Since(joined) > 10*time.Second {
-					t.Fatalf("step %d: %s not used within 10s of its start:\n%s", step, added.Name, lastLines(p.log.String(), 20))
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			p.waitLog(t, "Using etcd member "+added.ClientURL, 10*time.Second-time.Since(joined))
 		}
 		t.Logf("step %d: %s used by both processes %v after it started", step, added.Name, time.Since(joined).Round(time.Millisecond))
 		name := d.route(t)
@@ -324,6 +279,16 @@ func (d *etcdDays) replaceMembers(t *testing.T, live []string) {
 	for _, ep := range d.cluster.Endpoints() {
 		if slices.Contains(seeds, ep) {
 			t.Fatalf("member %s is still one of the Corefile's: the test replaced nothing", ep)
+		}
+	}
+}
+
+// waitLog waits until the process has logged line, for at most within.
+func (p *coreDNSProcess) waitLog(t *testing.T, line string, within time.Duration) {
+	t.Helper()
+	for start := time.Now(); !strings.Contains(p.log.String(), line); time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > within {
+			t.Fatalf("no %q within %v:\n%s", line, within.Round(time.Millisecond), lastLines(p.log.String(), 20))
 		}
 	}
 }

@@ -1,15 +1,10 @@
 package writer_test
 
 import (
-	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/writer"
@@ -51,54 +46,6 @@ func (o *wtRefusals) seen() (map[string]int, []string) {
 // quota is the etcd quota of the test: 16 MiB, as the issue's.
 const quota = 16 << 20
 
-// fillEtcd writes 1 MiB values over one key until etcd raises its NOSPACE alarm.
-func fillEtcd(t *testing.T, cli *clientv3.Client) {
-	t.Helper()
-	big := strings.Repeat("x", 1<<20)
-	for i := 0; ; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := cli.Put(ctx, "/filler", big)
-		cancel()
-		if errors.Is(err, rpctypes.ErrNoSpace) {
-			return
-		}
-		if err != nil {
-			t.Fatalf("filling etcd: %v", err)
-		}
-		if i > 4*quota>>20 {
-			t.Fatal("etcd took four times its quota without raising NOSPACE")
-		}
-	}
-}
-
-// freeEtcd is the operator's runbook for NOSPACE: the filler deleted, the history compacted,
-// the member defragmented; then the alarm is disarmed, and the time of that returned.
-func freeEtcd(t *testing.T, e *testenv.Etcd, cli *clientv3.Client) time.Time {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := cli.Delete(ctx, "/filler")
-	if err != nil {
-		t.Fatalf("deleting the filler: %v", err)
-	}
-	if _, err := cli.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
-		t.Fatalf("compacting: %v", err)
-	}
-	if _, err := cli.Defragment(ctx, e.ClientURL); err != nil {
-		t.Fatalf("defragmenting: %v", err)
-	}
-	alarms, err := cli.AlarmList(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range alarms.Alarms {
-		if _, err := cli.AlarmDisarm(ctx, (*clientv3.AlarmMember)(a)); err != nil {
-			t.Fatalf("disarming %v: %v", a, err)
-		}
-	}
-	return time.Now()
-}
-
 // TestAFullEtcdIsLoudAndItsEndIsSeenAtOnce: etcd reaches its 16 MiB quota (NOSPACE alarm)
 // under a leader that then has a change to make. The refused transaction is counted under
 // no-space, the refusal is told once when it begins, the name waits as a failure of its own
@@ -114,7 +61,7 @@ func TestAFullEtcdIsLoudAndItsEndIsSeenAtOnce(t *testing.T) {
 	w, _ := wtStart(t, cli, writer.Config{Owner: "c1", Desired: d, Observer: obs})
 	wtEventually(t, 10*time.Second, "published", wtHostsAre(t, cli, a, "c1=10.0.0.1"))
 
-	fillEtcd(t, cli)
+	testenv.FillEtcd(t, cli, quota)
 	d.set(wtEP(b, "10.0.0.2"))
 	w.Enqueue(b)
 	asked := time.Now()
@@ -129,7 +76,7 @@ func TestAFullEtcdIsLoudAndItsEndIsSeenAtOnce(t *testing.T) {
 		t.Errorf("failing names %v, want 1 (the change that waits)", obs.problems)
 	}
 
-	disarmed := freeEtcd(t, e, cli)
+	disarmed := testenv.FreeEtcd(t, cli, e.ClientURL)
 	wtEventually(t, 5*time.Second, "the change landed after the disarm", wtHostsAre(t, cli, b, "c1=10.0.0.2"))
 	if took := time.Since(disarmed); took > time.Second {
 		t.Errorf("the change landed %v after the disarm, want within 1s", took.Round(time.Millisecond))
