@@ -35,9 +35,10 @@ import (
 //
 // A round runs when a caller suspects a member (Suspect: an attempt failed), when the client's
 // connection is lost (no endpoint left to use) and when it comes back, while a member is left
-// out (every recheck), and when the member list, read every syncEvery, changed: a member
-// removed is noticed by nobody whose requests it did not serve, and a member added by nobody
-// at all, and the client must know the new members before the last of the old ones goes. The
+// out (every recheck), and when the member list, read every syncEvery (every syncChanging for
+// changingFor after it changed), changed: a member removed is noticed by nobody whose requests
+// it did not serve, and a member added by nobody at all, and the client must know the new
+// members before the last of the old ones goes. The
 // statuses and the member list feed the client's Lineage, which so also checks the store at
 // every reconnection.
 //
@@ -55,6 +56,8 @@ type Members struct {
 	wake      chan struct{}
 	using     []string        // what the client uses now
 	members   []string        // the member URLs at the last round that read them, sorted
+	changed   time.Time       // when a round last found members other than the round before
+	relist    chan struct{}   // a round found them changed: followMembers reads them soon
 	used      map[string]bool // every endpoint used so far (Run's goroutine's)
 	following atomic.Uint32   // a following: seed or front, decided at the first member list (follows)
 }
@@ -77,6 +80,9 @@ const (
 	// as clientv3's AutoSyncInterval would (which would put back the members left out): a
 	// member added to a healthy cluster is used within it. One linearizable read.
 	syncEvery = 5 * time.Second
+	// syncChanging is how often it is read for changingFor after the members changed.
+	syncChanging = time.Second
+	changingFor  = 30 * time.Second
 	// listTimeout bounds the member list, a linearizable read.
 	listTimeout = time.Second
 )
@@ -91,6 +97,7 @@ func NewMembers(c *clientv3.Client, endpoints []string, log Logger) *Members {
 		used:      map[string]bool{},
 		log:       log,
 		wake:      make(chan struct{}, 1),
+		relist:    make(chan struct{}, 1),
 	}
 	for _, ep := range endpoints {
 		m.used[ep] = true

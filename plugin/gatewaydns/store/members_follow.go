@@ -25,7 +25,16 @@ func (m *Members) followList(ctx context.Context, candidates []string, answered 
 		return candidates
 	}
 	m.mu.Lock()
-	m.members = sorted(urls)
+	if now := sorted(urls); !slices.Equal(now, m.members) {
+		if m.members != nil {
+			m.changed = time.Now()
+			select { // followMembers reads it again soon
+			case m.relist <- struct{}{}:
+			default:
+			}
+		}
+		m.members = now
+	}
 	m.mu.Unlock()
 	next := m.follow(urls, answered)
 	var fresh []string // members not asked yet: used at once if they answer
@@ -40,35 +49,41 @@ func (m *Members) followList(ctx context.Context, candidates []string, answered 
 	return next
 }
 
-// followMembers reads the member list through the client every syncEvery and calls for a
-// round when its URLs are others than at the last round (or no round read them yet). A member
-// list that cannot be read changes nothing: the requests that fail call for a round
-// themselves. Off Run's goroutine: a read that waits on a frozen member must not hold up a
-// suspicion's round.
+// followMembers reads the member list through the client every syncEvery (every syncChanging
+// for changingFor after a round found it changed: a member removed is most often one of a few
+// replaced one after the other, and the next is added within seconds) and calls for a round
+// when its URLs are others than at the last round (or no round read them yet). A member list
+// that cannot be read changes nothing: the requests that fail call for a round themselves. Off
+// Run's goroutine: a read that waits on a frozen member must not hold up a suspicion's round.
 func (m *Members) followMembers(ctx context.Context) {
-	t := time.NewTicker(syncEvery)
+	t := time.NewTimer(syncEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-m.relist:
+			t.Reset(syncChanging)
+			continue
 		case <-t.C:
 		}
 		lctx, cancel := context.WithTimeout(ctx, listTimeout)
 		resp, err := m.client.MemberList(lctx)
 		cancel()
-		if err != nil {
-			continue
-		}
-		if following(m.following.Load()) == followNot {
+		if err == nil && following(m.following.Load()) == followNot {
 			return // the endpoints are a front: nothing to follow
 		}
 		m.mu.Lock()
-		changed := !slices.Equal(sorted(clientURLs(resp.Members)), m.members)
+		changed := err == nil && !slices.Equal(sorted(clientURLs(resp.Members)), m.members)
+		next := syncEvery
+		if time.Since(m.changed) < changingFor {
+			next = syncChanging
+		}
 		m.mu.Unlock()
 		if changed {
 			m.poke()
 		}
+		t.Reset(next)
 	}
 }
 

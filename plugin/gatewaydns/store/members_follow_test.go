@@ -35,7 +35,8 @@ func getOrSuspect(ctx context.Context, c *clientv3.Client, m *Members) bool {
 // one by one (remove one, add one, three times) keeps the client working, on members it was
 // never configured with; each new member's use is logged once.
 func TestMembersFollowTheClusterAsEveryOriginalMemberIsReplaced(t *testing.T) {
-	cluster := testenv.StartEtcdCluster(t, 3)
+	// Strict reconfiguration off: its 5 s wait after each member change tests etcd, not us.
+	cluster := testenv.StartEtcdCluster(t, 3, testenv.WithEtcdArgs("--strict-reconfig-check=false"))
 	seeds := cluster.Endpoints()
 	log := &lines{}
 	client, m, err := Connect(Config{Endpoints: seeds}, log)
@@ -86,6 +87,38 @@ func TestMembersFollowTheClusterAsEveryOriginalMemberIsReplaced(t *testing.T) {
 	for _, mem := range cluster.Members {
 		if n := log.count("Using etcd member " + mem.ClientURL + ": the cluster lists it"); n != 1 {
 			t.Errorf("logged the use of %s %d times, want once: %q", mem.Name, n, log.all)
+		}
+	}
+}
+
+// Members replaced one after the other, with no request failing to call for a round: once a
+// round has seen the member list change, it is read every second, so each member added next is
+// used within about a second (syncChanging and a round), not at the next syncEvery.
+func TestAMemberAddedWhileTheMembersChangeIsUsedWithinASecondOrSo(t *testing.T) {
+	cluster := testenv.StartEtcdCluster(t, 3, testenv.WithEtcdArgs("--strict-reconfig-check=false"))
+	client, m, err := Connect(Config{Endpoints: cluster.Endpoints()}, &lines{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	runMembers(t, m)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m.Suspect(ctx) // a round that reads the members
+	cluster.RemoveMember(t, cluster.Members[0])
+	m.Suspect(ctx) // the round that sees them change
+	for step := 1; step <= 3; step++ {
+		added := cluster.AddMember(t)
+		start := time.Now()
+		for !slices.Contains(m.Using(), added.ClientURL) {
+			if time.Since(start) > 2500*time.Millisecond {
+				t.Fatalf("step %d: %s not used within 2.5s of its start: using %v", step, added.Name, m.Using())
+			}
+			time.Sleep(20 * time.Millisecond) // the pace of the looks
+		}
+		t.Logf("step %d: %s used %v after it started", step, added.Name, time.Since(start).Round(time.Millisecond))
+		if step < 3 {
+			cluster.RemoveMember(t, cluster.Members[0])
 		}
 	}
 }
