@@ -50,10 +50,11 @@ func convergenceSeed(t *testing.T) uint64 {
 // created and deleted and the Gateway's address changes, 5 times a second, while the faults
 // drawn from the seed happen one after the other: a writer SIGKILLed and started again at once,
 // an etcd member SIGSTOPped for 0-3 s, the kube-apiserver restarted with a writer starting
-// during its start, the central server reloaded; the schedule ends with kube-apiserver restarts
-// until the last is the third in under a minute. Within convergeBound of the last fault every
-// name is as the objects say. A failure names its seed; GATEWAYDNS_SEED=<seed> replays its
-// schedule.
+// during its start, the central server reloaded, etcd restored from a snapshot taken 0.5-2.5 s
+// before (plain, or with --bump-revision --mark-compacted); the schedule ends with
+// kube-apiserver restarts until the last is the third in under a minute. Within convergeBound
+// of the last fault every name is as the objects say. A failure names its seed;
+// GATEWAYDNS_SEED=<seed> replays its schedule.
 func TestConvergesAfterSeededFaults(t *testing.T) {
 	seed := convergenceSeed(t)
 	t.Logf("seed %d (GATEWAYDNS_SEED=%d replays this schedule)", seed, seed)
@@ -141,7 +142,7 @@ func (l *landscape) startWriter(t *testing.T, i int) {
 	l.writers[i] = startCorefile(t, name+".Corefile", cf, "POD_NAME="+name)
 }
 
-// injectFaults runs faults drawn from rng, one after the other, for length; the first four
+// injectFaults runs faults drawn from rng, one after the other, for length; the first five
 // are one of each kind, in an order drawn from rng.
 func (l *landscape) injectFaults(t *testing.T, rng *rand.Rand, length time.Duration) []string {
 	kinds := []func(*testing.T, *rand.Rand) string{l.killWriter, l.freezeMember, l.restartAPIServer, l.reloadCentral,
