@@ -46,7 +46,6 @@ func (w *Writer) Run(ctx context.Context) error {
 			continue
 		}
 		w.reached(nil)
-		w.accepted() // a campaign writes: a lease and a key
 		delay.Reset()
 		err = w.lead(cctx, term)
 		_ = term.Resign(ctx) // bounded by resignTimeout, whether ctx ended or not

@@ -340,6 +340,7 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 	}
 	el.reached = wr.reached
 	el.standingBy = wr.settleElection
+	el.wrote = wr.accepted
 	return wr, nil
 }
 

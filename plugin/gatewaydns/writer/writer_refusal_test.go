@@ -1,6 +1,7 @@
 package writer_test
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -89,4 +90,40 @@ func TestAFullEtcdIsLoudAndItsEndIsSeenAtOnce(t *testing.T) {
 	})
 	refused, states := obs.seen()
 	t.Logf("refused transactions by cause %v; refusal states told %q", refused, states)
+}
+
+// TestARefusedStandbyTellsTheRefusalsEndWhenItStandsBy: a replica that starts while etcd is
+// full has its campaign refused (its session's lease is a write). After the runbook its
+// campaign goes through and it stands by behind the leader, writing nothing more: the end of
+// the refusal is told then, within a second of the disarm, not when (if ever) it leads. Before,
+// its writer_refused gauge stayed 1, and GatewayDNSWriterRefused firing, for as long as it
+// stood by.
+func TestARefusedStandbyTellsTheRefusalsEndWhenItStandsBy(t *testing.T) {
+	e := testenv.StartEtcd(t, testenv.WithEtcdArgs("--quota-backend-bytes=16777216"))
+	cli := e.Client(t)
+	d := wtWant(wtEP(wtName("a"), "10.0.0.1"))
+	leader, _ := wtStart(t, cli, writer.Config{Owner: "c1", Desired: d, Identity: "leader"})
+	wtEventually(t, 10*time.Second, "a leader", leader.IsLeader)
+
+	testenv.FillEtcd(t, cli, quota)
+	obs := &wtRefusals{wtObserver: &wtObserver{}}
+	standby, _ := wtStart(t, cli, writer.Config{Owner: "c1", Desired: d, Observer: obs, Identity: "standby"})
+	wtEventually(t, 5*time.Second, "the standby's campaign refused", func() bool {
+		refused, states := obs.seen()
+		return refused[writer.CauseNoSpace] > 0 && slices.Equal(states, []string{writer.CauseNoSpace})
+	})
+
+	disarmed := testenv.FreeEtcd(t, cli, e.ClientURL)
+	wtEventually(t, 5*time.Second, "the refusal's end told", func() bool {
+		_, states := obs.seen()
+		return slices.Equal(states, []string{writer.CauseNoSpace, ""})
+	})
+	if took := time.Since(disarmed); took > time.Second {
+		t.Errorf("the refusal's end was told %v after the disarm, want within 1s", took.Round(time.Millisecond))
+	} else {
+		t.Logf("the refusal's end was told %v after the disarm", took.Round(time.Millisecond))
+	}
+	if standby.IsLeader() || !leader.IsLeader() {
+		t.Errorf("the standby leads (%v), the leader (%v): want the leader to lead still", standby.IsLeader(), leader.IsLeader())
+	}
 }
