@@ -96,7 +96,7 @@ log "output directory: ${OUTDIR}"
 # etcd first: it is small, and its dependencies warm the cache for the rest.
 build etcd go.etcd.io/etcd/server/v3 -ldflags "-s -w"
 build etcdctl go.etcd.io/etcd/etcdctl/v3 -ldflags "-s -w"
-# etcdutl: the tests restore etcd from a snapshot (tests/restore_test.go), as an operator does.
+# etcdutl: the tests restore etcd from a snapshot as an operator does (testenv.EtcdCluster.Restore).
 build etcdutl go.etcd.io/etcd/etcdutl/v3 -ldflags "-s -w"
 # Same build tags as upstream's hack/lib/golang.sh for release binaries.
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
