@@ -158,6 +158,9 @@ func (p *Path) Pause() {
 // current is what the path answers with, waiting while it is paused; nil once it stopped.
 func (p *Path) current() *Serving {
 	for {
+		if sv := p.serving.Load(); sv != nil {
+			return sv // the usual case: no lock per batch
+		}
 		p.mu.Lock()
 		sv, resumed := p.serving.Load(), p.resumed
 		p.mu.Unlock()
