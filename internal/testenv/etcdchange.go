@@ -52,7 +52,7 @@ func (c *EtcdCluster) RemoveMember(t testing.TB, m *EtcdMember) {
 
 // AddMember adds a member to the cluster (member add through a member, then the new process
 // started with --initial-cluster-state=existing on free ports), waits until it is healthy,
-// and returns it; it is last in c.Members.
+// and returns it; it is last in c.Members, and stops with the cluster.
 func (c *EtcdCluster) AddMember(t testing.TB) *EtcdMember {
 	t.Helper()
 	ports, err := freeport.Take(2)
@@ -71,8 +71,9 @@ func (c *EtcdCluster) AddMember(t testing.TB) *EtcdMember {
 		existing:  true,
 		c:         c,
 	}
-	logOnFailure(t, "etcd member "+name, m.LogFile)
-	t.Cleanup(func() { m.stop(syscall.SIGTERM) })
+	// Stopped, and its log shown on failure, with the cluster (c.Members), not when the caller
+	// ends: a subtest that adds a member leaves it to the test that owns the cluster.
+	logOnFailure(c.t, "etcd member "+name, m.LogFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cli := c.Client(t)
