@@ -1,8 +1,8 @@
 package tests
 
-// The rare days of etcd (issue 40), against the real binary: etcd full (NOSPACE), restored
-// from a snapshot (plain, and with --bump-revision --mark-compacted), and its members replaced
-// one by one. One landscape is shared by the cases, which run in that order.
+// The rare days of etcd (issue 40), against the real binary: etcd's members replaced one by
+// one, etcd restored from a snapshot (plain, and with --bump-revision --mark-compacted), and
+// etcd full (NOSPACE). One landscape is shared by the cases, which run in that order.
 
 import (
 	"context"
@@ -152,11 +152,14 @@ func TestEtcdDays(t *testing.T) {
 	}
 	d.untilAnswered(t, live, nil, time.Now(), 15*time.Second)
 
-	t.Run("NOSPACE", func(t *testing.T) { d.noSpace(t) })
+	// The replacements first: a member added to a restored etcd took etcd 6 s to join (it could
+	// not publish itself through raft before its request timed out), and one added after a
+	// full etcd was freed raised NOSPACE again; neither tests gatewaydns.
+	t.Run("members replaced", func(t *testing.T) { d.replaceMembers(t, live) })
 	for _, bump := range []uint64{0, 1_000_000} {
 		t.Run(fmt.Sprintf("restore bump=%d", bump), func(t *testing.T) { live = d.restore(t, bump, live) })
 	}
-	t.Run("members replaced", func(t *testing.T) { d.replaceMembers(t, live) })
+	t.Run("NOSPACE", func(t *testing.T) { d.noSpace(t) })
 }
 
 // daysQuota is the landscape's etcd quota: 16 MiB, as the issue's.
