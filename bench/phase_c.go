@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/internal/dnsperf"
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 )
 
@@ -241,7 +242,7 @@ func (h *harness) applyRate(srv *coreDNS, ch *churner, n int) (applyResult, erro
 	var a applyResult
 	ctx, cancel := h.ctx()
 	defer cancel()
-	before, err := scrape(srv.metricsURL)
+	before, err := promtext.Scrape(nil, srv.metricsURL)
 	if err != nil {
 		return a, srv.failure(err)
 	}
@@ -287,11 +288,11 @@ func (h *harness) applyRate(srv *coreDNS, ch *churner, n int) (applyResult, erro
 	if !a.caughtUp {
 		a.took = time.Since(resumedAt)
 	}
-	after, err := scrape(srv.metricsURL)
+	after, err := promtext.Scrape(nil, srv.metricsURL)
 	if err != nil {
 		return a, srv.failure(err)
 	}
-	count := func(text, metric string) float64 { v, _ := metricSum(text, metric); return v }
+	count := func(text, metric string) float64 { v, _ := promtext.Sum(text, metric); return v }
 	a.events = count(after, "coredns_gatewaydns_watch_events_total") - count(before, "coredns_gatewaydns_watch_events_total")
 	a.resyncs = count(after, "coredns_gatewaydns_resyncs_total") - count(before, "coredns_gatewaydns_resyncs_total")
 	return a, nil

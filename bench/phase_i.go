@@ -7,6 +7,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 )
 
@@ -98,7 +99,7 @@ func (h *harness) ixfrAt(names int) (*iRow, error) {
 	if now, err := soaSerial(client, srv.DNS); err != nil || now != row.from {
 		return nil, fmt.Errorf("the serial moved during the AXFR (%d, then %d: %v): something else writes to the zone", row.from, now, err)
 	}
-	before, err := scrape(srv.metricsURL)
+	before, err := promtext.Scrape(nil, srv.metricsURL)
 	if err != nil {
 		return nil, srv.failure(err)
 	}
@@ -128,14 +129,14 @@ func (h *harness) ixfrAt(names int) (*iRow, error) {
 	if err := ixfrFrom(srv.DNS, row, name, ip); err != nil {
 		return row, srv.failure(fmt.Errorf("IXFR from %d: %w", row.from, err))
 	}
-	after, err := scrape(srv.metricsURL)
+	after, err := promtext.Scrape(nil, srv.metricsURL)
 	if err != nil {
 		return row, srv.failure(err)
 	}
 	row.kinds = map[string]float64{}
 	for _, kind := range []string{"full", "incremental", "current", "busy"} {
-		b, _ := metricSum(before, "coredns_gatewaydns_transfers_total", `kind="`+kind+`"`)
-		a, _ := metricSum(after, "coredns_gatewaydns_transfers_total", `kind="`+kind+`"`)
+		b, _ := promtext.Sum(before, `coredns_gatewaydns_transfers_total{kind="`+kind+`"}`)
+		a, _ := promtext.Sum(after, `coredns_gatewaydns_transfers_total{kind="`+kind+`"}`)
 		if a > b {
 			row.kinds[kind] = a - b
 		}

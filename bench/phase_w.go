@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
@@ -114,8 +115,8 @@ func (h *harness) phaseW() error {
 	if w.liveHeap, w.liveHeapEnd, err = liveHeaps(writer.Log); err != nil {
 		return err
 	}
-	if text, err := scrape(writer.metricsURL); err == nil {
-		w.writes, _ = metricSum(text, "coredns_gatewaydns_writer_writes_total", `owner="bench-w"`)
+	if text, err := promtext.Scrape(nil, writer.metricsURL); err == nil {
+		w.writes, _ = promtext.Sum(text, `coredns_gatewaydns_writer_writes_total{owner="bench-w"}`)
 	}
 	writer.stop()
 	h.res.w = w

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gatewaydns/gatewaydns/internal/dnsperf"
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 	"github.com/gatewaydns/gatewaydns/internal/secondary"
 )
 
@@ -41,7 +42,7 @@ const secondariesCatchUp = 30 * time.Second
 // sx.duration until it ends, watching the secondaries follow, and then until they caught up;
 // it then puts back the records the churn left deleted and waits for the secondaries again.
 func (h *harness) whileSecondariesFollow(srv *coreDNS, secs []*secondaryProc, ch *churner, lp dnsperf.Options, input, perfLog string, sx *xSecondaries) (dnsperf.Result, error) {
-	before, err := scrape(srv.metricsURL)
+	before, err := promtext.Scrape(nil, srv.metricsURL)
 	if err != nil {
 		return dnsperf.Result{}, srv.failure(err)
 	}
@@ -123,14 +124,14 @@ func (h *harness) whileSecondariesFollow(srv *coreDNS, secs []*secondaryProc, ch
 			return res, fmt.Errorf("etcd: %w", err)
 		}
 	}
-	after, err := scrape(srv.metricsURL)
+	after, err := promtext.Scrape(nil, srv.metricsURL)
 	if err != nil {
 		return res, srv.failure(err)
 	}
 	count := func(metric, label string, into map[string]float64, values ...string) {
 		for _, v := range values {
-			b, _ := metricSum(before, metric, label+`="`+v+`"`)
-			a, _ := metricSum(after, metric, label+`="`+v+`"`)
+			b, _ := promtext.Sum(before, metric+"{"+label+`="`+v+`"}`)
+			a, _ := promtext.Sum(after, metric+"{"+label+`="`+v+`"}`)
 			into[v] += a - b
 		}
 	}

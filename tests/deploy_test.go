@@ -24,6 +24,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/kustomize"
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -229,7 +230,7 @@ func TestDeploy(t *testing.T) {
 		want := `coredns_gatewaydns_writer_leader{owner="prod.platform.eu1"}`
 		for {
 			body, _ := httpGet("http://" + wl.Metrics + "/metrics")
-			if v, _ := seriesValue(body, want); v == 1 {
+			if v, _ := promtext.Value(body, want); v == 1 {
 				break
 			}
 			if time.Now().After(deadline) {

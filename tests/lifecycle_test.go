@@ -18,6 +18,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -77,7 +78,7 @@ func deadAddr(t *testing.T) string { return fmt.Sprintf("127.0.0.1:%d", freePort
 // exportsSeries reports whether /metrics has a series named by series (see matching).
 func (p *coreDNSProcess) exportsSeries(series string) bool {
 	body, code := httpGet("http://" + p.Metrics + "/metrics")
-	return code == 200 && len(matching(body, series)) > 0
+	return code == 200 && len(promtext.Matching(body, series)) > 0
 }
 
 // waitExported waits until /metrics exports series: the process is up and its stanza started.
@@ -467,7 +468,13 @@ func TestFailedReloadLeavesNothingBehind(t *testing.T) {
 	p.waitReady(t, 30*time.Second)
 
 	goroutines := goroutinesAt(t, pprof)
-	watchers := func() int { return int(etcdMetric(t, etcd, "etcd_debugging_mvcc_watcher_total")) }
+	watchers := func() int {
+		n, err := etcd.Watchers(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	leases := func() int {
 		resp, err := cli.Leases(context.Background())
 		if err != nil {
@@ -511,23 +518,4 @@ func TestFailedReloadLeavesNothingBehind(t *testing.T) {
 	if v, _ := p.metric(fmt.Sprintf(leaderOf, "kept")); v != 1 {
 		t.Errorf("the kept writer no longer leads (%v)", v)
 	}
-}
-
-// etcdMetric reads one unlabelled series from etcd's /metrics.
-func etcdMetric(t *testing.T, etcd *testenv.Etcd, name string) float64 {
-	t.Helper()
-	body, code := httpGet(etcd.ClientURL + "/metrics")
-	if code != 200 {
-		t.Fatalf("etcd /metrics: HTTP %d", code)
-	}
-	for _, l := range strings.Split(body, "\n") {
-		if rest, ok := strings.CutPrefix(l, name+" "); ok {
-			var v float64
-			if _, err := fmt.Sscanf(rest, "%g", &v); err == nil {
-				return v
-			}
-		}
-	}
-	t.Fatalf("etcd exports no %s", name)
-	return 0
 }

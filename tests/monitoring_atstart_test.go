@@ -99,8 +99,8 @@ func TestEveryMetricIsExportedAtTheFirstScrape(t *testing.T) {
 			p := startCorefile(t, "atstart.Corefile", tc.corefile)
 			body := firstScrape(t, p)
 			exported := map[string][]map[string]string{}
-			for _, s := range parseMetrics(body) {
-				exported[s.name] = append(exported[s.name], s.labels)
+			for _, s := range samples(t, body) {
+				exported[s.Name] = append(exported[s.Name], s.Labels)
 			}
 			for _, m := range tc.want {
 				if len(exported[m]) == 0 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/internal/dashboard"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -186,13 +187,13 @@ func TestMonitoringMetricsExported(t *testing.T) {
 	missing(body, func(m string) bool { return !gatewaydns(m) })
 	server := requestsServer(t, body, "openmcp.cluster.")
 	labelled := 0
-	for _, s := range parseMetrics(body) {
-		if !strings.HasPrefix(s.name, "coredns_gatewaydns_") {
+	for _, s := range samples(t, body) {
+		if !strings.HasPrefix(s.Name, "coredns_gatewaydns_") {
 			continue
 		}
 		labelled++
-		if s.labels["server"] != server {
-			t.Errorf("%s%v: server %q, want the queries' %q", s.name, s.labels, s.labels["server"], server)
+		if s.Labels["server"] != server {
+			t.Errorf("%s%v: server %q, want the queries' %q", s.Name, s.Labels, s.Labels["server"], server)
 		}
 	}
 	t.Logf("%d gatewaydns series, each with server %q", labelled, server)
@@ -203,8 +204,8 @@ func TestMonitoringMetricsExported(t *testing.T) {
 func requestsServer(t *testing.T, body, zone string) string {
 	t.Helper()
 	servers := map[string]bool{}
-	for _, s := range matching(body, fmt.Sprintf(`coredns_dns_requests_total{zone=%q}`, zone)) {
-		servers[s.labels["server"]] = true
+	for _, s := range promtext.Matching(body, fmt.Sprintf(`coredns_dns_requests_total{zone=%q}`, zone)) {
+		servers[s.Labels["server"]] = true
 	}
 	if len(servers) != 1 {
 		t.Fatalf("requests for %s counted by %d servers (%v), want one", zone, len(servers), servers)
@@ -282,7 +283,7 @@ openmcp.cluster:%[2]d {
 			body, _ := httpGet("http://" + p.Metrics + "/metrics")
 			held := 0
 			for s, v := range want {
-				if got, ok := seriesValue(body, s); ok && got == v {
+				if got, ok := promtext.Value(body, s); ok && got == v {
 					held++
 				}
 			}
@@ -375,9 +376,9 @@ func TestMonitoringReloadKeepsOrMovesTheServersSeries(t *testing.T) {
 	p.waitMetric(t, 30*time.Second, leader(serverAfter), isOne)
 	p.waitMetric(t, 10*time.Second, startResyncs(serverAfter), isOne)
 	body, _ := httpGet("http://" + p.Metrics + "/metrics")
-	for _, s := range parseMetrics(body) {
-		if strings.HasPrefix(s.name, "coredns_gatewaydns_") && s.labels["server"] != serverAfter {
-			t.Errorf("%s%v is still exported after its server block moved to %s", s.name, s.labels, serverAfter)
+	for _, s := range samples(t, body) {
+		if strings.HasPrefix(s.Name, "coredns_gatewaydns_") && s.Labels["server"] != serverAfter {
+			t.Errorf("%s%v is still exported after its server block moved to %s", s.Name, s.Labels, serverAfter)
 		}
 	}
 }

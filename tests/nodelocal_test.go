@@ -8,6 +8,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -21,8 +22,8 @@ func questionsOf(t *testing.T, p *coreDNSProcess, qtype uint16) float64 {
 		t.Fatalf("metrics of %s: HTTP %d", p.DNS, code)
 	}
 	n := 0.0
-	for _, s := range matching(body, fmt.Sprintf(`coredns_dns_requests_total{type=%q}`, dns.TypeToString[qtype])) {
-		n += s.value
+	for _, s := range promtext.Matching(body, fmt.Sprintf(`coredns_dns_requests_total{type=%q}`, dns.TypeToString[qtype])) {
+		n += s.Value
 	}
 	return n
 }

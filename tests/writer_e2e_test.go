@@ -22,6 +22,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -77,7 +78,7 @@ func (p *coreDNSProcess) alive() bool {
 }
 
 // metric is the value of one series, named by the labels the test cares about (see
-// seriesValue), e.g. `coredns_gatewaydns_writer_leader{owner="eu1"}`, from the process's
+// promtext.Value), e.g. `coredns_gatewaydns_writer_leader{owner="eu1"}`, from the process's
 // /metrics. ok is false when the series is not exported (v is 0) or the labels name several
 // (v is NaN: no condition holds).
 func (p *coreDNSProcess) metric(series string) (v float64, ok bool) {
@@ -85,11 +86,11 @@ func (p *coreDNSProcess) metric(series string) (v float64, ok bool) {
 	if code != 200 {
 		return 0, false
 	}
-	switch m := matching(body, series); len(m) {
+	switch m := promtext.Matching(body, series); len(m) {
 	case 0:
 		return 0, false
 	case 1:
-		return m[0].value, true
+		return m[0].Value, true
 	default:
 		return math.NaN(), false
 	}
@@ -693,7 +694,7 @@ func TestDryRunWriterLogsThePlanAndWritesNothing(t *testing.T) {
 	metrics, _ := httpGet("http://" + w.Metrics + "/metrics")
 	checkSeries(t, metrics, `coredns_gatewaydns_writer_dry_run_ops_total{op="put",owner="eu1"}`, 2)
 	// Not a leader of eu1: beside eu1's real writer, sum by (owner) stays 1.
-	if m := matching(metrics, `coredns_gatewaydns_writer_leader{owner="eu1"}`); len(m) != 0 {
+	if m := promtext.Matching(metrics, `coredns_gatewaydns_writer_leader{owner="eu1"}`); len(m) != 0 {
 		t.Errorf("a dry run exports writer_leader: %v", m)
 	}
 	resp, err := etcd.Client(t).Get(t.Context(), "/skydns/", clientv3.WithPrefix(), clientv3.WithCountOnly())

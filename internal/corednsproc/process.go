@@ -2,17 +2,16 @@ package corednsproc
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gatewaydns/gatewaydns/internal/child"
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -86,15 +85,5 @@ func (p *Process) Scrape(client *http.Client) (string, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	resp, err := client.Get("http://" + p.Metrics + "/metrics")
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("/metrics: %s", resp.Status)
-	}
-	var b strings.Builder
-	_, err = io.Copy(&b, resp.Body)
-	return b.String(), err
+	return promtext.Scrape(client, "http://"+p.Metrics+"/metrics")
 }
