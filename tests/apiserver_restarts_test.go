@@ -13,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -37,10 +38,10 @@ func TestARouteCreatedAfterEachKubeAPIServerRestartIsAnsweredWithinTwoSeconds(t 
 	k8s.Namespace("infra")
 	k8s.Gateway("infra", "public", gatewayv1.HTTPProtocolType, 80, "", addr)
 	k8s.HTTPRoute("infra", "before", "infra", "public", "before."+zone)
-	central := runCentral(t, etcd.ClientURL)
-	writer := runWriter(t, "writer", etcd.ClientURL, "eu1", kube.KubeconfigFile, zone)
-	writer.waitReady(t, 60*time.Second)
-	waitFor(t, 15*time.Second, central.DNS, "before."+zone+".", dns.TypeA, answersWith(addr))
+	central := e2e.RunCentral(t, etcd.ClientURL)
+	writer := e2e.RunWriter(t, "writer", etcd.ClientURL, "eu1", kube.KubeconfigFile, zone)
+	writer.WaitReady(t, 60*time.Second)
+	e2e.WaitFor(t, 15*time.Second, central.DNS, "before."+zone+".", dns.TypeA, e2e.AnswersWith(addr))
 
 	const bound = 2 * time.Second
 	var created, deleted []string
@@ -53,8 +54,8 @@ func TestARouteCreatedAfterEachKubeAPIServerRestartIsAnsweredWithinTwoSeconds(t 
 		start := time.Now()
 		k8s.HTTPRoute("infra", name, "infra", "public", name+"."+zone)
 		k8s.DeleteHTTPRoute("infra", last)
-		answered := waitAnswered(t, central.DNS, name+"."+zone+".", answersWith(addr), start, 60*time.Second)
-		withdrawn := waitAnswered(t, central.DNS, last+"."+zone+".", isNXDOMAIN, start, 60*time.Second)
+		answered := waitAnswered(t, central.DNS, name+"."+zone+".", e2e.AnswersWith(addr), start, 60*time.Second)
+		withdrawn := waitAnswered(t, central.DNS, last+"."+zone+".", e2e.IsNXDOMAIN, start, 60*time.Second)
 		created = append(created, answered.Round(time.Millisecond).String())
 		deleted = append(deleted, withdrawn.Round(time.Millisecond).String())
 		if answered > bound || withdrawn > bound {
@@ -67,7 +68,7 @@ func TestARouteCreatedAfterEachKubeAPIServerRestartIsAnsweredWithinTwoSeconds(t 
 	}
 	t.Logf("%d kube-apiserver restarts %v apart: new route answered after %s; deleted route withdrawn after %s",
 		restarts, spacing, strings.Join(created, ", "), strings.Join(deleted, ", "))
-	if !writer.alive() {
+	if !writer.Running() {
 		t.Fatal("the writer exited")
 	}
 }
@@ -76,6 +77,6 @@ func TestARouteCreatedAfterEachKubeAPIServerRestartIsAnsweredWithinTwoSeconds(t 
 // start that was; it fails the test after timeout.
 func waitAnswered(t *testing.T, addr, name string, cond func(*dns.Msg) bool, start time.Time, timeout time.Duration) time.Duration {
 	t.Helper()
-	waitFor(t, timeout, addr, name, dns.TypeA, cond)
+	e2e.WaitFor(t, timeout, addr, name, dns.TypeA, cond)
 	return time.Since(start)
 }

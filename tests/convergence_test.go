@@ -22,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -98,8 +100,8 @@ type landscape struct {
 	cluster   *testenv.EtcdCluster
 	kube      *testenv.Kube
 	k8s       *gatewayfixture.Cluster
-	writers   [2]*coreDNSProcess
-	central   *coreDNSProcess
+	writers   [2]*corednsproc.Process
+	central   *corednsproc.Process
 	centralCf string
 	reloads   int
 	// apiRestarts are when the kube-apiserver restarts began.
@@ -119,15 +121,15 @@ func startLandscape(t *testing.T) *landscape {
 		l.k8s.HTTPRoute(convNS, name, "infra", "public", name+"."+convZone)
 	}
 	l.centralCf = centralOn(l.cluster.Endpoints())
-	l.central = startCorefile(t, "central.Corefile", l.centralCf)
+	l.central = corednsproc.Start(t, "central.Corefile", l.centralCf)
 	for i := range l.writers {
 		l.startWriter(t, i)
 	}
-	l.central.waitReady(t, 30*time.Second)
+	l.central.WaitReady(t, 30*time.Second)
 	for _, w := range l.writers {
-		w.waitReady(t, 60*time.Second)
+		w.WaitReady(t, 60*time.Second)
 	}
-	waitFor(t, 15*time.Second, l.central.DNS, "r0009."+convZone+".", dns.TypeA, answersWith("203.0.113.1"))
+	e2e.WaitFor(t, 15*time.Second, l.central.DNS, "r0009."+convZone+".", dns.TypeA, e2e.AnswersWith("203.0.113.1"))
 	return l
 }
 
@@ -135,8 +137,8 @@ func startLandscape(t *testing.T) *landscape {
 // restarted in its pod does.
 func (l *landscape) startWriter(t *testing.T, i int) {
 	name := fmt.Sprintf("writer-%d", i)
-	cf := writerCorefile(strings.Join(l.cluster.Endpoints(), " "), "eu1", l.kube.KubeconfigFile, convZone)
-	l.writers[i] = startCorefile(t, name+".Corefile", cf, "POD_NAME="+name)
+	cf := e2e.WriterCorefile(strings.Join(l.cluster.Endpoints(), " "), "eu1", l.kube.KubeconfigFile, convZone)
+	l.writers[i] = corednsproc.Start(t, name+".Corefile", cf, "POD_NAME="+name)
 }
 
 // injectFaults runs faults drawn from rng, one after the other, for length; the first four
@@ -160,7 +162,7 @@ func (l *landscape) injectFaults(t *testing.T, rng *rand.Rand, length time.Durat
 
 func (l *landscape) killWriter(t *testing.T, rng *rand.Rand) string {
 	i := rng.IntN(len(l.writers))
-	l.writers[i].kill9(t)
+	l.writers[i].Kill()
 	l.startWriter(t, i)
 	return fmt.Sprintf("kill writer-%d", i)
 }
@@ -211,7 +213,7 @@ func (l *landscape) restartAPIServer(t *testing.T, rng *rand.Rand) string {
 	l.apiRestarts = append(l.apiRestarts, time.Now())
 	l.kube.StopAPIServer(t)
 	// A writer that starts while the API server is down or starting must delete nothing.
-	l.writers[i].kill9(t)
+	l.writers[i].Kill()
 	l.startWriter(t, i)
 	l.kube.StartAPIServer(t)
 	return fmt.Sprintf("restart kube-apiserver (writer-%d started during it)", i)
@@ -220,7 +222,7 @@ func (l *landscape) restartAPIServer(t *testing.T, rng *rand.Rand) string {
 func (l *landscape) reloadCentral(t *testing.T, _ *rand.Rand) string {
 	l.reloads++
 	src := l.centralCf + fmt.Sprintf("# reload %d\n", l.reloads)
-	if _, ok := l.central.reloadNow(t, src, 10*time.Second); !ok {
+	if _, ok := l.central.ReloadNow(t, src, 10*time.Second); !ok {
 		t.Errorf("reload %d of the central server failed", l.reloads)
 	}
 	return "reload central"
@@ -229,9 +231,9 @@ func (l *landscape) reloadCentral(t *testing.T, _ *rand.Rand) string {
 // settle waits until every process is back: the writers and the server ready.
 func (l *landscape) settle(t *testing.T) {
 	for _, w := range l.writers {
-		w.waitReady(t, 60*time.Second)
+		w.WaitReady(t, 60*time.Second)
 	}
-	l.central.waitReady(t, 30*time.Second)
+	l.central.WaitReady(t, 30*time.Second)
 }
 
 // routeNames are the names of the routes the API server holds Accepted, and the Gateway's
@@ -274,15 +276,15 @@ func (l *landscape) converged(t *testing.T, within time.Duration) string {
 	for {
 		var missing, stale, extra []string
 		for name := range want {
-			r, err := exchange("udp", l.central.DNS, name+".", dns.TypeA)
+			r, err := e2e.Exchange("udp", l.central.DNS, name+".", dns.TypeA)
 			switch {
-			case err != nil || r.Rcode == dns.RcodeNameError || !hasAnswer(r):
+			case err != nil || r.Rcode == dns.RcodeNameError || !e2e.HasAnswer(r):
 				missing = append(missing, name)
-			case !answersWith(addr)(r):
-				stale = append(stale, fmt.Sprintf("%s %v", name, addresses(r)))
+			case !e2e.AnswersWith(addr)(r):
+				stale = append(stale, fmt.Sprintf("%s %v", name, e2e.Addresses(r)))
 			}
 		}
-		for key := range keysUnder(t, cli, convPrefix) {
+		for key := range e2e.KeysUnder(t, cli, convPrefix) {
 			if name, ok := record.RecordName("skydns", key); ok && !want[name] {
 				extra = append(extra, name)
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/miekg/dns"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -42,36 +43,36 @@ func TestADeletedCRDWithdrawsItsNamesAndOnlyThose(t *testing.T) {
 				"GATEWAYDNS_DOMAIN=eu1.openmcp.cluster",
 				"GATEWAYDNS_KUBECONFIG=" + kube.KubeconfigFile,
 			}
-			p := runCorefile(t, "all-in-one.Corefile", env...)
-			p.waitReady(t, 60*time.Second)
-			waitFor(t, 15*time.Second, p.DNS, "web.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.10"))
-			waitFor(t, 15*time.Second, p.DNS, "legacy.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.20"))
+			p := e2e.RunCorefile(t, "all-in-one.Corefile", env...)
+			p.WaitReady(t, 60*time.Second)
+			e2e.WaitFor(t, 15*time.Second, p.DNS, "web.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.10"))
+			e2e.WaitFor(t, 15*time.Second, p.DNS, "legacy.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.20"))
 
-			var legacy *dnsPoller
+			var legacy *e2e.DNSPoller
 			if tc.writerIsDown {
-				p.stop(t)
+				p.Stop(t)
 			} else {
-				legacy = pollDNS(p.DNS, "legacy.eu1.openmcp.cluster.", "203.0.113.20")
+				legacy = e2e.PollDNS(p.DNS, "legacy.eu1.openmcp.cluster.", "203.0.113.20")
 			}
 			deleted := time.Now()
 			kube.UninstallCRD(t, "HTTPRoute")
 			if tc.writerIsDown {
-				p = runCorefile(t, "all-in-one.Corefile", env...)
-				p.waitReady(t, 60*time.Second)
+				p = e2e.RunCorefile(t, "all-in-one.Corefile", env...)
+				p.WaitReady(t, 60*time.Second)
 			}
-			waitFor(t, 30*time.Second, p.DNS, "web.eu1.openmcp.cluster.", dns.TypeA, isNXDOMAIN)
+			e2e.WaitFor(t, 30*time.Second, p.DNS, "web.eu1.openmcp.cluster.", dns.TypeA, e2e.IsNXDOMAIN)
 			t.Logf("web.eu1 answered NXDOMAIN %v after the CRD's delete", time.Since(deleted).Round(time.Millisecond))
 			if legacy != nil {
-				legacy.finish(t, "legacy.eu1.openmcp.cluster, an Ingress, while the HTTPRoute CRD was deleted")
+				legacy.Finish(t, "legacy.eu1.openmcp.cluster, an Ingress, while the HTTPRoute CRD was deleted")
 			}
-			waitFor(t, 5*time.Second, p.DNS, "legacy.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.20"))
+			e2e.WaitFor(t, 5*time.Second, p.DNS, "legacy.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.20"))
 
 			cli := etcd.Client(t)
 			for prefix, want := range map[string]int{
 				"/skydns/cluster/openmcp/eu1/web/":    0,
 				"/skydns/cluster/openmcp/eu1/legacy/": 1,
 			} {
-				if got := len(keysUnder(t, cli, prefix)); got != want {
+				if got := len(e2e.KeysUnder(t, cli, prefix)); got != want {
 					t.Errorf("%s holds %d keys after the HTTPRoute CRD's delete, want %d", prefix, got, want)
 				}
 			}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gatewaydns/gatewaydns/internal/docblocks"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/kustomize"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -371,8 +372,8 @@ extraServerBlocks:
 		applyObjects(t, k.Config, rbac, false)
 		wl, _ := runDeployedCorefile(t, "workload-namespaced", objs, etcdCertsDir(t, e), k.UserKubeconfig(t, saName, saGroups...),
 			map[string]string{"GATEWAYDNS_CENTRAL": "127.0.0.1:9"})
-		wl.waitReady(t, 60*time.Second)
-		waitFor(t, 5*time.Second, wl.DNS, "www.example.org.", dns.TypeA, answersWith("192.0.2.1"))
+		wl.WaitReady(t, 60*time.Second)
+		e2e.WaitFor(t, 5*time.Second, wl.DNS, "www.example.org.", dns.TypeA, e2e.AnswersWith("192.0.2.1"))
 	})
 }
 

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/kustomize"
 	"github.com/gatewaydns/gatewaydns/internal/promtext"
@@ -179,28 +181,28 @@ func TestDeploy(t *testing.T) {
 
 		cen, cenZone := runDeployedCorefile(t, "central", central, certs, k.UserKubeconfig(t, "system:serviceaccount:kube-system:coredns-central", saGroups...),
 			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL})
-		cen.waitReady(t, 60*time.Second)
+		cen.WaitReady(t, 60*time.Second)
 		// Every source the shipped roles allow, the opt-in ones too (Services, DNSEndpoints), so
 		// that each list, watch and write they grant is made for real.
 		wl, _ := runDeployedCorefile(t, "workload", workload, certs, k.UserKubeconfig(t, saName, saGroups...),
 			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL, "GATEWAYDNS_CENTRAL": cenZone},
 			"sources gateway-httproute gateway-grpcroute gateway-tlsroute gateway-tcproute gateway-udproute ingress service crd")
-		wl.waitReady(t, 60*time.Second)
+		wl.WaitReady(t, 60*time.Second)
 		t.Logf("both Corefiles ready %v after the test started", time.Since(start).Round(time.Millisecond))
 
 		kubeSvc, err := kubernetes.NewForConfigOrDie(k.Config).CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range []*coreDNSProcess{cen, wl} {
+		for _, p := range []*corednsproc.Process{cen, wl} {
 			// cluster.local from the kubernetes plugin, with the ServiceAccount's permissions.
-			r := waitFor(t, 10*time.Second, p.DNS, "kubernetes.default.svc.cluster.local", dns.TypeA, hasAnswer)
+			r := e2e.WaitFor(t, 10*time.Second, p.DNS, "kubernetes.default.svc.cluster.local", dns.TypeA, e2e.HasAnswer)
 			if a, ok := r.Answer[0].(*dns.A); !ok || a.A.String() != kubeSvc.Spec.ClusterIP {
 				t.Errorf("%s: kubernetes.default.svc.cluster.local = %v, want %s", p.DNS, r.Answer, kubeSvc.Spec.ClusterIP)
 			}
 		}
 		// The zone: the workload cluster forwards it to central, which answers from etcd.
-		r := waitFor(t, 10*time.Second, wl.DNS, "shop.us1.openmcp.cluster", dns.TypeA, hasAnswer)
+		r := e2e.WaitFor(t, 10*time.Second, wl.DNS, "shop.us1.openmcp.cluster", dns.TypeA, e2e.HasAnswer)
 		if a, ok := r.Answer[0].(*dns.A); !ok || a.A.String() != "198.51.100.7" {
 			t.Errorf("shop.us1.openmcp.cluster via workload: %v", r.Answer)
 		}
@@ -208,14 +210,14 @@ func TestDeploy(t *testing.T) {
 		if _, err := c.Put(ctx, "/skydns/cluster/openmcp/us1/new/0a0b0c0d", `{"host":"198.51.100.8"}`); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, wl.DNS, "new.us1.openmcp.cluster", dns.TypeA, hasAnswer)
+		e2e.WaitFor(t, 10*time.Second, wl.DNS, "new.us1.openmcp.cluster", dns.TypeA, e2e.HasAnswer)
 		// The central zone-only port (the LoadBalancer's target) answers the zone and refuses
 		// everything else: no recursion, no cluster.local for whoever reaches it.
-		if r := ask(t, "udp", cenZone, "shop.us1.openmcp.cluster.", dns.TypeA); !answersWith("198.51.100.7")(r) {
+		if r := e2e.Ask(t, "udp", cenZone, "shop.us1.openmcp.cluster.", dns.TypeA); !e2e.AnswersWith("198.51.100.7")(r) {
 			t.Errorf("central zone port: shop.us1.openmcp.cluster: %v", r)
 		}
 		for _, name := range []string{"kubernetes.default.svc.cluster.local.", "example.org."} {
-			if r := ask(t, "udp", cenZone, name, dns.TypeA); r.Rcode != dns.RcodeRefused || len(r.Answer) != 0 {
+			if r := e2e.Ask(t, "udp", cenZone, name, dns.TypeA); r.Rcode != dns.RcodeRefused || len(r.Answer) != 0 {
 				t.Errorf("central zone port answers %s: %v, want REFUSED", name, r)
 			}
 		}
@@ -224,12 +226,12 @@ func TestDeploy(t *testing.T) {
 		k8s := gatewayfixture.New(t, k.Config)
 		k8s.Namespace("shop")
 		k8s.LoadBalancerService("shop", "api", "api.eu1.openmcp.cluster", "203.0.113.52")
-		waitFor(t, 10*time.Second, wl.DNS, "api.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.52"))
+		e2e.WaitFor(t, 10*time.Second, wl.DNS, "api.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.52"))
 		// The workload writer runs: it leads for its owner (the overlay's), with its domain filter.
 		deadline := time.Now().Add(20 * time.Second)
 		want := `coredns_gatewaydns_writer_leader{owner="prod.platform.eu1"}`
 		for {
-			body, _ := httpGet("http://" + wl.Metrics + "/metrics")
+			body, _ := e2e.HTTPGet("http://" + wl.Metrics + "/metrics")
 			if v, _ := promtext.Value(body, want); v == 1 {
 				break
 			}
@@ -259,16 +261,16 @@ func TestDeploy(t *testing.T) {
 		cen, cenZone := runDeployedCorefile(t, "central-plain-http", renderOverlay(t, "central-plain-http"), "",
 			k.UserKubeconfig(t, "system:serviceaccount:kube-system:coredns-central", saGroups...),
 			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL})
-		cen.waitReady(t, 60*time.Second)
+		cen.WaitReady(t, 60*time.Second)
 		t.Logf("central-plain-http ready after %v", time.Since(began).Round(time.Millisecond))
 		wl, _ := runDeployedCorefile(t, "workload-plain-http", renderOverlay(t, "workload-plain-http"), "", k.UserKubeconfig(t, saName, saGroups...),
 			map[string]string{"GATEWAYDNS_ETCD_ENDPOINTS": e.ClientURL, "GATEWAYDNS_CENTRAL": cenZone})
-		wl.waitReady(t, 60*time.Second)
-		waitFor(t, 10*time.Second, wl.DNS, "shop.us1.openmcp.cluster.", dns.TypeA, answersWith("198.51.100.7"))
+		wl.WaitReady(t, 60*time.Second)
+		e2e.WaitFor(t, 10*time.Second, wl.DNS, "shop.us1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("198.51.100.7"))
 		t.Logf("workload-plain-http ready and answering through central after %v", time.Since(began).Round(time.Millisecond))
 		// Their shutdown (the Corefiles' 5s lameduck each) is not what this subtest is about.
-		wl.kill9(t)
-		cen.kill9(t)
+		wl.Kill()
+		cen.Kill()
 	})
 	t.Logf("TestDeploy took %v", time.Since(start).Round(time.Millisecond))
 }
@@ -308,15 +310,15 @@ var (
 // the gatewaydns stanzas.
 //
 // It returns the process and the address of the zone-only listener (the Corefile's :5353).
-func runDeployedCorefile(t *testing.T, name string, objs []*unstructured.Unstructured, certs, kubeconfig string, env map[string]string, options ...string) (*coreDNSProcess, string) {
+func runDeployedCorefile(t *testing.T, name string, objs []*unstructured.Unstructured, certs, kubeconfig string, env map[string]string, options ...string) (*corednsproc.Process, string) {
 	t.Helper()
 	cm := findObj(t, objs, "ConfigMap", "coredns")
 	corefile, _, _ := unstructured.NestedString(cm.Object, "data", "Corefile")
-	p := newCoreDNSProcess(t)
+	p := corednsproc.Prepare(t, name+".Corefile")
 	_, port, _ := net.SplitHostPort(p.DNS)
 	corefile = serverKey53.ReplaceAllString(corefile, "$1:"+port+" ")
 	// The central zone-only listener (:5353) on a port of its own, on the DNS address's host.
-	zonePort := fmt.Sprint(freePort(t))
+	zonePort := fmt.Sprint(corednsproc.FreePort(t))
 	corefile = serverKey5353.ReplaceAllString(corefile, "$1:"+zonePort+" {")
 	corefile = healthLine.ReplaceAllString(corefile, "${1}health "+p.Health+" {")
 	corefile = readyLine.ReplaceAllString(corefile, "${1}ready "+p.Ready)
@@ -335,7 +337,7 @@ func runDeployedCorefile(t *testing.T, name string, objs []*unstructured.Unstruc
 	for k, v := range vars {
 		environ = append(environ, k+"="+v)
 	}
-	p.start(t, name+".Corefile", corefile, nil, environ)
+	p.Start(t, corefile, environ...)
 	host, _, _ := net.SplitHostPort(p.DNS)
 	return p, net.JoinHostPort(host, zonePort)
 }

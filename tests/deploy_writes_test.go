@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 )
@@ -20,7 +22,7 @@ import (
 // (dnsendpoints/status patch), a Warning Event on it (events create), and the same Event again
 // once the problem comes back (events patch: the recorder raises the count of the Event it
 // made). cfg is an admin's: it creates the objects and reads the results.
-func checkWritesInTheCluster(t *testing.T, cfg *rest.Config, wl *coreDNSProcess) {
+func checkWritesInTheCluster(t *testing.T, cfg *rest.Config, wl *corednsproc.Process) {
 	t.Helper()
 	k8s := gatewayfixture.New(t, cfg)
 	k8s.Namespace("apps")
@@ -56,8 +58,8 @@ func checkWritesInTheCluster(t *testing.T, cfg *rest.Config, wl *coreDNSProcess)
 	}
 
 	// Published, and answered through the workload's forward to central.
-	waitFor(t, 20*time.Second, wl.DNS, "records.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.60"))
-	waitObservedGeneration(t, res, "records", 10*time.Second)
+	e2e.WaitFor(t, 20*time.Second, wl.DNS, "records.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.60"))
+	e2e.WaitObservedGeneration(t, res, "records", 10*time.Second)
 	reason := string(source.CauseInvalidTarget)
 	if evs := k8s.WaitWarningEvents("apps", source.KindDNSEndpoint, "records", reason, 10*time.Second); len(evs) != 1 || evs[0].Count != 1 {
 		t.Fatalf("after the first rejection: %d %s Events, want one of count 1: %v", len(evs), reason, evs)
@@ -65,9 +67,9 @@ func checkWritesInTheCluster(t *testing.T, cfg *rest.Config, wl *coreDNSProcess)
 
 	// Mended, then broken the same way: the same Event, its count patched to 2.
 	setEntries(good)
-	waitObservedGeneration(t, res, "records", 10*time.Second)
+	e2e.WaitObservedGeneration(t, res, "records", 10*time.Second)
 	setEntries(good, bad)
-	waitObservedGeneration(t, res, "records", 10*time.Second)
+	e2e.WaitObservedGeneration(t, res, "records", 10*time.Second)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		evs := k8s.WarningEvents("apps", source.KindDNSEndpoint, "records", reason)
 		if len(evs) == 1 && evs[0].Count == 2 {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gatewaydns/gatewaydns/internal/dnscheck"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -36,8 +37,8 @@ func TestWriterPublishesDNSEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	central := runCentral(t, etcd.ClientURL)
-	writer := runWriter(t, "eu1", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster", "sources crd")
+	central := e2e.RunCentral(t, etcd.ClientURL)
+	writer := e2e.RunWriter(t, "eu1", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster", "sources crd")
 
 	entry := func(name, typ string, ttl int64, targets ...any) any {
 		return map[string]any{"dnsName": name, "recordType": typ, "recordTTL": ttl, "targets": targets}
@@ -59,7 +60,7 @@ func TestWriterPublishesDNSEndpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, central.DNS, "_https._tcp.shop.eu1.openmcp.cluster.", dns.TypeSRV, hasAnswer)
+	e2e.WaitFor(t, 10*time.Second, central.DNS, "_https._tcp.shop.eu1.openmcp.cluster.", dns.TypeSRV, e2e.HasAnswer)
 	t.Logf("DNSEndpoint created -> its SRV record answered by the central server: %s", time.Since(start))
 
 	lines := func(rrs []dns.RR) []string {
@@ -85,9 +86,9 @@ func TestWriterPublishesDNSEndpoints(t *testing.T) {
 			{"_https._tcp.shop.eu1.openmcp.cluster.", dns.TypeSRV, []string{"_https._tcp.shop.eu1.openmcp.cluster. 60 IN SRV 10 100 443 app.eu1.openmcp.cluster."},
 				[]string{"app.eu1.openmcp.cluster. 60 IN A 203.0.113.60"}},
 		} {
-			r := ask(t, netw, central.DNS, tc.name, tc.qtype)
+			r := e2e.Ask(t, netw, central.DNS, tc.name, tc.qtype)
 			if got := lines(r.Answer); r.Rcode != dns.RcodeSuccess || !slices.Equal(got, tc.answer) {
-				t.Errorf("%s %s over %s: answer %q, want %q\n%s", tc.name, dns.TypeToString[tc.qtype], netw, got, tc.answer, render(r))
+				t.Errorf("%s %s over %s: answer %q, want %q\n%s", tc.name, dns.TypeToString[tc.qtype], netw, got, tc.answer, e2e.Render(r))
 			}
 			if got := lines(r.Extra); !slices.Equal(got, tc.glue) {
 				t.Errorf("%s %s over %s: additional %q, want %q", tc.name, dns.TypeToString[tc.qtype], netw, got, tc.glue)
@@ -99,7 +100,7 @@ func TestWriterPublishesDNSEndpoints(t *testing.T) {
 	}
 
 	// In etcd: shop's three records at its key, each owned by eu1, the MX as the stock plugin reads it.
-	keys := keysUnder(t, etcd.Client(t), record.NamePath("skydns", "shop.eu1.openmcp.cluster")+"/")
+	keys := e2e.KeysUnder(t, etcd.Client(t), record.NamePath("skydns", "shop.eu1.openmcp.cluster")+"/")
 	mxKey := record.MX(10, "mx.eu1.openmcp.cluster").Key("skydns", "shop.eu1.openmcp.cluster", "eu1")
 	var direct int
 	for k := range keys {
@@ -134,31 +135,12 @@ func TestWriterPublishesDNSEndpoints(t *testing.T) {
 	if _, err := res.Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, central.DNS, "app.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.70"))
+	e2e.WaitFor(t, 10*time.Second, central.DNS, "app.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.70"))
 	t.Logf("DNSEndpoint updated -> answered by the central server: %s", time.Since(start))
 
 	k8s.WaitWarningEvents("dns", source.KindDNSEndpoint, "records", string(source.CauseInvalidTarget), 10*time.Second)
 	// Counted once, though the update recomputed the DNSEndpoint with the entry still invalid.
-	metrics, _ := httpGet("http://" + writer.Metrics + "/metrics")
-	checkSeries(t, metrics, `coredns_gatewaydns_source_rejections_total{cause="InvalidTarget",kind="DNSEndpoint",owner="eu1"}`, 1)
-	waitObservedGeneration(t, res, "records", 10*time.Second)
-}
-
-// waitObservedGeneration waits until the DNSEndpoint name's status.observedGeneration is its
-// generation: the writer read this version of it and patched its status.
-func waitObservedGeneration(t *testing.T, res dynamic.ResourceInterface, name string, within time.Duration) {
-	t.Helper()
-	for deadline := time.Now().Add(within); ; time.Sleep(100 * time.Millisecond) {
-		u, err := res.Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		og, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-		if og == u.GetGeneration() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("DNSEndpoint %s: status.observedGeneration %d, generation %d", name, og, u.GetGeneration())
-		}
-	}
+	metrics, _ := e2e.HTTPGet("http://" + writer.Metrics + "/metrics")
+	e2e.CheckSeries(t, metrics, `coredns_gatewaydns_source_rejections_total{cause="InvalidTarget",kind="DNSEndpoint",owner="eu1"}`, 1)
+	e2e.WaitObservedGeneration(t, res, "records", 10*time.Second)
 }

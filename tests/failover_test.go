@@ -17,6 +17,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -40,28 +42,7 @@ func centralOn(endpoints []string) string {
 		strings.Join(endpoints, " "))
 }
 
-// timeToAnswer asks addr for name A until it answers exactly want, and returns how long that
-// took from since; ok is false when it did not within patience.
-func timeToAnswer(addr, name string, since time.Time, patience time.Duration, want ...string) (took time.Duration, ok bool, last string) {
-	cond := answersWith(want...)
-	for {
-		r, err := exchange("udp", addr, name, dns.TypeA)
-		if err == nil && cond(r) {
-			return time.Since(since), true, ""
-		}
-		if err != nil {
-			last = err.Error()
-		} else {
-			last = fmt.Sprintf("%s %v", dns.RcodeToString[r.Rcode], addresses(r))
-		}
-		if time.Since(since) > patience {
-			return time.Since(since), false, last
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// timeToPublish is timeToAnswer for a writer's change: besides the time until the central
+// timeToPublish is e2e.TimeToAnswer for a writer's change: besides the time until the central
 // server at addr answers want for name, it tells when etcd (read through cli, a healthy
 // member) first held want under prefix (0: not within failoverPatience), which says whether
 // the writer or the central server was late.
@@ -79,8 +60,8 @@ func timeToPublish(addr, name string, cli *clientv3.Client, prefix string, since
 				}
 			}
 		}
-		r, err := exchange("udp", addr, name, dns.TypeA)
-		if err == nil && answersWith(want)(r) {
+		r, err := e2e.Exchange("udp", addr, name, dns.TypeA)
+		if err == nil && e2e.AnswersWith(want)(r) {
 			took := time.Since(since)
 			if inEtcd == 0 {
 				inEtcd = took // answered before a read saw it: it was there by then
@@ -90,7 +71,7 @@ func timeToPublish(addr, name string, cli *clientv3.Client, prefix string, since
 		if err != nil {
 			last = err.Error()
 		} else {
-			last = fmt.Sprintf("%s %v", dns.RcodeToString[r.Rcode], addresses(r))
+			last = fmt.Sprintf("%s %v", dns.RcodeToString[r.Rcode], e2e.Addresses(r))
 		}
 		if time.Since(since) > failoverPatience {
 			return time.Since(since), false, last, inEtcd
@@ -194,16 +175,16 @@ func TestFailoverServeFrozenMember(t *testing.T) {
 	for _, m := range cluster.Members {
 		clients[m] = m.Client(t)
 	}
-	putEtcd(t, clients[cluster.Members[0]], "/skydns/cluster/openmcp/steady/1", `{"host":"198.51.100.1"}`)
+	e2e.PutEtcd(t, clients[cluster.Members[0]], "/skydns/cluster/openmcp/steady/1", `{"host":"198.51.100.1"}`)
 
-	central := startCorefile(t, "central.Corefile", centralOn(cluster.Endpoints()))
-	central.waitReady(t, 30*time.Second)
-	waitFor(t, 10*time.Second, central.DNS, "steady.openmcp.cluster.", dns.TypeA, answersWith("198.51.100.1"))
+	central := corednsproc.Start(t, "central.Corefile", centralOn(cluster.Endpoints()))
+	central.WaitReady(t, 30*time.Second)
+	e2e.WaitFor(t, 10*time.Second, central.DNS, "steady.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("198.51.100.1"))
 
 	var rounds []failoverRound
 	for i, frozen := range cluster.Members {
 		streams := watchStreams(cluster)
-		poll := pollDNS(central.DNS, "steady.openmcp.cluster.", "198.51.100.1")
+		poll := e2e.PollDNS(central.DNS, "steady.openmcp.cluster.", "198.51.100.1")
 		frozen.Freeze()
 		frozenAt := time.Now()
 		healthy := cluster.Others(frozen)[0]
@@ -211,7 +192,7 @@ func TestFailoverServeFrozenMember(t *testing.T) {
 		ip := fmt.Sprintf("198.51.100.%d", 10+i)
 		putRetry(t, clients[healthy], fmt.Sprintf("/skydns/cluster/openmcp/round%d/1", i), fmt.Sprintf(`{"host":%q}`, ip), 15*time.Second)
 		acked := time.Now()
-		took, ok, last := timeToAnswer(central.DNS, name, acked, failoverPatience, ip)
+		took, ok, last := e2e.TimeToAnswer(central.DNS, name, acked, failoverPatience, ip)
 		t.Logf("round %d: %s frozen (watch streams before: %s); the write was acknowledged %v after the freeze, answered=%v %v later",
 			i, frozen.Name, streams, acked.Sub(frozenAt).Round(time.Millisecond), ok, took.Round(time.Millisecond))
 		// The existing name must be answered for the whole time the member is frozen, at least
@@ -219,9 +200,9 @@ func TestFailoverServeFrozenMember(t *testing.T) {
 		if rest := frozenWindow - time.Since(frozenAt); rest > 0 {
 			time.Sleep(rest)
 		}
-		poll.finish(t, fmt.Sprintf("steady.openmcp.cluster over UDP with %s frozen", frozen.Name))
+		poll.Finish(t, fmt.Sprintf("steady.openmcp.cluster over UDP with %s frozen", frozen.Name))
 		for _, q := range []string{"steady.openmcp.cluster.", name} {
-			if r := ask(t, "tcp", central.DNS, q, dns.TypeA); !hasAnswer(r) {
+			if r := e2e.Ask(t, "tcp", central.DNS, q, dns.TypeA); !e2e.HasAnswer(r) {
 				t.Errorf("round %d: %s over TCP with %s frozen:\n%v", i, q, frozen.Name, r)
 			}
 		}
@@ -288,12 +269,12 @@ func writerFailoverWithin(t *testing.T, bound time.Duration, what string, pick f
 	for _, m := range cluster.Members {
 		clients[m] = m.Client(t)
 	}
-	central := startCorefile(t, "central.Corefile", centralOn(cluster.Endpoints()))
-	writer := runWriter(t, "writer", endpoints, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
-	central.waitReady(t, 30*time.Second)
-	writer.waitReady(t, 60*time.Second)
-	writer.waitMetric(t, 15*time.Second, `coredns_gatewaydns_writer_leader{owner="eu1"}`, func(v float64) bool { return v == 1 })
-	waitFor(t, 15*time.Second, central.DNS, "app.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.10"))
+	central := corednsproc.Start(t, "central.Corefile", centralOn(cluster.Endpoints()))
+	writer := e2e.RunWriter(t, "writer", endpoints, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
+	central.WaitReady(t, 30*time.Second)
+	writer.WaitReady(t, 60*time.Second)
+	writer.WaitMetric(t, 15*time.Second, `coredns_gatewaydns_writer_leader{owner="eu1"}`, func(v float64) bool { return v == 1 })
+	e2e.WaitFor(t, 15*time.Second, central.DNS, "app.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.10"))
 	t.Logf("set up in %v", time.Since(start).Round(time.Millisecond))
 
 	var rounds []failoverRound
@@ -323,7 +304,7 @@ func writerFailoverWithin(t *testing.T, bound time.Duration, what string, pick f
 		if !ok {
 			// Let the round's change land before the next, so that one late round does
 			// not count against the next one's member.
-			waitFor(t, 30*time.Second, central.DNS, "app.eu1.openmcp.cluster.", dns.TypeA, answersWith(ip))
+			e2e.WaitFor(t, 30*time.Second, central.DNS, "app.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith(ip))
 		}
 	}
 	reportRoundsWithin(t, bound, what, rounds)

@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
@@ -43,9 +44,9 @@ func (fp *faultPoller) start() {
 			if i%4 == 0 {
 				netw = "tcp"
 			}
-			r, err := exchange(netw, fp.addr, name, dns.TypeA)
+			r, err := e2e.Exchange(netw, fp.addr, name, dns.TypeA)
 			fp.asked.Add(1)
-			if err != nil || !answersWith(fp.names[name])(r) {
+			if err != nil || !e2e.AnswersWith(fp.names[name])(r) {
 				fp.mu.Lock()
 				if err != nil {
 					fp.failures = append(fp.failures, fmt.Sprintf("%s %s %s: %v", time.Now().Format("15:04:05.000"), netw, name, err))
@@ -118,8 +119,8 @@ func TestFaultsAnswerFromMemoryAndConverge(t *testing.T) {
 		put("/skydns/test/zone/"+f+"-change/1", `{"host":"10.41.0.1"}`)
 		put("/skydns/test/zone/"+f+"-gone/1", `{"host":"10.41.0.2"}`)
 	}
-	addr := serveZone(t, "http://"+link.Addr, cli)
-	waitFor(t, 10*time.Second, addr, "kill-gone.zone.test.", dns.TypeA, answersWith("10.41.0.2"))
+	addr := e2e.ServeZone(t, "http://"+link.Addr, cli)
+	e2e.WaitFor(t, 10*time.Second, addr, "kill-gone.zone.test.", dns.TypeA, e2e.AnswersWith("10.41.0.2"))
 
 	fp := &faultPoller{addr: addr, names: stable}
 	changeDuring := func(f string) {
@@ -129,15 +130,15 @@ func TestFaultsAnswerFromMemoryAndConverge(t *testing.T) {
 	}
 	converge := func(f string) time.Duration {
 		start := time.Now()
-		waitFor(t, 30*time.Second, addr, f+"-new.zone.test.", dns.TypeA, answersWith("10.42.0.1"))
-		waitFor(t, 30*time.Second, addr, f+"-change.zone.test.", dns.TypeA, answersWith("10.42.0.2"))
-		waitFor(t, 30*time.Second, addr, f+"-gone.zone.test.", dns.TypeA, isNXDOMAIN)
+		e2e.WaitFor(t, 30*time.Second, addr, f+"-new.zone.test.", dns.TypeA, e2e.AnswersWith("10.42.0.1"))
+		e2e.WaitFor(t, 30*time.Second, addr, f+"-change.zone.test.", dns.TypeA, e2e.AnswersWith("10.42.0.2"))
+		e2e.WaitFor(t, 30*time.Second, addr, f+"-gone.zone.test.", dns.TypeA, e2e.IsNXDOMAIN)
 		return time.Since(start)
 	}
 	report := func(f string, during time.Duration, took time.Duration) {
 		t.Helper()
 		asked, failures := fp.finish()
-		errs := metricSum(t, "coredns_gatewaydns_etcd_errors_total", map[string]string{"zones": "zone.test."})
+		errs := e2e.MetricSum(t, "coredns_gatewaydns_etcd_errors_total", map[string]string{"zones": "zone.test."})
 		t.Logf("%s: %d questions for %d stable names over %s, %d failed; 3 changes made during the fault answered %s after recovery (slow link: after the change); etcd_errors_total so far %v",
 			f, asked, len(stable), during.Round(time.Millisecond), len(failures), took.Round(time.Millisecond), errs)
 		if len(failures) > 0 {
@@ -170,7 +171,7 @@ func TestFaultsAnswerFromMemoryAndConverge(t *testing.T) {
 	changeDuring("partition")
 	time.Sleep(3 * time.Second)
 	for name, ip := range stable { // and over TCP from a fresh connection, explicitly
-		if r := ask(t, "tcp", addr, name, dns.TypeA); !answersWith(ip)(r) {
+		if r := e2e.Ask(t, "tcp", addr, name, dns.TypeA); !e2e.AnswersWith(ip)(r) {
 			t.Errorf("partition: %s answered %v", name, r)
 		}
 	}
@@ -194,7 +195,7 @@ func TestFaultsAnswerFromMemoryAndConverge(t *testing.T) {
 
 	// Everything from before is still there.
 	for name, ip := range stable {
-		if r := ask(t, "udp", addr, name, dns.TypeA); !answersWith(ip)(r) {
+		if r := e2e.Ask(t, "udp", addr, name, dns.TypeA); !e2e.AnswersWith(ip)(r) {
 			t.Errorf("after the faults: %s answered %v", name, r)
 		}
 	}
@@ -217,34 +218,34 @@ func TestWriterKeepsItsNamesWhileKubeAPIServerRestarts(t *testing.T) {
 	k8s.HTTPRoute("infra", "stay", "infra", "public", "stay.eu1.openmcp.cluster")
 	k8s.HTTPRoute("infra", "gone", "infra", "public", "gone.eu1.openmcp.cluster")
 
-	central := runCentral(t, etcd.ClientURL)
-	writer := runWriter(t, "writer", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
-	writer.waitReady(t, 60*time.Second)
+	central := e2e.RunCentral(t, etcd.ClientURL)
+	writer := e2e.RunWriter(t, "writer", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
+	writer.WaitReady(t, 60*time.Second)
 	for _, name := range []string{"stay.eu1.openmcp.cluster.", "gone.eu1.openmcp.cluster."} {
-		waitFor(t, 15*time.Second, central.DNS, name, dns.TypeA, answersWith("203.0.113.10"))
+		e2e.WaitFor(t, 15*time.Second, central.DNS, name, dns.TypeA, e2e.AnswersWith("203.0.113.10"))
 	}
 	const prefix = "/skydns/cluster/openmcp/eu1/"
-	before := keysUnder(t, cli, prefix)
+	before := e2e.KeysUnder(t, cli, prefix)
 
-	stay := pollDNS(central.DNS, "stay.eu1.openmcp.cluster.", "203.0.113.10")
-	gone := pollDNS(central.DNS, "gone.eu1.openmcp.cluster.", "203.0.113.10")
+	stay := e2e.PollDNS(central.DNS, "stay.eu1.openmcp.cluster.", "203.0.113.10")
+	gone := e2e.PollDNS(central.DNS, "gone.eu1.openmcp.cluster.", "203.0.113.10")
 	kube.StopAPIServer(t)
 	// The informers' watches break at once; their relists fail for as long as it is down.
 	time.Sleep(5 * time.Second)
-	if during := keysUnder(t, cli, prefix); fmt.Sprint(during) != fmt.Sprint(before) {
+	if during := e2e.KeysUnder(t, cli, prefix); fmt.Sprint(during) != fmt.Sprint(before) {
 		t.Errorf("the cluster's keys changed while its kube-apiserver was down:\nbefore %v\nduring %v", before, during)
 	}
 	kube.StartAPIServer(t)
-	stay.finish(t, "stay.eu1 while the kube-apiserver was down and came back")
-	gone.finish(t, "gone.eu1 while the kube-apiserver was down and came back")
+	stay.Finish(t, "stay.eu1 while the kube-apiserver was down and came back")
+	gone.Finish(t, "gone.eu1 while the kube-apiserver was down and came back")
 
 	k8s.DeleteHTTPRoute("infra", "gone")
 	k8s.HTTPRoute("infra", "new", "infra", "public", "new.eu1.openmcp.cluster")
 	k8s.SetGatewayAddresses("infra", "public", "203.0.113.20")
-	waitFor(t, 30*time.Second, central.DNS, "new.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.20"))
-	waitFor(t, 10*time.Second, central.DNS, "stay.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.20"))
-	waitFor(t, 10*time.Second, central.DNS, "gone.eu1.openmcp.cluster.", dns.TypeA, func(r *dns.Msg) bool { return r.Rcode == dns.RcodeNameError })
-	if !writer.alive() {
+	e2e.WaitFor(t, 30*time.Second, central.DNS, "new.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.20"))
+	e2e.WaitFor(t, 10*time.Second, central.DNS, "stay.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.20"))
+	e2e.WaitFor(t, 10*time.Second, central.DNS, "gone.eu1.openmcp.cluster.", dns.TypeA, func(r *dns.Msg) bool { return r.Rcode == dns.RcodeNameError })
+	if !writer.Running() {
 		t.Fatal("the writer exited")
 	}
 }

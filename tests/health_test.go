@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -28,13 +30,13 @@ func TestSharedNameAnswersOnlyHealthyClusters(t *testing.T) {
 		k8s.SetGatewayProgrammed(c.ns, "gw", metav1.ConditionTrue)
 		k8s.HTTPRoute(c.ns, "app", c.ns, "gw", "app.global.openmcp.cluster")
 	}
-	central := runCentral(t, etcd.ClientURL)
-	eu1 := runWriter(t, "eu1", etcd.ClientURL, "eu1", kube.KubeconfigFile, "global.openmcp.cluster", "namespaces eu1")
-	us1 := runWriter(t, "us1", etcd.ClientURL, "us1", kube.KubeconfigFile, "global.openmcp.cluster", "namespaces us1")
-	for _, w := range []*coreDNSProcess{eu1, us1} {
-		w.waitReady(t, 60*time.Second)
+	central := e2e.RunCentral(t, etcd.ClientURL)
+	eu1 := e2e.RunWriter(t, "eu1", etcd.ClientURL, "eu1", kube.KubeconfigFile, "global.openmcp.cluster", "namespaces eu1")
+	us1 := e2e.RunWriter(t, "us1", etcd.ClientURL, "us1", kube.KubeconfigFile, "global.openmcp.cluster", "namespaces us1")
+	for _, w := range []*corednsproc.Process{eu1, us1} {
+		w.WaitReady(t, 60*time.Second)
 	}
-	waitFor(t, 15*time.Second, central.DNS, name, dns.TypeA, answersWith("203.0.113.61", "203.0.113.62"))
+	e2e.WaitFor(t, 15*time.Second, central.DNS, name, dns.TypeA, e2e.AnswersWith("203.0.113.61", "203.0.113.62"))
 
 	for _, step := range []struct {
 		status metav1.ConditionStatus
@@ -45,7 +47,7 @@ func TestSharedNameAnswersOnlyHealthyClusters(t *testing.T) {
 	} {
 		changed := time.Now()
 		k8s.SetGatewayProgrammed("eu1", "gw", step.status)
-		took, ok, last := timeToAnswer(central.DNS, name, changed, 5*time.Second, step.want...)
+		took, ok, last := e2e.TimeToAnswer(central.DNS, name, changed, 5*time.Second, step.want...)
 		t.Logf("eu1's Gateway Programmed=%s: answered %v after %s", step.status, step.want, took.Round(time.Millisecond))
 		if !ok || took > time.Second {
 			t.Errorf("eu1's Gateway Programmed=%s: want %v within 1s, answered=%v after %s; last: %s", step.status, step.want, ok, took.Round(time.Millisecond), last)

@@ -31,7 +31,7 @@ func TestMigrationDryRunCountsWhatTheTakeoverWrites(t *testing.T) {
 	if puts != wrote[true] || deletes != wrote[false] {
 		t.Errorf("the dry run counted %d puts and %d deletes, the takeover wrote %d and %d", puts, deletes, wrote[true], wrote[false])
 	}
-	if v, _ := w.metric(`coredns_gatewaydns_writer_writes_total{owner="` + migOwner + `",op="put"}`); int(v) != wrote[true] {
+	if v, _ := w.Metric(`coredns_gatewaydns_writer_writes_total{owner="` + migOwner + `",op="put"}`); int(v) != wrote[true] {
 		t.Errorf("writer_writes_total{op=put} = %v, want %d", v, wrote[true])
 	}
 }

@@ -29,6 +29,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
@@ -67,7 +69,7 @@ type migration struct {
 	cli     *clientv3.Client
 	kube    *testenv.Kube
 	k8s     *gatewayfixture.Cluster
-	central *coreDNSProcess
+	central *corednsproc.Process
 	// link is external-dns's connection to etcd, slowed down to stop it inside a sync loop
 	// (stopMidSync).
 	link *tcpproxy.Proxy
@@ -166,10 +168,10 @@ func startMigration(t *testing.T, dualStack bool) *migration {
 	}
 	// The central server, as corefile.d/central.Corefile has it (written out: the harness
 	// gives etcd's URL inline).
-	m.central = startCorefile(t, "central.Corefile", fmt.Sprintf(
+	m.central = corednsproc.Start(t, "central.Corefile", fmt.Sprintf(
 		"openmcp.cluster {\n    errors\n    health\n    ready\n    prometheus :9153\n    gatewaydns {\n        endpoint %s\n    }\n}\n",
 		m.etcd.ClientURL))
-	m.central.waitReady(t, 30*time.Second)
+	m.central.WaitReady(t, 30*time.Second)
 	t.Logf("etcd, kube-apiserver with %d Gateways and %d HTTPRoutes, central server: up after %s",
 		len(gws), len(routes), time.Since(m.start).Round(time.Millisecond))
 	return m
@@ -201,10 +203,10 @@ func (m *migration) externalDNS(t *testing.T, strictlyOwned bool, args ...string
 }
 
 // writer starts the gatewaydns writer of eu1 with the extra stanza lines.
-func (m *migration) writer(t *testing.T, extra ...string) *coreDNSProcess {
+func (m *migration) writer(t *testing.T, extra ...string) *corednsproc.Process {
 	t.Helper()
-	w := runWriter(t, "eu1", m.etcd.ClientURL, migOwner, m.kube.KubeconfigFile, migDomain, extra...)
-	w.waitReady(t, 60*time.Second)
+	w := e2e.RunWriter(t, "eu1", m.etcd.ClientURL, migOwner, m.kube.KubeconfigFile, migDomain, extra...)
+	w.WaitReady(t, 60*time.Second)
 	return w
 }
 
@@ -231,7 +233,7 @@ func (m *migration) waitAnswered(t *testing.T, timeout time.Duration, all bool) 
 		if q.settled && !all {
 			continue
 		}
-		waitFor(t, time.Until(deadline), m.central.DNS, q.name, q.qtype, func(r *dns.Msg) bool {
+		e2e.WaitFor(t, time.Until(deadline), m.central.DNS, q.name, q.qtype, func(r *dns.Msg) bool {
 			return r.Rcode == dns.RcodeSuccess && slices.Equal(answerSet(r), q.want)
 		})
 	}
@@ -243,7 +245,7 @@ func (m *migration) wantKeys() map[string]string {
 	out := map[string]string{}
 	for name, targets := range m.targets {
 		for _, tg := range targets {
-			out[ownKey(name, migOwner, tg)] = tg
+			out[e2e.OwnKey(name, migOwner, tg)] = tg
 		}
 	}
 	return out
@@ -279,7 +281,7 @@ func parseEtcdValue(v string) etcdValue {
 }
 
 // dumpKeys renders keys sorted, one a line, for a failure message or a log.
-func dumpKeys(keys map[string]kvInfo) string {
+func dumpKeys(keys map[string]e2e.KVInfo) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		fmt.Fprintf(&b, "  %s = %s (mod rev %d)\n", k, keys[k].Value, keys[k].ModRev)
@@ -291,9 +293,9 @@ func dumpKeys(keys map[string]kvInfo) string {
 }
 
 // logKeys logs every key under the cluster's prefix.
-func (m *migration) logKeys(t *testing.T, what string) map[string]kvInfo {
+func (m *migration) logKeys(t *testing.T, what string) map[string]e2e.KVInfo {
 	t.Helper()
-	keys := keysUnder(t, m.cli, migPrefix)
+	keys := e2e.KeysUnder(t, m.cli, migPrefix)
 	t.Logf("%s: %d keys under %s:\n%s", what, len(keys), migPrefix, dumpKeys(keys))
 	return keys
 }
@@ -301,7 +303,7 @@ func (m *migration) logKeys(t *testing.T, what string) map[string]kvInfo {
 // keyProblems lists what is wrong with keys against the writer's wanted end state: exactly the
 // deterministic keys of eu1, each with owner eu1 and its target, no TXT registry record, no
 // registry text, no second key for a target.
-func (m *migration) keyProblems(keys map[string]kvInfo) []string {
+func (m *migration) keyProblems(keys map[string]e2e.KVInfo) []string {
 	want := m.wantKeys()
 	var problems []string
 	perTarget := map[string][]string{}
@@ -345,7 +347,7 @@ func (m *migration) keyProblems(keys map[string]kvInfo) []string {
 func (m *migration) waitAdopted(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
-		keys := keysUnder(t, m.cli, migPrefix)
+		keys := e2e.KeysUnder(t, m.cli, migPrefix)
 		problems := m.keyProblems(keys)
 		if len(problems) == 0 {
 			return
@@ -360,7 +362,7 @@ func (m *migration) waitAdopted(t *testing.T, timeout time.Duration) {
 // checkFinalKeys fails the test unless etcd holds exactly the writer's wanted keys.
 func (m *migration) checkFinalKeys(t *testing.T) {
 	t.Helper()
-	keys := keysUnder(t, m.cli, migPrefix)
+	keys := e2e.KeysUnder(t, m.cli, migPrefix)
 	if problems := m.keyProblems(keys); len(problems) > 0 {
 		t.Errorf("after the migration:\n%s\nkeys under %s:\n%s", strings.Join(problems, "\n"), migPrefix, dumpKeys(keys))
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/miekg/dns"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -31,25 +33,25 @@ import (
 func (m *migration) dryRunBeside(t *testing.T, extra ...string) (puts, deletes int) {
 	t.Helper()
 	w := m.writer(t, append(slices.Clone(extra), "dry-run")...)
-	defer w.stop(t)
+	defer w.Stop(t)
 	want := m.wantKeys()
 	deadline := time.Now().Add(20 * time.Second)
 	for _, name := range slices.Sorted(maps.Keys(m.targets)) {
 		// What external-dns has for the name now: the keys the takeover deletes.
 		var theirs []string
-		for k := range keysUnder(t, m.cli, migPrefix) {
+		for k := range e2e.KeysUnder(t, m.cli, migPrefix) {
 			if n, _ := recordName(k); n == name {
 				theirs = append(theirs, k)
 			}
 		}
 		for {
-			line, problem := plannedTakeover(w.log.String(), name, want, theirs)
+			line, problem := plannedTakeover(w.Output(), name, want, theirs)
 			if problem == "" {
 				t.Logf("dry run: %s", line)
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the dry run logged no takeover of %s: %s\nlog:\n%s", name, problem, w.log.String())
+				t.Fatalf("the dry run logged no takeover of %s: %s\nlog:\n%s", name, problem, w.Output())
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -57,11 +59,11 @@ func (m *migration) dryRunBeside(t *testing.T, extra ...string) (puts, deletes i
 	// A resync that saw every wanted record has run (it sets writer_desired_records): the names
 	// have been planned both alone, as the sources added them, and in a full resync, which
 	// also visits the registry records' names.
-	w.waitMetric(t, 20*time.Second, `coredns_gatewaydns_writer_desired_records{owner="`+migOwner+`"}`,
+	w.WaitMetric(t, 20*time.Second, `coredns_gatewaydns_writer_desired_records{owner="`+migOwner+`"}`,
 		func(v float64) bool { return int(v) == len(want) })
 	lines := map[string]int{}
 	prefix := `Dry run: owner "` + migOwner + `" would write `
-	for l := range strings.SplitSeq(w.log.String(), "\n") {
+	for l := range strings.SplitSeq(w.Output(), "\n") {
 		if _, rest, ok := strings.Cut(l, prefix); ok {
 			name, _, _ := strings.Cut(rest, " ")
 			lines[name]++
@@ -70,24 +72,24 @@ func (m *migration) dryRunBeside(t *testing.T, extra ...string) (puts, deletes i
 	for _, name := range slices.Sorted(maps.Keys(lines)) {
 		switch _, wanted := m.targets[name]; {
 		case !wanted:
-			t.Errorf("the dry run logged %d line(s) for %s, a name the cluster does not publish:\n%s", lines[name], name, w.log.String())
+			t.Errorf("the dry run logged %d line(s) for %s, a name the cluster does not publish:\n%s", lines[name], name, w.Output())
 		case lines[name] > 1 && !strings.HasPrefix(name, "dual."):
 			// The dual-stack name's keys change at each external-dns loop: its change may be new.
-			t.Errorf("the dry run logged %s %d times, want once:\n%s", name, lines[name], w.log.String())
+			t.Errorf("the dry run logged %s %d times, want once:\n%s", name, lines[name], w.Output())
 		}
 	}
-	for k, v := range keysUnder(t, m.cli, migPrefix) {
+	for k, v := range e2e.KeysUnder(t, m.cli, migPrefix) {
 		if _, ours := want[k]; ours || parseEtcdValue(v.Value).Owner == migOwner {
 			t.Errorf("the dry run wrote %s = %s", k, v.Value)
 		}
 	}
 	for _, op := range []string{"put", "delete"} {
-		if v, _ := w.metric(`coredns_gatewaydns_writer_writes_total{op="` + op + `"}`); v != 0 {
+		if v, _ := w.Metric(`coredns_gatewaydns_writer_writes_total{op="` + op + `"}`); v != 0 {
 			t.Errorf("the dry run counted %v writes (%s)", v, op)
 		}
 	}
-	p, _ := w.metric(`coredns_gatewaydns_writer_dry_run_ops_total{owner="` + migOwner + `",op="put"}`)
-	d, _ := w.metric(`coredns_gatewaydns_writer_dry_run_ops_total{owner="` + migOwner + `",op="delete"}`)
+	p, _ := w.Metric(`coredns_gatewaydns_writer_dry_run_ops_total{owner="` + migOwner + `",op="put"}`)
+	d, _ := w.Metric(`coredns_gatewaydns_writer_dry_run_ops_total{owner="` + migOwner + `",op="delete"}`)
 	return int(p), int(d)
 }
 
@@ -155,14 +157,14 @@ func (m *migration) dropOwnerless(t *testing.T, args ...string) string {
 // are all taken over, is started again without `txt-owner-id` (a rollout of the Corefile without
 // the line). The new writer's full resync finds nothing to write, and every name stays
 // answered. It returns the new writer.
-func (m *migration) dropTxtOwnerID(t *testing.T, w *coreDNSProcess) *coreDNSProcess {
+func (m *migration) dropTxtOwnerID(t *testing.T, w *corednsproc.Process) *corednsproc.Process {
 	t.Helper()
 	poll := pollQuestions(t, m.central.DNS, m.questions)
 	poll.waitRounds(t, 5, 10*time.Second)
 	watch := watchKeys(t, m.cli, migPrefix)
-	w.stop(t)
+	w.Stop(t)
 	w = m.writer(t)
-	w.waitMetric(t, 30*time.Second, `coredns_gatewaydns_writer_last_sync_timestamp_seconds{owner="`+migOwner+`"}`, func(v float64) bool { return v > 0 })
+	w.WaitMetric(t, 30*time.Second, `coredns_gatewaydns_writer_last_sync_timestamp_seconds{owner="`+migOwner+`"}`, func(v float64) bool { return v > 0 })
 	m.checkNoWrites(t, watch, 0, "the writer started again without txt-owner-id, its first full resync done")
 	poll.waitRounds(t, 10, 10*time.Second)
 	poll.finish(t, "every name while txt-owner-id is dropped")
@@ -175,11 +177,11 @@ func (m *migration) dropTxtOwnerID(t *testing.T, w *coreDNSProcess) *coreDNSProc
 // --coredns-strictly-owned, which reads the writer's keys (owner eu1) as its own: every name
 // stays answered over its sync loops, and a name whose route goes is deleted by it, the
 // writer's key included. It returns external-dns.
-func (m *migration) rollBack(t *testing.T, w *coreDNSProcess, gone string) *testenv.ExternalDNS {
+func (m *migration) rollBack(t *testing.T, w *corednsproc.Process, gone string) *testenv.ExternalDNS {
 	t.Helper()
 	poll := pollQuestions(t, m.central.DNS, m.questions)
 	poll.waitRounds(t, 5, 10*time.Second)
-	w.stop(t)
+	w.Stop(t)
 	x := m.externalDNS(t, true)
 	st := x.WaitSyncs(t, 3, 20*time.Second)
 	t.Logf("external-dns --coredns-strictly-owned back: %d sync loops, %d with changes", st.Syncs, st.Changes)
@@ -194,7 +196,7 @@ func (m *migration) rollBack(t *testing.T, w *coreDNSProcess, gone string) *test
 	name := gone + "." + migDomain
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		left := 0
-		for k := range keysUnder(t, m.cli, migPrefix) {
+		for k := range e2e.KeysUnder(t, m.cli, migPrefix) {
 			if n, _ := recordName(k); n == name {
 				left++
 			}
@@ -203,7 +205,7 @@ func (m *migration) rollBack(t *testing.T, w *coreDNSProcess, gone string) *test
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("external-dns left %d keys of %s after its route was deleted:\n%s", left, name, dumpKeys(keysUnder(t, m.cli, migPrefix)))
+			t.Fatalf("external-dns left %d keys of %s after its route was deleted:\n%s", left, name, dumpKeys(e2e.KeysUnder(t, m.cli, migPrefix)))
 		}
 	}
 	t.Logf("external-dns deleted every key of %s when its route went", name)
@@ -214,7 +216,7 @@ func (m *migration) rollBack(t *testing.T, w *coreDNSProcess, gone string) *test
 // renders it, after the rcode.
 func (m *migration) answer(t *testing.T, label string, qtype uint16) []string {
 	t.Helper()
-	r, err := exchange("udp", m.central.DNS, label+"."+migDomain, qtype)
+	r, err := e2e.Exchange("udp", m.central.DNS, label+"."+migDomain, qtype)
 	if err != nil {
 		t.Fatalf("%s %s: %v", label, dns.TypeToString[qtype], err)
 	}

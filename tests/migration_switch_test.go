@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -45,14 +47,14 @@ func (m *migration) stopMidSync(t *testing.T, x *testenv.ExternalDNS) {
 // external-dns's sync loops then write nothing, so a stop at any moment is safe: it is stopped
 // inside a loop, stops times (started again in between). It returns the writer and every
 // change under the prefix from the writer's first transaction on.
-func (m *migration) switchBeside(t *testing.T, x *testenv.ExternalDNS, stops int, extra ...string) (*coreDNSProcess, []keyEvent) {
+func (m *migration) switchBeside(t *testing.T, x *testenv.ExternalDNS, stops int, extra ...string) (*corednsproc.Process, []keyEvent) {
 	t.Helper()
 	return m.switchBesideThen(t, x, stops, nil, extra...)
 }
 
 // switchBesideThen is switchBeside with both calls between the takeover and the first stop:
 // what the cluster does while both run.
-func (m *migration) switchBesideThen(t *testing.T, x *testenv.ExternalDNS, stops int, both func(), extra ...string) (*coreDNSProcess, []keyEvent) {
+func (m *migration) switchBesideThen(t *testing.T, x *testenv.ExternalDNS, stops int, both func(), extra ...string) (*corednsproc.Process, []keyEvent) {
 	t.Helper()
 	m.waitAnswered(t, 10*time.Second, false)
 	poll := pollQuestions(t, m.central.DNS, m.asked(false))
@@ -126,7 +128,7 @@ func (m *migration) stopBetweenWrites(t *testing.T, x *testenv.ExternalDNS, watc
 // rewrites an IPv6 address at each loop: the new key put, the old one not deleted yet), then
 // the writer of eu1 starts with the extra lines and must end with exactly its own keys as
 // switchBeside says. It returns the writer.
-func (m *migration) switchAfterStop(t *testing.T, x *testenv.ExternalDNS, extra ...string) *coreDNSProcess {
+func (m *migration) switchAfterStop(t *testing.T, x *testenv.ExternalDNS, extra ...string) *corednsproc.Process {
 	t.Helper()
 	m.waitAnswered(t, 10*time.Second, true)
 	poll := pollQuestions(t, m.central.DNS, m.questions)
@@ -242,7 +244,7 @@ func (m *migration) checkWrites(t *testing.T, events []keyEvent) {
 // them over that were not already its owner's: the keys without owner and the TXT registry
 // records. (A key external-dns --coredns-strictly-owned wrote with owner eu1 is the writer's own
 // key, as far as anyone can tell: deleting it is a plain delete.)
-func (m *migration) checkAdoptedCounted(t *testing.T, w *coreDNSProcess, events []keyEvent) {
+func (m *migration) checkAdoptedCounted(t *testing.T, w *corednsproc.Process, events []keyEvent) {
 	t.Helper()
 	want := m.wantKeys()
 	deleted := 0
@@ -256,7 +258,7 @@ func (m *migration) checkAdoptedCounted(t *testing.T, w *coreDNSProcess, events 
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		got, ok := w.metric(`coredns_gatewaydns_writer_adopted_keys_total{owner="` + migOwner + `"}`)
+		got, ok := w.Metric(`coredns_gatewaydns_writer_adopted_keys_total{owner="` + migOwner + `"}`)
 		if ok && int(got) == deleted {
 			return
 		}
@@ -274,7 +276,7 @@ func (m *migration) waitPublishedBeside(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	want := m.wantKeys()
 	for deadline := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
-		keys := keysUnder(t, m.cli, migPrefix)
+		keys := e2e.KeysUnder(t, m.cli, migPrefix)
 		missing := 0
 		for k := range want {
 			if _, ok := keys[k]; !ok {

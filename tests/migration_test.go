@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 )
 
 // oldFormatValue is a record of external-dns's old registry format, the registry text in the
@@ -36,10 +38,10 @@ func TestMigrationFromExternalDNSWithTXTRegistry(t *testing.T) {
 	// Old-format keys found by external-dns v0.21.0 when it starts: it keeps them (and writes a
 	// new-format registry record beside each).
 	legacyKey := hexKey("legacy." + migDomain)
-	putEtcd(t, m.cli, legacyKey, oldFormatValue("203.0.113.10", "legacy"))
+	e2e.PutEtcd(t, m.cli, legacyKey, oldFormatValue("203.0.113.10", "legacy"))
 	cnameKey := hexKey("oldcname." + migDomain)
 	m.k8s.HTTPRoute("shop", "oldcname", "infra", "lb", "oldcname."+migDomain)
-	putEtcd(t, m.cli, cnameKey, oldFormatValue(migCNAME, "oldcname"))
+	e2e.PutEtcd(t, m.cli, cnameKey, oldFormatValue(migCNAME, "oldcname"))
 	m.question("oldcname", dns.TypeA, "CNAME "+migCNAME+".")
 	m.questions[len(m.questions)-1].settled = true
 
@@ -138,7 +140,7 @@ func TestMigrationFromExternalDNSStrictlyOwnedFromTheStart(t *testing.T) {
 func TestMigrationWhileExternalDNSStillRuns(t *testing.T) {
 	m := startMigration(t, true)
 	legacyKey := hexKey("legacy." + migDomain)
-	putEtcd(t, m.cli, legacyKey, oldFormatValue("203.0.113.10", "legacy"))
+	e2e.PutEtcd(t, m.cli, legacyKey, oldFormatValue("203.0.113.10", "legacy"))
 	x := m.externalDNS(t, false)
 	m.waitPublished(t, x, "external-dns (TXT registry)")
 	m.logKeys(t, "external-dns published")
@@ -147,7 +149,7 @@ func TestMigrationWhileExternalDNSStillRuns(t *testing.T) {
 		// Asked for once it is answered; its key is one of the writer's wanted keys from now on.
 		m.k8s.HTTPRoute("shop", "late", "infra", "v4", "late."+migDomain)
 		m.targets["late."+migDomain] = []string{"203.0.113.10"}
-		waitFor(t, 10*time.Second, m.central.DNS, "late."+migDomain, dns.TypeA, func(r *dns.Msg) bool {
+		e2e.WaitFor(t, 10*time.Second, m.central.DNS, "late."+migDomain, dns.TypeA, func(r *dns.Msg) bool {
 			return r.Rcode == dns.RcodeSuccess && slices.Equal(answerSet(r), []string{"A 203.0.113.10"})
 		})
 	}, migTXTOwner)
@@ -173,7 +175,7 @@ func TestMigrationFromExternalDNSWithoutRegistry(t *testing.T) {
 
 	// A record written by hand, which the writer does not publish: listed, kept.
 	manual := migPrefix + "manual/1"
-	putEtcd(t, m.cli, manual, `{"host":"192.0.2.1"}`)
+	e2e.PutEtcd(t, m.cli, manual, `{"host":"192.0.2.1"}`)
 
 	m.waitAnswered(t, 10*time.Second, true)
 	poll := pollQuestions(t, m.central.DNS, m.questions)
@@ -188,11 +190,11 @@ func TestMigrationFromExternalDNSWithoutRegistry(t *testing.T) {
 	if strings.Count(listed, "keep ") != 1 || !strings.Contains(listed, "keep "+manual+"\n") || !strings.Contains(listed, "drop ") {
 		t.Errorf("drop-ownerless.sh lists other keys to keep than %s, or none to drop:\n%s", manual, listed)
 	}
-	if keys := keysUnder(t, m.cli, migPrefix); len(m.keyProblems(keys)) <= 1 {
+	if keys := e2e.KeysUnder(t, m.cli, migPrefix); len(m.keyProblems(keys)) <= 1 {
 		t.Errorf("listing deleted keys:\n%s", dumpKeys(keys))
 	}
 	m.dropOwnerless(t, "--delete", migPrefix, migOwner)
-	if _, ok := keysUnder(t, m.cli, manual)[manual]; !ok {
+	if _, ok := e2e.KeysUnder(t, m.cli, manual)[manual]; !ok {
 		t.Errorf("drop-ownerless.sh --delete deleted %s, which no key of %s duplicates", manual, migOwner)
 	}
 	// The guide: delete such a key by hand if it must go.

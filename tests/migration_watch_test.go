@@ -16,6 +16,8 @@ import (
 
 	"github.com/miekg/dns"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 )
 
 // answerSet renders the answer section as sorted, deduplicated "A 1.2.3.4", "AAAA ...",
@@ -71,7 +73,7 @@ func pollQuestions(t *testing.T, addr string, qs []migQuestion) *questionPoller 
 		defer close(p.done)
 		for {
 			for _, q := range qs {
-				r, err := exchange("udp", addr, q.name, q.qtype)
+				r, err := e2e.Exchange("udp", addr, q.name, q.qtype)
 				now := time.Now().Format("15:04:05.000")
 				p.mu.Lock()
 				p.asked[q.String()]++
@@ -187,7 +189,7 @@ type keyWatch struct {
 // watchKeys starts watching prefix from the next revision.
 func watchKeys(t *testing.T, cli *clientv3.Client, prefix string) *keyWatch {
 	t.Helper()
-	gctx, gcancel := context.WithTimeout(context.Background(), etcdCallTimeout)
+	gctx, gcancel := context.WithTimeout(context.Background(), e2e.EtcdCallTimeout)
 	resp, err := cli.Get(gctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	gcancel()
 	if err != nil {

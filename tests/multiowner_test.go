@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -33,17 +34,17 @@ func TestCNAMEOfOneClusterAndAddressOfAnotherNeverShareAName(t *testing.T) {
 	k8s.Gateway("us1", "gw", gatewayv1.HTTPProtocolType, 80, "", "203.0.113.72")
 	k8s.HTTPRoute("us1", "app", "us1", "gw", host)
 
-	central := runCentral(t, etcd.ClientURL)
-	eu1 := runWriter(t, "eu1", etcd.ClientURL, "eu1", kube.KubeconfigFile, "global.openmcp.cluster", "namespaces eu1")
-	eu1.waitReady(t, 60*time.Second)
+	central := e2e.RunCentral(t, etcd.ClientURL)
+	eu1 := e2e.RunWriter(t, "eu1", etcd.ClientURL, "eu1", kube.KubeconfigFile, "global.openmcp.cluster", "namespaces eu1")
+	eu1.WaitReady(t, 60*time.Second)
 	isCNAME := func(r *dns.Msg) bool {
 		return r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1 && r.Answer[0].Header().Rrtype == dns.TypeCNAME &&
 			r.Answer[0].(*dns.CNAME).Target == "lb.eu1.example.net."
 	}
-	waitFor(t, 15*time.Second, central.DNS, name, dns.TypeCNAME, isCNAME)
+	e2e.WaitFor(t, 15*time.Second, central.DNS, name, dns.TypeCNAME, isCNAME)
 
-	us1 := runWriter(t, "us1", etcd.ClientURL, "us1", kube.KubeconfigFile, "global.openmcp.cluster", "namespaces us1")
-	us1.waitReady(t, 60*time.Second)
+	us1 := e2e.RunWriter(t, "us1", etcd.ClientURL, "us1", kube.KubeconfigFile, "global.openmcp.cluster", "namespaces us1")
+	us1.WaitReady(t, 60*time.Second)
 	ev := k8s.WaitWarningEvents("us1", "HTTPRoute", "app", "Conflict", 15*time.Second)[0]
 	if !strings.Contains(ev.Message, "CNAME") || !strings.Contains(ev.Message, "eu1") {
 		t.Errorf("the Conflict Event does not say what holds the name: %q", ev.Message)
@@ -52,7 +53,7 @@ func TestCNAMEOfOneClusterAndAddressOfAnotherNeverShareAName(t *testing.T) {
 		t.Fatalf("owners of %s in etcd: %v, want eu1 alone", host, owners)
 	}
 	for _, q := range []uint16{dns.TypeA, dns.TypeCNAME} {
-		r, err := exchange("udp", central.DNS, name, q)
+		r, err := e2e.Exchange("udp", central.DNS, name, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +68,7 @@ func TestCNAMEOfOneClusterAndAddressOfAnotherNeverShareAName(t *testing.T) {
 	// name and on another one makes us1 reconcile both; the other name answering shows that
 	// it did.
 	k8s.HTTPRoute("us1", "app2", "us1", "gw", host, "other.global.openmcp.cluster")
-	waitFor(t, 15*time.Second, central.DNS, "other.global.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.72"))
+	e2e.WaitFor(t, 15*time.Second, central.DNS, "other.global.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.72"))
 	// The route that joined the lost name is told, once; the first one is not told again.
 	k8s.WaitWarningEvents("us1", "HTTPRoute", "app2", "Conflict", 10*time.Second)
 	for _, route := range []string{"app", "app2"} {
@@ -79,7 +80,7 @@ func TestCNAMEOfOneClusterAndAddressOfAnotherNeverShareAName(t *testing.T) {
 	// eu1 withdraws: us1, which watches the name it lost, takes it at once.
 	withdrawn := time.Now()
 	k8s.DeleteHTTPRoute("eu1", "app")
-	took, ok, last := timeToAnswer(central.DNS, name, withdrawn, 10*time.Second, "203.0.113.72")
+	took, ok, last := e2e.TimeToAnswer(central.DNS, name, withdrawn, 10*time.Second, "203.0.113.72")
 	if !ok {
 		t.Fatalf("us1 did not take the freed name within 10s; last answer: %s", last)
 	}

@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/kubesource"
@@ -53,7 +55,7 @@ func TestObjectsSayWhatTheyPublished(t *testing.T) {
 	modRev := func(name, target string) int64 {
 		t.Helper()
 		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if kv, ok := keysUnder(t, cli, "/skydns/")[ownKey(name, "eu1", target)]; ok {
+			if kv, ok := e2e.KeysUnder(t, cli, "/skydns/")[e2e.OwnKey(name, "eu1", target)]; ok {
 				return kv.ModRev
 			}
 			if time.Now().After(deadline) {
@@ -61,9 +63,9 @@ func TestObjectsSayWhatTheyPublished(t *testing.T) {
 			}
 		}
 	}
-	writer := func(name string) *coreDNSProcess {
-		p := runWriter(t, name, etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster", "sources gateway-httproute crd")
-		p.waitReady(t, 60*time.Second)
+	writer := func(name string) *corednsproc.Process {
+		p := e2e.RunWriter(t, name, etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster", "sources gateway-httproute crd")
+		p.WaitReady(t, 60*time.Second)
 		return p
 	}
 	// published waits for the route's Published Event for target, then checks that it is the
@@ -96,9 +98,9 @@ func TestObjectsSayWhatTheyPublished(t *testing.T) {
 	const leader, synced = `coredns_gatewaydns_writer_leader{owner="eu1"}`, `coredns_gatewaydns_writer_last_sync_timestamp_seconds{owner="eu1"}`
 	for i, next := range []string{"b", "a-restarted"} {
 		standby := writer(next)
-		a.stop(t)
-		standby.waitMetric(t, 15*time.Second, leader, func(v float64) bool { return v == 1 })
-		standby.waitMetric(t, 15*time.Second, synced, func(v float64) bool { return v > 0 }) // its first full resync, sources synced
+		a.Stop(t)
+		standby.WaitMetric(t, 15*time.Second, leader, func(v float64) bool { return v == 1 })
+		standby.WaitMetric(t, 15*time.Second, synced, func(v float64) bool { return v > 0 }) // its first full resync, sources synced
 		address := fmt.Sprintf("203.0.113.%d", 11+i)
 		k8s.SetGatewayAddresses("infra", "public", address)
 		published(address, i+2)

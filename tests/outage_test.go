@@ -9,6 +9,8 @@ import (
 	"github.com/miekg/dns"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -41,18 +43,18 @@ func TestEtcdOutageIsVisibleAndLoggedOnce(t *testing.T) {
 	k8s.Gateway("infra", "public", gatewayv1.HTTPProtocolType, 80, "", "203.0.113.20")
 	k8s.HTTPRoute("infra", "web", "infra", "public", "web.eu1.openmcp.cluster")
 
-	etcdP := proxied(t, strings.TrimPrefix(etcd.ClientURL, "http://"))
-	p := startCorefile(t, "outage.Corefile", bothRoles("http://"+etcdP.Addr, "outage", kube.KubeconfigFile))
-	p.waitReady(t, 30*time.Second)
-	waitFor(t, 15*time.Second, p.DNS, "web.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.20"))
+	etcdP := e2e.Proxied(t, strings.TrimPrefix(etcd.ClientURL, "http://"))
+	p := corednsproc.Start(t, "outage.Corefile", e2e.BothRoles("http://"+etcdP.Addr, "outage", kube.KubeconfigFile))
+	p.WaitReady(t, 30*time.Second)
+	e2e.WaitFor(t, 15*time.Second, p.DNS, "web.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.20"))
 	writerReachable := `coredns_gatewaydns_writer_etcd_reachable{owner="outage"}`
-	p.waitMetric(t, 10*time.Second, reachableOf, isOne)
-	p.waitMetric(t, 10*time.Second, writerReachable, isOne)
+	p.WaitMetric(t, 10*time.Second, e2e.ReachableOf, e2e.IsOne)
+	p.WaitMetric(t, 10*time.Second, writerReachable, e2e.IsOne)
 	// One stream for the zone's prefix, one for the leader's key.
 	serveStreams := `coredns_gatewaydns_etcd_watch_streams{zones="openmcp.cluster."}`
 	writerStreams := `coredns_gatewaydns_writer_etcd_watch_streams{owner="outage"}`
-	p.waitMetric(t, 10*time.Second, serveStreams, isOne)
-	p.waitMetric(t, 10*time.Second, writerStreams, isOne)
+	p.WaitMetric(t, 10*time.Second, serveStreams, e2e.IsOne)
+	p.WaitMetric(t, 10*time.Second, writerStreams, e2e.IsOne)
 	etcdStreams := func() int {
 		n, err := etcd.WatchStreams(5 * time.Second)
 		if err != nil {
@@ -69,36 +71,36 @@ func TestEtcdOutageIsVisibleAndLoggedOnce(t *testing.T) {
 		{"refused", etcdP.Cut},
 		{"black-holed", etcdP.BlackHole},
 	} {
-		before := len(p.log.String())
-		answers := pollDNS(p.DNS, "web.eu1.openmcp.cluster.", "203.0.113.20")
-		ready := pollReady(p.Ready)
+		before := len(p.Output())
+		answers := e2e.PollDNS(p.DNS, "web.eu1.openmcp.cluster.", "203.0.113.20")
+		ready := e2e.PollReady(p.Ready)
 		cut := time.Now()
 		fault.apply()
-		p.waitMetric(t, 30*time.Second, reachableOf, isZero)
+		p.WaitMetric(t, 30*time.Second, e2e.ReachableOf, e2e.IsZero)
 		serveSeen := time.Since(cut)
-		p.waitMetric(t, 30*time.Second, writerReachable, isZero)
+		p.WaitMetric(t, 30*time.Second, writerReachable, e2e.IsZero)
 		writerSeen := time.Since(cut)
 		// Hold the outage for a while: retries go on, the log must not.
 		quiet := time.Now().Add(10 * time.Second)
 		for time.Now().Before(quiet) {
-			if v, _ := p.metric(reachableOf); v != 0 {
+			if v, _ := p.Metric(e2e.ReachableOf); v != 0 {
 				t.Fatalf("%s: etcd_reachable went back to %v while etcd is still %s", fault.name, v, fault.name)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		during := problemLines(p.log.String(), before)
+		during := problemLines(p.Output(), before)
 		etcdP.Restore()
 		back := time.Now()
-		p.waitMetric(t, 30*time.Second, reachableOf, isOne)
+		p.WaitMetric(t, 30*time.Second, e2e.ReachableOf, e2e.IsOne)
 		serveBack := time.Since(back)
-		p.waitMetric(t, 30*time.Second, writerReachable, isOne)
+		p.WaitMetric(t, 30*time.Second, writerReachable, e2e.IsOne)
 		writerBack := time.Since(back)
 		if serveBack > 2*time.Second || writerBack > 2*time.Second {
 			t.Errorf("etcd %s: reachable again after %s (serve role) and %s (writer), want within 2s of etcd answering",
 				fault.name, serveBack.Round(time.Millisecond), writerBack.Round(time.Millisecond))
 		}
-		p.waitMetric(t, 10*time.Second, serveStreams, isOne)
-		p.waitMetric(t, 10*time.Second, writerStreams, isOne)
+		p.WaitMetric(t, 10*time.Second, serveStreams, e2e.IsOne)
+		p.WaitMetric(t, 10*time.Second, writerStreams, e2e.IsOne)
 		deadline := time.Now().Add(10 * time.Second)
 		for n := etcdStreams(); n != streamsBefore; n = etcdStreams() {
 			if time.Now().After(deadline) {
@@ -114,12 +116,12 @@ func TestEtcdOutageIsVisibleAndLoggedOnce(t *testing.T) {
 		if len(during) > 4 {
 			t.Errorf("etcd %s: %d warnings or errors logged in %s, want one per role", fault.name, len(during), time.Since(cut).Round(time.Second))
 		}
-		answers.finish(t, fmt.Sprintf("web.eu1 while etcd is %s", fault.name))
-		ready.finish(t)
+		answers.Finish(t, fmt.Sprintf("web.eu1 while etcd is %s", fault.name))
+		ready.Finish(t)
 	}
 	// Still publishing after the outages.
 	k8s.HTTPRoute("infra", "after", "infra", "public", "after.eu1.openmcp.cluster")
-	waitFor(t, 15*time.Second, p.DNS, "after.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.20"))
+	e2e.WaitFor(t, 15*time.Second, p.DNS, "after.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.20"))
 }
 
 // TestStalenessAlertOnlyFiresWhenStale: the documented alert "answers are stale"
@@ -129,14 +131,14 @@ func TestStalenessAlertOnlyFiresWhenStale(t *testing.T) {
 	const threshold = 60 * time.Second // as in docs/operations.md
 	etcd := testenv.StartEtcd(t)
 	cli := etcd.Client(t)
-	putEtcd(t, cli, "/skydns/cluster/openmcp/quiet/1", `{"host":"198.51.100.30"}`)
-	etcdP := proxied(t, strings.TrimPrefix(etcd.ClientURL, "http://"))
-	p := startCorefile(t, "quiet.Corefile", fmt.Sprintf("openmcp.cluster {\n    ready\n    prometheus :9153\n    gatewaydns {\n        endpoint http://%s\n    }\n}\n", etcdP.Addr))
-	p.waitReady(t, 30*time.Second)
+	e2e.PutEtcd(t, cli, "/skydns/cluster/openmcp/quiet/1", `{"host":"198.51.100.30"}`)
+	etcdP := e2e.Proxied(t, strings.TrimPrefix(etcd.ClientURL, "http://"))
+	p := corednsproc.Start(t, "quiet.Corefile", fmt.Sprintf("openmcp.cluster {\n    ready\n    prometheus :9153\n    gatewaydns {\n        endpoint http://%s\n    }\n}\n", etcdP.Addr))
+	p.WaitReady(t, 30*time.Second)
 
 	const series = `coredns_gatewaydns_last_update_timestamp_seconds{zones="openmcp.cluster."}`
 	age := func() time.Duration {
-		v, ok := p.metric(series)
+		v, ok := p.Metric(series)
 		if !ok || v == 0 {
 			t.Fatalf("%s is not exported", series)
 		}
@@ -175,20 +177,20 @@ func TestRouteDeletedWhileTheWriterWasDownIsGoneAtOnce(t *testing.T) {
 	k8s.HTTPRoute("infra", "stays", "infra", "public", "stays.eu1.openmcp.cluster")
 	k8s.HTTPRoute("infra", "goes", "infra", "public", "goes.eu1.openmcp.cluster")
 
-	central := runCentral(t, etcd.ClientURL)
-	w := runWriter(t, "writer", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
-	w.waitReady(t, 30*time.Second)
-	waitFor(t, 15*time.Second, central.DNS, "goes.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.40"))
-	if took := w.sigterm(t, 3*time.Second); took > 3*time.Second {
+	central := e2e.RunCentral(t, etcd.ClientURL)
+	w := e2e.RunWriter(t, "writer", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
+	w.WaitReady(t, 30*time.Second)
+	e2e.WaitFor(t, 15*time.Second, central.DNS, "goes.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.40"))
+	if took := w.Sigterm(t, 3*time.Second); took > 3*time.Second {
 		t.Fatalf("the writer took %s to stop", took)
 	}
 	k8s.DeleteHTTPRoute("infra", "goes")
 
 	started := time.Now()
-	runWriter(t, "writer-again", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
-	waitFor(t, 5*time.Second, central.DNS, "goes.eu1.openmcp.cluster.", dns.TypeA, isNXDOMAIN)
+	e2e.RunWriter(t, "writer-again", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
+	e2e.WaitFor(t, 5*time.Second, central.DNS, "goes.eu1.openmcp.cluster.", dns.TypeA, e2e.IsNXDOMAIN)
 	t.Logf("the deleted route was gone %s after the writer started", time.Since(started).Round(time.Millisecond))
-	waitFor(t, time.Second, central.DNS, "stays.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.40"))
+	e2e.WaitFor(t, time.Second, central.DNS, "stays.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.40"))
 }
 
 // TestACrashedWriterRestartedAtOnceTakesOverFromItsGhost: a writer SIGKILLed and started again
@@ -205,22 +207,22 @@ func TestACrashedWriterRestartedAtOnceTakesOverFromItsGhost(t *testing.T) {
 	k8s.HTTPRoute("infra", "stays", "infra", "public", "stays.eu1.openmcp.cluster")
 	k8s.HTTPRoute("infra", "goes", "infra", "public", "goes.eu1.openmcp.cluster")
 
-	central := runCentral(t, etcd.ClientURL)
+	central := e2e.RunCentral(t, etcd.ClientURL)
 	const pod = "POD_NAME=coredns-eu1-0"
-	corefile := writerCorefile(etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
-	w := startCorefile(t, "writer.Corefile", corefile, pod)
-	w.waitReady(t, 30*time.Second)
-	w.waitMetric(t, 10*time.Second, fmt.Sprintf(leaderOf, "eu1"), isOne)
-	waitFor(t, 15*time.Second, central.DNS, "goes.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.41"))
+	corefile := e2e.WriterCorefile(etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
+	w := corednsproc.Start(t, "writer.Corefile", corefile, pod)
+	w.WaitReady(t, 30*time.Second)
+	w.WaitMetric(t, 10*time.Second, fmt.Sprintf(e2e.LeaderOf, "eu1"), e2e.IsOne)
+	e2e.WaitFor(t, 15*time.Second, central.DNS, "goes.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.41"))
 
-	w.kill9(t)
+	w.Kill()
 	k8s.DeleteHTTPRoute("infra", "goes")
 	started := time.Now()
-	again := startCorefile(t, "writer-again.Corefile", corefile, pod)
+	again := corednsproc.Start(t, "writer-again.Corefile", corefile, pod)
 	// Until it leads, the new process says it does not write: never 1 before it does.
 	var sawZero bool
 	for {
-		v, ok := again.metric(fmt.Sprintf(leaderOf, "eu1"))
+		v, ok := again.Metric(fmt.Sprintf(e2e.LeaderOf, "eu1"))
 		if ok && v == 0 {
 			sawZero = true
 		}
@@ -233,8 +235,8 @@ func TestACrashedWriterRestartedAtOnceTakesOverFromItsGhost(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	led := time.Since(started)
-	waitFor(t, 3*time.Second-time.Since(started), central.DNS, "goes.eu1.openmcp.cluster.", dns.TypeA, isNXDOMAIN)
+	e2e.WaitFor(t, 3*time.Second-time.Since(started), central.DNS, "goes.eu1.openmcp.cluster.", dns.TypeA, e2e.IsNXDOMAIN)
 	t.Logf("the restarted writer led %s after its start (writer_leader 0 before: %v); the deleted route was gone after %s",
 		led.Round(time.Millisecond), sawZero, time.Since(started).Round(time.Millisecond))
-	waitFor(t, time.Second, central.DNS, "stays.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.41"))
+	e2e.WaitFor(t, time.Second, central.DNS, "stays.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.41"))
 }

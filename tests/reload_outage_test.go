@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 )
 
 // TestReloadSequencesDuringAnOutageKeepAnswering: with etcd refusing, reloads one after
@@ -21,26 +24,25 @@ import (
 // stanza answered SERVFAIL until etcd came back: it shared the first's feed, which had never
 // loaded, and looked for no bridge.
 func TestReloadSequencesDuringAnOutageKeepAnswering(t *testing.T) {
-	cli, kube, etcdP, url := outageLandscape(t)
+	cli, kube, etcdP, url := e2e.OutageLandscape(t)
 	ctx := context.Background()
-	pprof := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	corefile := func(extra ...string) string {
-		src := bothRoles(url, "sequences", kube.KubeconfigFile, extra...)
-		return strings.Replace(src, "    ready\n", "    ready\n    pprof "+pprof+"\n", 1)
+		src := e2e.BothRoles(url, "sequences", kube.KubeconfigFile, extra...)
+		return strings.Replace(src, "    ready\n", "    ready\n    pprof\n", 1)
 	}
-	p := startCorefile(t, "sequences.Corefile", corefile("negative-ttl 30"))
-	p.waitReady(t, 30*time.Second)
-	waitFor(t, 10*time.Second, p.DNS, "hand.by.openmcp.cluster.", dns.TypeA, answersWith("198.51.100.7"))
+	p := corednsproc.Start(t, "sequences.Corefile", corefile("negative-ttl 30"))
+	p.WaitReady(t, 30*time.Second)
+	e2e.WaitFor(t, 10*time.Second, p.DNS, "hand.by.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("198.51.100.7"))
 
 	etcdP.Cut()
-	p.waitMetric(t, 30*time.Second, reachableOf, isZero)
-	answers := pollDNS(p.DNS, "hand.by.openmcp.cluster.", "198.51.100.7")
-	ready := pollReady(p.Ready)
+	p.WaitMetric(t, 30*time.Second, e2e.ReachableOf, e2e.IsZero)
+	answers := e2e.PollDNS(p.DNS, "hand.by.openmcp.cluster.", "198.51.100.7")
+	ready := e2e.PollReady(p.Ready)
 	load := loadDuring(t, p.DNS, "hand.by.openmcp.cluster A\n", 20*time.Second)
 
 	held := holdPort(t)
 	broken := corefile("negative-ttl 39") + fmt.Sprintf("other.test:%d {\n    bind 127.0.0.1\n    whoami\n}\n", held)
-	outside := fmt.Sprintf("whoami.test:%d {\n    bind 127.0.0.1\n    whoami\n}\n", freePort(t))
+	outside := fmt.Sprintf("whoami.test:%d {\n    bind 127.0.0.1\n    whoami\n}\n", corednsproc.FreePort(t))
 	steps := []struct {
 		name      string
 		corefile  string
@@ -58,27 +60,27 @@ func TestReloadSequencesDuringAnOutageKeepAnswering(t *testing.T) {
 		{"the zone list as it was", corefile("negative-ttl 35"), true},
 	}
 	for i, s := range steps {
-		took, completed := p.reloadNow(t, s.corefile, 20*time.Second)
+		took, completed := p.ReloadNow(t, s.corefile, 20*time.Second)
 		t.Logf("reload %d, %s, during the outage: completed %v in %s", i+1, s.name, completed, took.Round(time.Millisecond))
 		if completed != s.completes {
 			t.Errorf("reload %d, %s: completed %v, want %v", i+1, s.name, completed, s.completes)
 		}
 	}
-	answers.finish(t, "hand.by during the outage and its reload sequences")
-	ready.finish(t)
+	answers.Finish(t, "hand.by during the outage and its reload sequences")
+	ready.Finish(t)
 	load.finish(t, "hand.by during the outage and its reload sequences")
 
-	goroutines := goroutinesAt(t, pprof)
+	goroutines := func() int { return p.Goroutines(t) }
 	base := goroutines()
-	answers = pollDNS(p.DNS, "hand.by.openmcp.cluster.", "198.51.100.7")
+	answers = e2e.PollDNS(p.DNS, "hand.by.openmcp.cluster.", "198.51.100.7")
 	for i := range 20 {
-		if _, completed := p.reloadNow(t, corefile(fmt.Sprintf("negative-ttl %d", 40+i%2)), 20*time.Second); !completed {
+		if _, completed := p.ReloadNow(t, corefile(fmt.Sprintf("negative-ttl %d", 40+i%2)), 20*time.Second); !completed {
 			t.Fatalf("reload %d of 20 did not complete", i+1)
 		}
 	}
-	answers.finish(t, "hand.by during 20 more reloads")
+	answers.Finish(t, "hand.by during 20 more reloads")
 	const slack = 8 // in-flight queries and HTTP keep-alives, not a stanza's dozens
-	end := settle(base+slack, goroutines)
+	end := e2e.Settle(base+slack, goroutines)
 	t.Logf("20 reloads during the outage: goroutines %d -> %d", base, end)
 	if end > base+slack {
 		t.Errorf("goroutines grew from %d to %d over 20 reloads during the outage", base, end)
@@ -88,5 +90,5 @@ func TestReloadSequencesDuringAnOutageKeepAnswering(t *testing.T) {
 		t.Fatal(err)
 	}
 	etcdP.Restore()
-	waitFor(t, 15*time.Second, p.DNS, "later.by.openmcp.cluster.", dns.TypeA, answersWith("198.51.100.8"))
+	e2e.WaitFor(t, 15*time.Second, p.DNS, "later.by.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("198.51.100.8"))
 }

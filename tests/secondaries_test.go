@@ -1,14 +1,17 @@
 package tests
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
 	"github.com/gatewaydns/gatewaydns/internal/secondary"
 )
 
@@ -32,7 +35,7 @@ type tsigKey struct{ name, secret string }
 // newEnterpriseSecondary picks the port and directory of a secondary of primary; start runs it.
 func newEnterpriseSecondary(t *testing.T, kind, primary string, tsig *tsigKey) *enterpriseSecondary {
 	t.Helper()
-	s := &enterpriseSecondary{kind: kind, DNS: fmt.Sprintf("127.0.0.1:%d", freePort(t)), primary: primary, tsig: tsig, dir: t.TempDir(), log: new(processLog)}
+	s := &enterpriseSecondary{kind: kind, DNS: fmt.Sprintf("127.0.0.1:%d", corednsproc.FreePort(t)), primary: primary, tsig: tsig, dir: t.TempDir(), log: new(processLog)}
 	t.Cleanup(func() {
 		s.stop(t)
 		if t.Failed() || os.Getenv("GATEWAYDNS_E2E_LOGS") != "" {
@@ -78,4 +81,22 @@ func (s *enterpriseSecondary) stop(t *testing.T) {
 		<-s.done
 		t.Errorf("%s did not stop within 10s of SIGTERM", s.kind)
 	}
+}
+
+// processLog is a process's output, read by the test while the process writes it.
+type processLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *processLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *processLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/miekg/dns"
 	"go.uber.org/goleak"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -27,15 +29,15 @@ func TestShutdownLeavesNothingRunning(t *testing.T) {
 	baseline := goleak.IgnoreCurrent()
 
 	for round := range 3 {
-		port := freePort(t)
+		port := corednsproc.FreePort(t)
 		corefile := fmt.Sprintf("a.test:%[1]d {\n gatewaydns {\n  endpoint %[2]s\n }\n}\nb.test:%[1]d {\n gatewaydns {\n  endpoint %[2]s\n }\n}\n", port, etcd.ClientURL)
 		inst, err := corednstest.CoreDNSServer(corefile)
 		if err != nil {
 			t.Fatal(err)
 		}
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		waitFor(t, 10*time.Second, addr, "a.test.", dns.TypeA, hasAnswer)
-		waitFor(t, 10*time.Second, addr, "b.test.", dns.TypeA, hasAnswer)
+		e2e.WaitFor(t, 10*time.Second, addr, "a.test.", dns.TypeA, e2e.HasAnswer)
+		e2e.WaitFor(t, 10*time.Second, addr, "b.test.", dns.TypeA, e2e.HasAnswer)
 		inst.Stop()
 		for _, err := range inst.ShutdownCallbacks() {
 			t.Fatalf("round %d: shutdown: %v", round, err)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -58,7 +59,7 @@ func TestWriterPublishesSteering(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	runWriter(t, "eu1", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster", "sources gateway-httproute crd").waitReady(t, 60*time.Second)
+	e2e.RunWriter(t, "eu1", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster", "sources gateway-httproute crd").WaitReady(t, 60*time.Second)
 	t.Logf("etcd, kube-apiserver and the writer up after %s", time.Since(start))
 
 	// The value of each name, as every writer before steering wrote it (a ttl of 0, the
@@ -119,7 +120,7 @@ func waitValue(t *testing.T, cli *clientv3.Client, name, owner, host string, wit
 	key := record.Key(record.DefaultPrefix, name, owner, host)
 	var last string
 	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
-		if kv, ok := keysUnder(t, cli, key)[key]; ok {
+		if kv, ok := e2e.KeysUnder(t, cli, key)[key]; ok {
 			last = kv.Value
 			if cond(last) {
 				return last

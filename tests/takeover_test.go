@@ -16,6 +16,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -44,54 +46,54 @@ func TestALeaderKilledIsReplacedWithinThreeSeconds(t *testing.T) {
 	k8s.Namespace("infra")
 	k8s.Gateway("infra", "public", gatewayv1.HTTPProtocolType, 80, "", takeoverAddr)
 	k8s.HTTPRoute("infra", "before", "infra", "public", "before."+takeoverZone)
-	central := runCentral(t, etcd.ClientURL)
+	central := e2e.RunCentral(t, etcd.ClientURL)
 	etcdPuts := countPuts(t, cli, takeoverPrefix)
 
-	var replicas [2]*coreDNSProcess
+	var replicas [2]*corednsproc.Process
 	start := func(i int) {
-		cf := writerCorefile(etcd.ClientURL, "eu1", kube.KubeconfigFile, takeoverZone)
-		replicas[i] = startCorefile(t, fmt.Sprintf("replica-%d.Corefile", i), cf, fmt.Sprintf("POD_NAME=replica-%d", i))
+		cf := e2e.WriterCorefile(etcd.ClientURL, "eu1", kube.KubeconfigFile, takeoverZone)
+		replicas[i] = corednsproc.Start(t, fmt.Sprintf("replica-%d.Corefile", i), cf, fmt.Sprintf("POD_NAME=replica-%d", i))
 	}
 	start(0)
 	start(1)
 	for _, r := range replicas {
-		r.waitReady(t, 60*time.Second)
+		r.WaitReady(t, 60*time.Second)
 	}
-	waitFor(t, 15*time.Second, central.DNS, "before."+takeoverZone+".", dns.TypeA, answersWith(takeoverAddr))
+	e2e.WaitFor(t, 15*time.Second, central.DNS, "before."+takeoverZone+".", dns.TypeA, e2e.AnswersWith(takeoverAddr))
 
 	leader := soleLeader(t, replicas[:])
 	var reported float64 // the puts of the leaders killed so far, as each counted them
 	var took []string
 	for i := range rounds {
-		puts, _ := replicas[leader].metric(putsSeries)
+		puts, _ := replicas[leader].Metric(putsSeries)
 		reported += puts
 		killed := time.Now()
-		replicas[leader].kill9(t)
+		replicas[leader].Kill()
 		name := fmt.Sprintf("round-%d", i)
 		k8s.HTTPRoute("infra", name, "infra", "public", name+"."+takeoverZone)
-		waitFor(t, 15*time.Second, central.DNS, name+"."+takeoverZone+".", dns.TypeA, answersWith(takeoverAddr))
+		e2e.WaitFor(t, 15*time.Second, central.DNS, name+"."+takeoverZone+".", dns.TypeA, e2e.AnswersWith(takeoverAddr))
 		d := time.Since(killed)
 		took = append(took, d.Round(time.Millisecond).String())
 		if d > bound {
 			t.Errorf("round %d: the route created at the leader's kill answered after %v, want within %v", i+1, d, bound)
 		}
 		next := 1 - leader
-		if v, _ := replicas[next].metric(leaderSeries); v != 1 {
+		if v, _ := replicas[next].Metric(leaderSeries); v != 1 {
 			t.Fatalf("round %d: replica-%d answered the route but does not say it leads (%v)", i+1, next, v)
 		}
 		start(leader) // the killed pod's container restarts, and stands by
-		replicas[leader].waitReady(t, 60*time.Second)
+		replicas[leader].WaitReady(t, 60*time.Second)
 		leader = next
 	}
 	t.Logf("%d rounds: the route created at the leader's SIGKILL answered after %s", rounds, strings.Join(took, ", "))
 
 	// Every route once; every put a leader counted is one etcd saw, and no other.
-	keys := keysUnder(t, cli, takeoverPrefix)
+	keys := e2e.KeysUnder(t, cli, takeoverPrefix)
 	if len(keys) != rounds+1 {
 		t.Errorf("etcd holds %d keys for %d routes: %v", len(keys), rounds+1, keys)
 	}
-	puts, _ := replicas[leader].metric(putsSeries)
-	standby, _ := replicas[1-leader].metric(putsSeries)
+	puts, _ := replicas[leader].Metric(putsSeries)
+	standby, _ := replicas[1-leader].Metric(putsSeries)
 	reported += puts + standby
 	if seen := etcdPuts(); float64(seen) != reported {
 		t.Errorf("etcd saw %d puts of records, the leaders counted %v", seen, reported)
@@ -100,17 +102,17 @@ func TestALeaderKilledIsReplacedWithinThreeSeconds(t *testing.T) {
 	}
 
 	t.Run("a successor of another identity is ready when it writes", func(t *testing.T) {
-		replicas[1-leader].kill9(t) // the standby first: no one takes over
-		replicas[leader].kill9(t)
+		replicas[1-leader].Kill() // the standby first: no one takes over
+		replicas[leader].Kill()
 		k8s.HTTPRoute("infra", "successor", "infra", "public", "successor."+takeoverZone)
 		started := time.Now()
 		// No POD_NAME: a new identity, which must wait out the dead leader's key.
-		s := startCorefile(t, "successor.Corefile", writerCorefile(etcd.ClientURL, "eu1", kube.KubeconfigFile, takeoverZone))
+		s := corednsproc.Start(t, "successor.Corefile", e2e.WriterCorefile(etcd.ClientURL, "eu1", kube.KubeconfigFile, takeoverZone))
 		var readyAt atomic.Int64
 		polled := timeReady(s, started, &readyAt)
-		waitFor(t, 15*time.Second, central.DNS, "successor."+takeoverZone+".", dns.TypeA, answersWith(takeoverAddr))
+		e2e.WaitFor(t, 15*time.Second, central.DNS, "successor."+takeoverZone+".", dns.TypeA, e2e.AnswersWith(takeoverAddr))
 		writes := time.Since(started)
-		s.waitReady(t, 15*time.Second)
+		s.WaitReady(t, 15*time.Second)
 		polled()
 		ready := time.Duration(readyAt.Load())
 		t.Logf("started after the leader's kill: ready after %v, its first write answered after %v", ready.Round(time.Millisecond), writes.Round(time.Millisecond))
@@ -121,13 +123,13 @@ func TestALeaderKilledIsReplacedWithinThreeSeconds(t *testing.T) {
 }
 
 // soleLeader waits until exactly one of replicas says it leads, and returns it.
-func soleLeader(t *testing.T, replicas []*coreDNSProcess) int {
+func soleLeader(t *testing.T, replicas []*corednsproc.Process) int {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		var leading []int
 		for i, r := range replicas {
-			if v, _ := r.metric(leaderSeries); v == 1 {
+			if v, _ := r.Metric(leaderSeries); v == 1 {
 				leading = append(leading, i)
 			}
 		}
@@ -149,7 +151,7 @@ func countPuts(t *testing.T, cli *clientv3.Client, prefix string) func() int {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	revision := func() int64 {
-		gctx, gcancel := context.WithTimeout(ctx, etcdCallTimeout)
+		gctx, gcancel := context.WithTimeout(ctx, e2e.EtcdCallTimeout)
 		defer gcancel()
 		resp, err := cli.Get(gctx, "/", clientv3.WithCountOnly())
 		if err != nil {
@@ -177,12 +179,12 @@ func countPuts(t *testing.T, cli *clientv3.Client, prefix string) func() int {
 	})
 	return func() int {
 		now := revision()
-		deadline := time.Now().Add(etcdCallTimeout)
+		deadline := time.Now().Add(e2e.EtcdCallTimeout)
 		for seen.Load() < now {
 			if time.Now().After(deadline) {
 				t.Fatalf("the watch of %s did not reach revision %d", prefix, now)
 			}
-			pctx, pcancel := context.WithTimeout(ctx, etcdCallTimeout)
+			pctx, pcancel := context.WithTimeout(ctx, e2e.EtcdCallTimeout)
 			_ = cli.RequestProgress(pctx) // a progress notification carries the revision
 			pcancel()
 			time.Sleep(20 * time.Millisecond)
@@ -193,12 +195,12 @@ func countPuts(t *testing.T, cli *clientv3.Client, prefix string) func() int {
 
 // timeReady polls p's /ready every 10 ms from now on and stores in at how long after since it
 // first answered 200; the returned func stops the polling.
-func timeReady(p *coreDNSProcess, since time.Time, at *atomic.Int64) func() {
+func timeReady(p *corednsproc.Process, since time.Time, at *atomic.Int64) func() {
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
-			if _, code := httpGet("http://" + p.Ready + "/ready"); code == http.StatusOK {
+			if _, code := e2e.HTTPGet("http://" + p.Ready + "/ready"); code == http.StatusOK {
 				at.Store(int64(time.Since(since)))
 				return
 			}

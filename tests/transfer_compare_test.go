@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 )
 
 // A question that a secondary of the zone is asked beside the primary.
@@ -59,7 +61,7 @@ func compareAnswers(t *testing.T, netw, primary, secondary string, qs []question
 	for range 8 {
 		wg.Go(func() {
 			for q := range work {
-				p, s := ask(t, netw, primary, q.name, q.qtype), ask(t, netw, secondary, q.name, q.qtype)
+				p, s := e2e.Ask(t, netw, primary, q.name, q.qtype), e2e.Ask(t, netw, secondary, q.name, q.qtype)
 				if got, want := comparable(s), comparable(p); got != want {
 					mu.Lock()
 					diffs = append(diffs, fmt.Sprintf("%s %s over %s:\nsecondary %s\nprimary   %s", q.name, dns.TypeToString[q.qtype], netw, got, want))
@@ -104,15 +106,15 @@ func checkCNAMEDifferences(t *testing.T, primary, secondary string, c corpus) (a
 				continue
 			}
 			asked++
-			p, s := ask(t, "udp", primary, name, qtype), ask(t, "udp", secondary, name, qtype)
-			chased := ask(t, "udp", secondary, target, qtype)
+			p, s := e2e.Ask(t, "udp", primary, name, qtype), e2e.Ask(t, "udp", secondary, name, qtype)
+			chased := e2e.Ask(t, "udp", secondary, target, qtype)
 			cname := fmt.Sprintf("%s\t60\tIN\tCNAME\t%s", name, target)
 			var wrong []string
-			if got := section(s.Answer); s.Rcode != dns.RcodeSuccess || !slices.Equal(got, section(append([]dns.RR{mustRR(t, cname)}, chased.Answer...))) {
-				wrong = append(wrong, fmt.Sprintf("secondary %s %v, want the CNAME and %v", dns.RcodeToString[s.Rcode], got, section(chased.Answer)))
+			if got := e2e.Section(s.Answer); s.Rcode != dns.RcodeSuccess || !slices.Equal(got, e2e.Section(append([]dns.RR{mustRR(t, cname)}, chased.Answer...))) {
+				wrong = append(wrong, fmt.Sprintf("secondary %s %v, want the CNAME and %v", dns.RcodeToString[s.Rcode], got, e2e.Section(chased.Answer)))
 			}
 			if p.Rcode != dns.RcodeSuccess || !primaryInstead(p, name, qtype) {
-				wrong = append(wrong, fmt.Sprintf("primary %s %v, want %s", dns.RcodeToString[p.Rcode], section(p.Answer), map[bool]string{true: "SRV records of the name", false: "NODATA"}[qtype == dns.TypeSRV]))
+				wrong = append(wrong, fmt.Sprintf("primary %s %v, want %s", dns.RcodeToString[p.Rcode], e2e.Section(p.Answer), map[bool]string{true: "SRV records of the name", false: "NODATA"}[qtype == dns.TypeSRV]))
 			}
 			if len(wrong) > 0 {
 				diffs = append(diffs, fmt.Sprintf("%s %s: %s", name, dns.TypeToString[qtype], strings.Join(wrong, "; ")))
@@ -155,12 +157,12 @@ func mustRR(t *testing.T, s string) dns.RR {
 func comparable(r *dns.Msg) string {
 	ns, serials := []string{}, []uint32{}
 	if len(r.Answer) == 0 {
-		ns = section(r.Ns)
+		ns = e2e.Section(r.Ns)
 		for _, rr := range r.Ns {
 			if soa, ok := rr.(*dns.SOA); ok {
 				serials = append(serials, soa.Serial)
 			}
 		}
 	}
-	return fmt.Sprintf("%s answer %v ns %v serial %v", dns.RcodeToString[r.Rcode], section(r.Answer), ns, serials)
+	return fmt.Sprintf("%s answer %v ns %v serial %v", dns.RcodeToString[r.Rcode], e2e.Section(r.Answer), ns, serials)
 }

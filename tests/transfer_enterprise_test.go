@@ -12,6 +12,8 @@ import (
 	"github.com/miekg/dns"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -26,7 +28,7 @@ func enterpriseCorpus(t *testing.T, cli *clientv3.Client, n int) {
 	if _, err := cli.Delete(ctx, "/skydns/cluster/openmcp/dns/ns/ns1"); err != nil {
 		t.Fatal(err)
 	}
-	putInTxns(t, cli, []clientv3.Op{
+	e2e.PutInTxns(t, cli, []clientv3.Op{
 		clientv3.OpPut("/skydns/cluster/openmcp/c0/np/_tcp/_web/5d1c0e2a", `{"host":"node1.c0.openmcp.cluster","port":8443,"weight":50}`),
 		clientv3.OpPut("/skydns/cluster/openmcp/c0/np/_tcp/_web/9a0c11f1", `{"host":"node2.c0.openmcp.cluster","port":8443,"weight":50}`),
 		clientv3.OpPut("/skydns/cluster/openmcp/c0/node1/3e6bee2e", `{"host":"192.0.2.1"}`),
@@ -61,16 +63,16 @@ func axfrText(t *testing.T, addr string) []string {
 }
 
 // startEnterprisePrimary runs corefile.d/primary.Corefile with secondaries as its `to` list.
-func startEnterprisePrimary(t *testing.T, etcdURL string, secondaries ...*enterpriseSecondary) *coreDNSProcess {
+func startEnterprisePrimary(t *testing.T, etcdURL string, secondaries ...*enterpriseSecondary) *corednsproc.Process {
 	t.Helper()
 	var to []string
 	for _, s := range secondaries {
 		to = append(to, s.DNS)
 	}
 	// One secondary per `to` argument: a variable expands to one argument.
-	src := strings.ReplaceAll(readCorefile(t, "primary.Corefile"), "{$GATEWAYDNS_SECONDARIES}", strings.Join(to, " "))
-	primary := startCorefile(t, "primary.Corefile", src, "GATEWAYDNS_ETCD_ENDPOINTS="+etcdURL)
-	primary.waitReady(t, 30*time.Second)
+	src := strings.ReplaceAll(e2e.ReadCorefile(t, "primary.Corefile"), "{$GATEWAYDNS_SECONDARIES}", strings.Join(to, " "))
+	primary := corednsproc.Start(t, "primary.Corefile", src, "GATEWAYDNS_ETCD_ENDPOINTS="+etcdURL)
+	primary.WaitReady(t, 30*time.Second)
 	return primary
 }
 
@@ -88,7 +90,7 @@ func followsWithin(t *testing.T, cli *clientv3.Client, name string, secondaries 
 			if _, ok := took[s.kind]; ok {
 				continue
 			}
-			if r, err := exchange("udp", s.DNS, name, dns.TypeA); err == nil && hasAnswer(r) {
+			if r, err := e2e.Exchange("udp", s.DNS, name, dns.TypeA); err == nil && e2e.HasAnswer(r) {
 				took[s.kind] = time.Since(put)
 			}
 		}
@@ -109,7 +111,7 @@ func waitSerial(t *testing.T, timeout time.Duration, primary string, secondaries
 	t.Helper()
 	want := serialOf(t, primary)
 	for _, s := range secondaries {
-		waitFor(t, timeout, s.DNS, "openmcp.cluster.", dns.TypeSOA, func(r *dns.Msg) bool {
+		e2e.WaitFor(t, timeout, s.DNS, "openmcp.cluster.", dns.TypeSOA, func(r *dns.Msg) bool {
 			return len(r.Answer) == 1 && r.Answer[0].(*dns.SOA).Serial == want
 		})
 	}
@@ -150,7 +152,7 @@ func TestKnotAndNSDHoldTheZoneAsPublished(t *testing.T) {
 			{"mx.c1.openmcp.cluster.", dns.TypeMX, []string{"mx.c1.openmcp.cluster.\t300\tIN\tMX\t10 mail.example.net."}},
 			{"_https._tcp.api.c0.openmcp.cluster.", dns.TypeSRV, []string{"_https._tcp.api.c0.openmcp.cluster.\t300\tIN\tSRV\t10 100 443 1._https._tcp.api.c0.openmcp.cluster."}},
 		} {
-			if got := section(ask(t, "udp", s.DNS, q.name, q.qtype).Answer); !slices.Equal(got, q.want) {
+			if got := e2e.Section(e2e.Ask(t, "udp", s.DNS, q.name, q.qtype).Answer); !slices.Equal(got, q.want) {
 				t.Errorf("%s: %s %s = %v, want %v", s.kind, q.name, dns.TypeToString[q.qtype], got, q.want)
 			}
 		}
@@ -178,7 +180,7 @@ func TestKnotAndNSDHoldTheZoneAsPublished(t *testing.T) {
 	if !strings.Contains(knot.log.String(), "IXFR, incoming, remote "+primary.DNS[:strings.IndexByte(primary.DNS, ':')]) || strings.Count(knot.log.String(), "AXFR-style IXFR") > 0 {
 		t.Errorf("Knot did not take the change by a true IXFR:\n%s", knot.log.String())
 	}
-	metrics, _ := httpGet("http://" + primary.Metrics + "/metrics")
+	metrics, _ := e2e.HTTPGet("http://" + primary.Metrics + "/metrics")
 	if !regexp.MustCompile(`coredns_gatewaydns_transfers_total\{kind="incremental"[^}]*\} [1-9]`).MatchString(metrics) {
 		t.Errorf("the primary counted no incremental transfer:\n%s", metrics)
 	}
@@ -239,14 +241,14 @@ func TestAKnotRequiringTSIGOnNotifyAndBackFromADowntimeFollowsTheZone(t *testing
 	key := &tsigKey{name: "xfr.openmcp.cluster.", secret: "c2VjcmV0LWZvci1ub3RpZnktMzItYnl0ZXMtbG9uZw=="}
 	knot := newEnterpriseSecondary(t, "knot", "", key)
 	knot.persist = true
-	src := strings.ReplaceAll(readCorefile(t, "primary.Corefile"), "{$GATEWAYDNS_SECONDARIES}", knot.DNS)
+	src := strings.ReplaceAll(e2e.ReadCorefile(t, "primary.Corefile"), "{$GATEWAYDNS_SECONDARIES}", knot.DNS)
 	const transfer = "    transfer {"
 	if !strings.Contains(src, transfer) {
 		t.Fatalf("primary.Corefile has no %q line to add the tsig plugin before", transfer)
 	}
 	src = strings.Replace(src, transfer, fmt.Sprintf("    tsig {\n        secret %s %s\n    }\n%s", key.name, key.secret, transfer), 1)
-	primary := startCorefile(t, "primary.Corefile", src, "GATEWAYDNS_ETCD_ENDPOINTS="+etcd.ClientURL)
-	primary.waitReady(t, 30*time.Second)
+	primary := corednsproc.Start(t, "primary.Corefile", src, "GATEWAYDNS_ETCD_ENDPOINTS="+etcd.ClientURL)
+	primary.WaitReady(t, 30*time.Second)
 	knot.primary = primary.DNS
 	knot.start(t)
 	waitSerial(t, 30*time.Second, primary.DNS, knot)
@@ -267,7 +269,7 @@ func TestAKnotRequiringTSIGOnNotifyAndBackFromADowntimeFollowsTheZone(t *testing
 	}
 	// The primary has tried, and counted the NOTIFY failed: Knot is down.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		metrics, _ := httpGet("http://" + primary.Metrics + "/metrics")
+		metrics, _ := e2e.HTTPGet("http://" + primary.Metrics + "/metrics")
 		if strings.Contains(metrics, `coredns_gatewaydns_notifies_total{result="failed"`) && !strings.Contains(metrics, `coredns_gatewaydns_notifies_total{result="failed",server="dns://:`+strings.Split(primary.DNS, ":")[1]+`",zones="openmcp.cluster."} 0`) {
 			break
 		}
@@ -282,7 +284,7 @@ func TestAKnotRequiringTSIGOnNotifyAndBackFromADowntimeFollowsTheZone(t *testing
 	if back > 5*time.Second {
 		t.Errorf("Knot held the last of 10 changes made while it was down %s after its return, want within 5s", back)
 	}
-	if r := ask(t, "udp", knot.DNS, "down9.c4.openmcp.cluster.", dns.TypeA); !hasAnswer(r) {
+	if r := e2e.Ask(t, "udp", knot.DNS, "down9.c4.openmcp.cluster.", dns.TypeA); !e2e.HasAnswer(r) {
 		t.Errorf("Knot, back: down9.c4 A = %v", r)
 	}
 	t.Logf("Knot requiring TSIG on NOTIFY followed a change in %s, and held 10 changes made while it was down %s after its return", took.Round(time.Millisecond), back.Round(time.Millisecond))

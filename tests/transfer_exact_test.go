@@ -7,6 +7,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -70,7 +71,7 @@ func TestASecondaryOfAnExactNamesPrimaryAnswersEveryNameAlike(t *testing.T) {
 		{"nothere.openmcp.cluster.", dns.TypeSOA, "NXDOMAIN"},
 		{"x.3e6bee2e.app0.c0.openmcp.cluster.", dns.TypeA, "NXDOMAIN"}, // below a leaf
 	} {
-		r := ask(t, "udp", primary.DNS, tc.name, tc.qtype)
+		r := e2e.Ask(t, "udp", primary.DNS, tc.name, tc.qtype)
 		got := dns.RcodeToString[r.Rcode]
 		switch {
 		case r.Rcode == dns.RcodeSuccess && len(r.Answer) > 0:

@@ -10,6 +10,8 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -99,7 +101,7 @@ func TestIXFRAndTheAccessListThroughTheStockTransferPlugin(t *testing.T) {
 		{name: "TSIG required", tsig: fmt.Sprintf("tsig {\n        secret %s %s\n        require AXFR IXFR\n    }", key, secret), secret: map[string]string{key: secret}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := startCorefile(t, "Corefile", fmt.Sprintf(`openmcp.cluster {
+			p := corednsproc.Start(t, "Corefile", fmt.Sprintf(`openmcp.cluster {
     %s
     transfer {
         to 127.0.0.2
@@ -108,7 +110,7 @@ func TestIXFRAndTheAccessListThroughTheStockTransferPlugin(t *testing.T) {
         endpoint %s
     }
 }`, tc.tsig, etcd.ClientURL))
-			waitFor(t, 30*time.Second, p.DNS, "app0.eu1.openmcp.cluster.", dns.TypeA, hasAnswer)
+			e2e.WaitFor(t, 30*time.Second, p.DNS, "app0.eu1.openmcp.cluster.", dns.TypeA, e2e.HasAnswer)
 			sign := func(m *dns.Msg) *dns.Msg {
 				if tc.secret != nil {
 					m.SetTsig(key, dns.HmacSHA256, 300, time.Now().Unix())

@@ -14,6 +14,8 @@ import (
 	"github.com/miekg/dns"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -79,23 +81,23 @@ func stalledAXFR(t *testing.T, addr string) net.Conn {
 }
 
 // heapAlloc is the process's live heap right after a collection (the heap profile's gc=1).
-func (p *reloadingProcess) heapAlloc(t *testing.T) int {
+func heapAlloc(t *testing.T, p *corednsproc.Process) int {
 	t.Helper()
-	body, code := httpGet("http://" + p.PProf + "/debug/pprof/heap?gc=1&debug=1")
+	body, err := p.PProfPage("heap?gc=1&debug=1")
 	m := regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`).FindStringSubmatch(body)
-	if code != 200 || m == nil {
-		t.Fatalf("heap profile: HTTP %d", code)
+	if err != nil || m == nil {
+		t.Fatalf("heap profile: %v", err)
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n
 }
 
 // producers counts the goroutines that hand a transfer's records to the transfer plugin.
-func (p *reloadingProcess) producers(t *testing.T) int {
+func producers(t *testing.T, p *corednsproc.Process) int {
 	t.Helper()
-	body, code := httpGet("http://" + p.PProf + "/debug/pprof/goroutine?debug=2")
-	if code != 200 {
-		t.Fatalf("goroutine dump: HTTP %d", code)
+	body, err := p.PProfPage("goroutine?debug=2")
+	if err != nil {
+		t.Fatalf("goroutine dump: %v", err)
 	}
 	return strings.Count(body, "gatewaydns/xfr.(*xfrRun).run.func1")
 }
@@ -131,32 +133,32 @@ func waitUntil(limit time.Duration, cond func() bool) bool {
 // stalledTransferServer starts the binary on a zone of stallNames keys, takes its baseline
 // goroutines and heap, and stalls an AXFR: the transfer's producer is then blocked, holding
 // its copy of the zone.
-func stalledTransferServer(t *testing.T) (p *reloadingProcess, endpoint string, baseG, baseHeap int, stalled net.Conn) {
+func stalledTransferServer(t *testing.T) (p *corednsproc.Process, endpoint string, baseG, baseHeap int, stalled net.Conn) {
 	t.Helper()
 	etcd := testenv.StartEtcd(t)
 	putStallNames(t, etcd.Client(t))
-	p = startReloading(t, etcd.ClientURL)
-	waitFor(t, 30*time.Second, p.DNS, "s00001.zone.test.", dns.TypeA, answersWith("10.40.0.1"))
-	p.reloadTo(t, etcd.ClientURL, 1) // what a first reload sets up once is not a leak
-	waitFor(t, 10*time.Second, p.DNS, "s00001.zone.test.", dns.TypeA, answersWith("10.40.0.1"))
+	p = e2e.StartReloading(t, etcd.ClientURL)
+	e2e.WaitFor(t, 30*time.Second, p.DNS, "s00001.zone.test.", dns.TypeA, e2e.AnswersWith("10.40.0.1"))
+	e2e.ReloadTo(t, p, etcd.ClientURL, 1) // what a first reload sets up once is not a leak
+	e2e.WaitFor(t, 10*time.Second, p.DNS, "s00001.zone.test.", dns.TypeA, e2e.AnswersWith("10.40.0.1"))
 	// The new instance answers from the previous one's records until it has loaded its own;
 	// then the previous feed stops.
-	if !waitUntil(10*time.Second, func() bool { return strings.Count(p.log.String(), fmt.Sprintf("Loaded %d keys", stallNames)) == 2 }) {
-		t.Fatalf("the reloaded instance did not load its records:\n%s", p.log.String())
+	if !waitUntil(10*time.Second, func() bool { return strings.Count(p.Output(), fmt.Sprintf("Loaded %d keys", stallNames)) == 2 }) {
+		t.Fatalf("the reloaded instance did not load its records:\n%s", p.Output())
 	}
-	baseG, baseHeap = steady(func() int { return p.goroutines(t) }), p.heapAlloc(t)
+	baseG, baseHeap = steady(func() int { return p.Goroutines(t) }), heapAlloc(t, p)
 
 	stalled = stalledAXFR(t, p.DNS)
-	if !waitUntil(10*time.Second, func() bool { return p.producers(t) == 1 }) {
-		t.Fatalf("no transfer producer runs while the AXFR stalls (%d)", p.producers(t))
+	if !waitUntil(10*time.Second, func() bool { return producers(t, p) == 1 }) {
+		t.Fatalf("no transfer producer runs while the AXFR stalls (%d)", producers(t, p))
 	}
 	// The producer stays blocked: the client reads no more.
 	time.Sleep(time.Second)
-	if n := p.producers(t); n != 1 {
+	if n := producers(t, p); n != 1 {
 		t.Fatalf("%d transfer producers a second into the stall, want 1 (blocked)", n)
 	}
 	t.Logf("baseline: %d goroutines, heap %d MB; stalled: %d goroutines, heap %d MB",
-		baseG, baseHeap>>20, p.goroutines(t), p.heapAlloc(t)>>20)
+		baseG, baseHeap>>20, p.Goroutines(t), heapAlloc(t, p)>>20)
 	return p, etcd.ClientURL, baseG, baseHeap, stalled
 }
 
@@ -169,20 +171,20 @@ func stalledTransferServer(t *testing.T) (p *reloadingProcess, endpoint string, 
 // goes once the client closes it.
 func TestAReloadEndsATransferWhoseSecondaryStoppedReading(t *testing.T) {
 	p, endpoint, baseG, baseHeap, stalled := stalledTransferServer(t)
-	ask(t, "udp", p.DNS, "s00002.zone.test.", dns.TypeA)
+	e2e.Ask(t, "udp", p.DNS, "s00002.zone.test.", dns.TypeA)
 
 	reloaded := time.Now()
-	p.reloadTo(t, endpoint, 2)
-	if !waitUntil(5*time.Second, func() bool { return p.producers(t) == 0 }) {
+	e2e.ReloadTo(t, p, endpoint, 2)
+	if !waitUntil(5*time.Second, func() bool { return producers(t, p) == 0 }) {
 		t.Fatalf("the transfer's producer still runs %s after the reload", time.Since(reloaded).Round(time.Millisecond))
 	}
 	gone := time.Since(reloaded)
-	waitFor(t, 5*time.Second, p.DNS, "s00003.zone.test.", dns.TypeA, answersWith("10.40.0.3"))
-	if r := ask(t, "tcp", p.DNS, "s00004.zone.test.", dns.TypeA); !answersWith("10.40.0.4")(r) {
+	e2e.WaitFor(t, 5*time.Second, p.DNS, "s00003.zone.test.", dns.TypeA, e2e.AnswersWith("10.40.0.3"))
+	if r := e2e.Ask(t, "tcp", p.DNS, "s00004.zone.test.", dns.TypeA); !e2e.AnswersWith("10.40.0.4")(r) {
 		t.Errorf("TCP question after the reload: %v", r)
 	}
 	// The copy is gone: the live heap is the baseline's (one index) give or take a tenth.
-	heap := settle(baseHeap+baseHeap/10, func() int { return p.heapAlloc(t) })
+	heap := e2e.Settle(baseHeap+baseHeap/10, func() int { return heapAlloc(t, p) })
 	if heap > baseHeap+baseHeap/10 {
 		t.Errorf("heap %d MB after the reload, baseline %d MB: the transfer's copy of the zone, or the stopped instance's records, still held", heap>>20, baseHeap>>20)
 	}
@@ -190,17 +192,17 @@ func TestAReloadEndsATransferWhoseSecondaryStoppedReading(t *testing.T) {
 	// goroutines, one blocked writing to the connection and one waiting for it, and the
 	// stopped instance's TCP server, which waits for its connections (three, with caddy's).
 	const stalledConn, slack = 5, 3
-	withStall := settle(baseG+stalledConn+slack, func() int { return p.goroutines(t) })
+	withStall := e2e.Settle(baseG+stalledConn+slack, func() int { return p.Goroutines(t) })
 	stalled.Close()
-	end := settle(baseG+slack, func() int { return p.goroutines(t) })
+	end := e2e.Settle(baseG+slack, func() int { return p.Goroutines(t) })
 	t.Logf("producer gone %s after the reload; heap %d -> %d MB; goroutines %d, %d with the stalled connection, %d after it closed",
 		gone.Round(time.Millisecond), baseHeap>>20, heap>>20, baseG, withStall, end)
 	if withStall > baseG+stalledConn+slack {
-		body, _ := httpGet("http://" + p.PProf + "/debug/pprof/goroutine?debug=1")
+		body, _ := p.PProfPage("goroutine?debug=1")
 		t.Errorf("goroutines %d with the stalled connection open after the reload, baseline %d\n%s", withStall, baseG, body)
 	}
 	if end > baseG+slack {
-		body, _ := httpGet("http://" + p.PProf + "/debug/pprof/goroutine?debug=1")
+		body, _ := p.PProfPage("goroutine?debug=1")
 		t.Errorf("goroutines %d after the stalled connection closed, baseline %d\n%s", end, baseG, body)
 	}
 }
@@ -209,19 +211,9 @@ func TestAReloadEndsATransferWhoseSecondaryStoppedReading(t *testing.T) {
 // producer at once and the process within CoreDNS's grace period for open connections (5 s).
 func TestAShutdownEndsATransferWhoseSecondaryStoppedReading(t *testing.T) {
 	p, _, _, _, _ := stalledTransferServer(t)
-	start := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(8 * time.Second):
-		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
-		<-p.done
-		t.Fatalf("did not exit within 8s of SIGTERM with a stalled transfer:\n%s", lastLines(p.log.String(), 200))
-	}
-	t.Logf("exited %s after SIGTERM", time.Since(start).Round(time.Millisecond))
-	if strings.Contains(p.log.String(), "Zone transfers did not end") {
-		t.Errorf("the stop waited for the transfer:\n%s", p.log.String())
+	took := p.Sigterm(t, 8*time.Second) // with a stalled transfer
+	t.Logf("exited %s after SIGTERM", took.Round(time.Millisecond))
+	if strings.Contains(p.Output(), "Zone transfers did not end") {
+		t.Errorf("the stop waited for the transfer:\n%s", p.Output())
 	}
 }

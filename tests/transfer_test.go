@@ -10,6 +10,8 @@ import (
 	"github.com/miekg/dns"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -61,7 +63,7 @@ func xfrCorpus(t *testing.T, cli *clientv3.Client, n int) corpus {
 	put("_https._tcp.api.c0.openmcp.cluster.", "1", `{"host":"10.9.0.1","port":443}`)
 	put("ns.dns.openmcp.cluster.", "ns1", `{"host":"10.9.0.53"}`)
 	c.names = append(c.names, "ns.dns.openmcp.cluster.")
-	putInTxns(t, cli, ops)
+	e2e.PutInTxns(t, cli, ops)
 	return c
 }
 
@@ -77,7 +79,7 @@ func withTransferSynthetic(t *testing.T) func(string) string {
 }
 
 func serialOf(t *testing.T, addr string) uint32 {
-	r, err := exchange("udp", addr, "openmcp.cluster.", dns.TypeSOA)
+	r, err := e2e.Exchange("udp", addr, "openmcp.cluster.", dns.TypeSOA)
 	if err != nil || len(r.Answer) == 0 {
 		return 0
 	}
@@ -90,14 +92,14 @@ func serialOf(t *testing.T, addr string) uint32 {
 // primaryWithSecondary runs corefile.d/primary.Corefile (edited by edit) and
 // corefile.d/secondary.Corefile as two processes of this binary against etcd, and waits until
 // the secondary holds the primary's serial.
-func primaryWithSecondary(t *testing.T, etcdURL string, edit func(string) string) (primary, secondary *coreDNSProcess) {
+func primaryWithSecondary(t *testing.T, etcdURL string, edit func(string) string) (primary, secondary *corednsproc.Process) {
 	t.Helper()
-	secondary = newCoreDNSProcess(t)
-	primary = startCorefile(t, "primary.Corefile", edit(readCorefile(t, "primary.Corefile")), "GATEWAYDNS_ETCD_ENDPOINTS="+etcdURL, "GATEWAYDNS_SECONDARIES="+secondary.DNS)
-	primary.waitReady(t, 30*time.Second)
-	startProcess(t, secondary, "secondary.Corefile", readCorefile(t, "secondary.Corefile"), "GATEWAYDNS_PRIMARY="+primary.DNS)
+	secondary = corednsproc.Prepare(t, "secondary.Corefile")
+	primary = corednsproc.Start(t, "primary.Corefile", edit(e2e.ReadCorefile(t, "primary.Corefile")), "GATEWAYDNS_ETCD_ENDPOINTS="+etcdURL, "GATEWAYDNS_SECONDARIES="+secondary.DNS)
+	primary.WaitReady(t, 30*time.Second)
+	secondary.Start(t, e2e.ReadCorefile(t, "secondary.Corefile"), "GATEWAYDNS_PRIMARY="+primary.DNS)
 	want := serialOf(t, primary.DNS)
-	waitFor(t, 30*time.Second, secondary.DNS, "openmcp.cluster.", dns.TypeSOA, func(r *dns.Msg) bool {
+	e2e.WaitFor(t, 30*time.Second, secondary.DNS, "openmcp.cluster.", dns.TypeSOA, func(r *dns.Msg) bool {
 		return len(r.Answer) == 1 && r.Answer[0].(*dns.SOA).Serial == want
 	})
 	return primary, secondary
@@ -135,7 +137,7 @@ func TestSecondaryHoldsTheZoneAndFollowsChangesByNotify(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := time.Now()
-	r := waitFor(t, 3*time.Second, secondary.DNS, "new.c1.openmcp.cluster.", dns.TypeA, hasAnswer)
+	r := e2e.WaitFor(t, 3*time.Second, secondary.DNS, "new.c1.openmcp.cluster.", dns.TypeA, e2e.HasAnswer)
 	took := time.Since(changed)
 	if took > time.Second {
 		t.Errorf("the secondary answered a new name %s after the put, want within 1s", took)
@@ -150,7 +152,7 @@ func TestSecondaryHoldsTheZoneAndFollowsChangesByNotify(t *testing.T) {
 		t.Fatal(err)
 	}
 	deleted := time.Now()
-	waitFor(t, 3*time.Second, secondary.DNS, "new.c1.openmcp.cluster.", dns.TypeA, func(r *dns.Msg) bool { return r.Rcode == dns.RcodeNameError })
+	e2e.WaitFor(t, 3*time.Second, secondary.DNS, "new.c1.openmcp.cluster.", dns.TypeA, func(r *dns.Msg) bool { return r.Rcode == dns.RcodeNameError })
 	if took := time.Since(deleted); took > time.Second {
 		t.Errorf("the secondary dropped a deleted name %s after the delete, want within 1s", took)
 	}
@@ -159,9 +161,9 @@ func TestSecondaryHoldsTheZoneAndFollowsChangesByNotify(t *testing.T) {
 			t.Errorf("%s: serial %d after the delete, want its revision %d", addr, got, del.Header.Revision)
 		}
 	}
-	metrics, _ := httpGet("http://" + primary.Metrics + "/metrics")
+	metrics, _ := e2e.HTTPGet("http://" + primary.Metrics + "/metrics")
 	for _, want := range []string{`coredns_gatewaydns_transfers_total{kind="full",zones="openmcp.cluster."}`, `coredns_gatewaydns_notifies_total{result="ok",zones="openmcp.cluster."}`} {
-		checkExported(t, metrics, want)
+		e2e.CheckExported(t, metrics, want)
 	}
 }
 
@@ -173,8 +175,8 @@ func TestAXFRRequiresTSIGWithTheStockTSIGPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	const key, secret = "xfr.openmcp.cluster.", "c2VjcmV0LWZvci10aGUtdGVzdA=="
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	startCoreDNS(t, fmt.Sprintf(`openmcp.cluster:%s {
+	addr := fmt.Sprintf("127.0.0.1:%d", corednsproc.FreePort(t))
+	e2e.StartCoreDNS(t, fmt.Sprintf(`openmcp.cluster:%s {
     tsig {
         secret %s %s
         require AXFR IXFR
@@ -186,7 +188,7 @@ func TestAXFRRequiresTSIGWithTheStockTSIGPlugin(t *testing.T) {
         endpoint %s
     }
 }`, strings.TrimPrefix(addr, "127.0.0.1:"), key, secret, etcd.ClientURL))
-	waitFor(t, 10*time.Second, addr, "app.eu1.openmcp.cluster.", dns.TypeA, hasAnswer)
+	e2e.WaitFor(t, 10*time.Second, addr, "app.eu1.openmcp.cluster.", dns.TypeA, e2e.HasAnswer)
 
 	axfr := func(signed bool) ([]dns.RR, error) {
 		m := new(dns.Msg)

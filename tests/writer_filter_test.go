@@ -7,6 +7,7 @@ import (
 	"github.com/miekg/dns"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -28,34 +29,34 @@ func TestWriterLeavesNamesOutsideItsFilterAlone(t *testing.T) {
 	k8s.HTTPRoute("infra", "goes", "infra", "public", "goes.eu1.openmcp.cluster")
 	k8s.HTTPRoute("infra", "old", "infra", "public", "old.legacy.eu1.openmcp.cluster")
 
-	central := runCentral(t, etcd.ClientURL)
-	w := runWriter(t, "writer", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
-	w.waitReady(t, 30*time.Second)
+	central := e2e.RunCentral(t, etcd.ClientURL)
+	w := e2e.RunWriter(t, "writer", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster")
+	w.WaitReady(t, 30*time.Second)
 	for _, n := range []string{"app", "goes", "old.legacy"} {
-		waitFor(t, 15*time.Second, central.DNS, n+".eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.50"))
+		e2e.WaitFor(t, 15*time.Second, central.DNS, n+".eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.50"))
 	}
 	const legacy = "/skydns/cluster/openmcp/eu1/legacy/"
-	before := keysUnder(t, cli, legacy)
+	before := e2e.KeysUnder(t, cli, legacy)
 	if len(before) != 1 {
 		t.Fatalf("keys under %s: %v, want the one record of old.legacy", legacy, before)
 	}
-	w.stop(t)
+	w.Stop(t)
 
 	// While the writer is down: one route goes, one new route appears in the excluded domain.
 	k8s.DeleteHTTPRoute("infra", "goes")
 	k8s.HTTPRoute("infra", "new", "infra", "public", "new.legacy.eu1.openmcp.cluster")
 
-	again := runWriter(t, "writer-excluding", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster",
+	again := e2e.RunWriter(t, "writer-excluding", etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster",
 		"exclude-domains legacy.eu1.openmcp.cluster")
-	again.waitReady(t, 30*time.Second)
+	again.WaitReady(t, 30*time.Second)
 	// The resync after the caches synced deleted the route removed meanwhile: it planned every
 	// name this owner holds, the excluded ones included.
-	waitFor(t, 15*time.Second, central.DNS, "goes.eu1.openmcp.cluster.", dns.TypeA, isNXDOMAIN)
-	again.waitMetric(t, 15*time.Second, `coredns_gatewaydns_writer_last_sync_timestamp_seconds{owner="eu1"}`, func(v float64) bool { return v > 0 })
+	e2e.WaitFor(t, 15*time.Second, central.DNS, "goes.eu1.openmcp.cluster.", dns.TypeA, e2e.IsNXDOMAIN)
+	again.WaitMetric(t, 15*time.Second, `coredns_gatewaydns_writer_last_sync_timestamp_seconds{owner="eu1"}`, func(v float64) bool { return v > 0 })
 
-	waitFor(t, time.Second, central.DNS, "old.legacy.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.50"))
-	waitFor(t, time.Second, central.DNS, "app.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.50"))
-	after := keysUnder(t, cli, legacy)
+	e2e.WaitFor(t, time.Second, central.DNS, "old.legacy.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.50"))
+	e2e.WaitFor(t, time.Second, central.DNS, "app.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.50"))
+	after := e2e.KeysUnder(t, cli, legacy)
 	for k, kv := range before {
 		if got, ok := after[k]; !ok || got.ModRev != kv.ModRev {
 			t.Errorf("excluded key %s was touched: before %+v, after %+v (present=%v)", k, kv, got, ok)
@@ -64,7 +65,7 @@ func TestWriterLeavesNamesOutsideItsFilterAlone(t *testing.T) {
 	if len(after) != len(before) {
 		t.Errorf("keys under the excluded domain: %v, want only the ones from before the exclusion %v", after, before)
 	}
-	if r := ask(t, "udp", central.DNS, "new.legacy.eu1.openmcp.cluster.", dns.TypeA); r.Rcode != dns.RcodeNameError {
+	if r := e2e.Ask(t, "udp", central.DNS, "new.legacy.eu1.openmcp.cluster.", dns.TypeA); r.Rcode != dns.RcodeNameError {
 		t.Errorf("a new name in the excluded domain was published:\n%v", r)
 	}
 }
