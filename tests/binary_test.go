@@ -1,3 +1,10 @@
+// Package tests holds the end-to-end tests of the binary and its serve path, against real
+// components: etcd, kube-apiserver, CoreDNS processes answering real DNS over UDP and TCP (the
+// binary, serve, bad input, the batched UDP path, the shipped Corefiles, the stock etcd plugin
+// side by side, the documents' commands, monitoring). The other themes are packages of their
+// own, which go test runs side by side: deploy, migration, transfer, publish, faults,
+// lifecycle and alerting. What they share is in internal/e2e (questions, pollers, the roles'
+// Corefiles, metrics checks) and internal/corednsproc (the CoreDNS process).
 package tests
 
 import (
