@@ -21,7 +21,7 @@ import (
 // fraction of this server's throughput, as in Q) while the server is idle, and while a client
 // runs AXFRs of the zone back to back over TCP. Each transfer is checked: it begins and ends
 // with the SOA and holds every name of the dataset. With -secondaries, a third condition: Knot
-// and NSD follow the zone as secondaries while it changes (phase_x_churn.go). The rounds rotate
+// and NSD follow the zone as secondaries while it changes (phase_transfers_secondaries.go). The rounds rotate
 // the conditions (rotate).
 func (h *harness) phaseX() error {
 	n := h.opt.xrecords
