@@ -22,7 +22,7 @@ import (
 // into empty non-terminals, into the apex's NS records and glue, and into the names the apex's
 // glue shares.
 var ixfrKeys = func() []string {
-	keys := []string{"www", "ns1", "dns/ns/a", "dns/ns/b", "dns/apex/x1"}
+	keys := []string{"www", "ns1", "dns/ns/a", "dns/ns/b", "dns/apex/x1", "dns/apex/x2", "dns/apex/3e6bee2e", "dns/apex/sub/1", "x1"}
 	for _, c := range []string{"c0", "c1"} {
 		keys = append(keys, c)
 		for _, app := range []string{"app", "api"} {
