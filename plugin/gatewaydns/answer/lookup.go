@@ -52,7 +52,7 @@ func Lookup(ctx context.Context, b plugin.ServiceBackend, a *Apex, zone string, 
 // question, and the apex's SOA and NS records.
 func LookupBackend(ctx context.Context, b plugin.ServiceBackend, a *Apex, zone string, state request.Request, opt plugin.Options) (records, extra []dns.RR, truncated bool, err error) {
 	qtype := state.QType()
-	if exactApex(b, zone, state, qtype) {
+	if exactApex(b, zone, state) {
 		b = apexRecords{ServiceBackend: b, zone: zone} // apexrecords.go
 	}
 	switch qtype {

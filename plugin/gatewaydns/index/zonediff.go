@@ -212,6 +212,7 @@ func (h *history) changedNames(ix *Index, labels []string, origin string, apexNa
 		add(labels)
 		add(append(slices.Clip(labels), "dns", "ns"))
 		add(append(slices.Clip(labels), "dns", "apex"))
+		h.addStorageDirs(labels, add) // subtree.go
 	}
 	slices.SortFunc(paths, slices.Compare)
 	return paths

@@ -22,7 +22,7 @@ import (
 // into empty non-terminals, into the apex's NS records and glue, and into the names the apex's
 // glue shares.
 var ixfrKeys = func() []string {
-	keys := []string{"www", "ns1", "dns/ns/a", "dns/ns/b", "dns/apex/x1", "dns/apex/x2", "dns/apex/3e6bee2e", "dns/apex/sub/1", "x1"}
+	keys := []string{"www", "ns1", "dns/ns/a", "dns/ns/b", "dns/apex/x1", "dns/apex/x2", "dns/apex/3e6bee2e", "dns/apex/sub/1", "dns/ns/c/ns1", "dns/ns/c/ns2", "x1"}
 	for _, c := range []string{"c0", "c1"} {
 		keys = append(keys, c)
 		for _, app := range []string{"app", "api"} {
@@ -55,6 +55,10 @@ func ixfrValue(r *rand.Rand) string {
 		return fmt.Sprintf(`{"host":"%s","ttl":%d}`, ip, 60+r.IntN(2))
 	case 7:
 		return `{"host":` // skipped: a put that takes the key out
+	case 8:
+		if r.IntN(2) == 0 {
+			return fmt.Sprintf(`{"host":"%s","targetstrip":1}`, ip)
+		}
 	}
 	return fmt.Sprintf(`{"host":"%s"}`, ip)
 }
