@@ -31,6 +31,7 @@ type serverSpec struct {
 	metrics bool   // add the prometheus plugin
 	pprof   bool   // add the pprof plugin
 	env     []string
+	bin     string // the coredns binary; ./coredns when empty
 }
 
 // startCoreDNS writes the Corefile into the run directory and starts ./coredns with it. It
@@ -63,7 +64,11 @@ func (h *harness) startCoreDNS(s serverSpec) (*coreDNS, error) {
 		return nil, fmt.Errorf("coredns %s: %w", s.name, err)
 	}
 	logFile := filepath.Join(h.runDir, "coredns-"+s.name+".log")
-	p, err := startProc("coredns "+s.name, logFile, s.cpu, s.env, h.coredns, "-conf", conf, "-dns.port", strconv.Itoa(ports[0]))
+	bin := h.coredns
+	if s.bin != "" {
+		bin = s.bin
+	}
+	p, err := startProc("coredns "+s.name, logFile, s.cpu, s.env, bin, "-conf", conf, "-dns.port", strconv.Itoa(ports[0]))
 	if err != nil {
 		return nil, err
 	}

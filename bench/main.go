@@ -59,12 +59,16 @@ type options struct {
 	externalDNS  bool
 	profile      bool
 	out          string
+	anames       int
+	aLatQPS      int
+	aServers     string
+	aBaseline    string
 }
 
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&o.phases, "phases", strings.Join(allPhases, ","), "phases to run: Q (queries), S (scale), C (churn), P (propagation), W (writer), X (zone transfers), I (IXFR size), B (a pod that publishes and serves)")
+	fs.StringVar(&o.phases, "phases", strings.Join(allPhases, ","), "phases to run: A (CPU per question against Knot and NSD), Q (queries), S (scale), C (churn), P (propagation), W (writer), X (zone transfers), I (IXFR size), B (a pod that publishes and serves)")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each throughput run; latency runs take half")
 	fs.IntVar(&o.rounds, "rounds", 3, "phases Q, S, C and X: rounds over the servers or conditions (interleaved; the median round counts)")
 	fs.IntVar(&o.qrecords, "qrecords", 10000, "phase Q: records in etcd")
@@ -91,6 +95,10 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.profile, "profile", false, "Q and S: a CPU profile of each server during its first throughput run; S: a heap profile of each server after its last; C and X: a CPU profile during the first latency run with changes or transfers; W: a CPU profile of the writer from its start and a heap profile once it published (pprof plugin), into .cache/bench/run/")
 	fs.IntVar(&o.axfrNice, "axfr-nice", 10, "phase X: the nice value of the AXFR client, which shares a CPU with dnsperf (see axfr_client.go)")
 	fs.StringVar(&o.out, "out", "bench/results", "directory of the report and chart")
+	fs.IntVar(&o.anames, "anames", 100000, "phase A: records in the zone that every server answers")
+	fs.IntVar(&o.aLatQPS, "a-latency-qps", 5000, "phase A: the fixed rate of the latency runs")
+	fs.StringVar(&o.aServers, "a-servers", "all", "phase A: the servers to measure (all, or a comma-separated list of knot, nsd, floor, hosts, before-minimal, before-central, minimal, prometheus, log, log-denial, cache, loadbalance, central, overlay, batched, batched-prometheus)")
+	fs.StringVar(&o.aBaseline, "a-baseline", aBaselineRev, "phase A: the commit whose ./cmd/coredns the before servers run (built once into .cache/bench)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -124,7 +132,7 @@ func counts(flagName, list string) ([]int, error) {
 }
 
 // allPhases are the phases, in the order they run.
-var allPhases = []string{"Q", "S", "C", "P", "W", "X", "I", "B"}
+var allPhases = []string{"A", "Q", "S", "C", "P", "W", "X", "I", "B"}
 
 func (o options) has(phase string) bool {
 	for _, p := range strings.Split(o.phases, ",") {
@@ -233,7 +241,7 @@ func run(opt options) int {
 	for _, ph := range []struct {
 		name string
 		run  func() error
-	}{{"Q", h.phaseQ}, {"S", h.phaseS}, {"C", h.phaseC}, {"P", h.phaseP}, {"W", h.phaseW}, {"X", h.phaseX}, {"I", h.phaseI}, {"B", h.phaseB}} {
+	}{{"A", h.phaseA}, {"Q", h.phaseQ}, {"S", h.phaseS}, {"C", h.phaseC}, {"P", h.phaseP}, {"W", h.phaseW}, {"X", h.phaseX}, {"I", h.phaseI}, {"B", h.phaseB}} {
 		if !opt.has(ph.name) {
 			continue
 		}
@@ -275,10 +283,10 @@ func (h *harness) setup() error {
 			return fmt.Errorf("%s missing: run `make build test-binaries` (or `make bench`)", b)
 		}
 	}
-	if _, err := exec.LookPath("dnsperf"); err != nil && (h.opt.has("Q") || h.opt.has("S") || h.opt.has("C") || h.opt.has("X")) {
+	if _, err := exec.LookPath("dnsperf"); err != nil && (h.opt.has("A") || h.opt.has("Q") || h.opt.has("S") || h.opt.has("C") || h.opt.has("X")) {
 		return fmt.Errorf("dnsperf not found: apt-get install dnsperf (`make bench` does)")
 	}
-	if h.opt.has("X") && h.opt.secondaries {
+	if h.opt.has("A") || h.opt.has("X") && h.opt.secondaries {
 		for _, b := range []string{"knotd", "nsd"} {
 			if _, err := secondary.Binary(b); err != nil {
 				return fmt.Errorf("%w (`make bench` installs them; -secondaries=false runs phase X without)", err)

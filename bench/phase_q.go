@@ -194,7 +194,7 @@ func (h *harness) fetchProfile(srv *coreDNS, what, name string, timeout time.Dur
 		return fmt.Errorf("%s: profile: %w", srv.Name, err)
 	}
 	defer resp.Body.Close()
-	file := filepath.Join(h.runDir, strings.NewReplacer("/", "-", "+", "-", " ", "-").Replace(name)+".pprof")
+	file := profileFile(h.runDir, name)
 	f, err := os.Create(file)
 	if err != nil {
 		return fmt.Errorf("%s: profile: %w", srv.Name, err)
@@ -205,6 +205,11 @@ func (h *harness) fetchProfile(srv *coreDNS, what, name string, timeout time.Dur
 	}
 	logf("profile of %s: go tool pprof -top %s", srv.Name, file)
 	return nil
+}
+
+// profileFile is where fetchProfile saves the profile called name.
+func profileFile(dir, name string) string {
+	return filepath.Join(dir, strings.NewReplacer("/", "-", "+", "-", " ", "-").Replace(name)+".pprof")
 }
 
 func containsMix(ms []mix, m mix) bool {

@@ -64,6 +64,10 @@ func renderReport(r *results, chart string) string {
 	}
 	p("")
 
+	if a := r.a; a != nil {
+		renderAuth(p, a)
+	}
+
 	if q := r.q; q != nil {
 		p("## Q: query throughput and latency")
 		p("")

@@ -17,6 +17,7 @@ type results struct {
 	settings []string
 	notes    []string
 
+	a *aResults
 	q *qResults
 	s *sResults
 	c *cResults

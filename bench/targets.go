@@ -111,7 +111,11 @@ func targets(r *results) []target {
 	}
 	out = append(out, secondaryTargets(r.x)...)
 	out = append(out, ixfrTargets(r.i)...)
-	return append(out, podTargets(r.b)...)
+	out = append(out, podTargets(r.b)...)
+	if r.a != nil {
+		out = append(out, authTargets(r.a)...)
+	}
+	return out
 }
 
 func (p *pResults) row(i int) *pRow {

@@ -41,6 +41,9 @@ var docCommandBlocks = map[string]string{
 	"docs/migration.md: deploy/etcd/drop-ownerless.sh /skydns/<reversed ":           "TestMigrationFromExternalDNSWithoutRegistry runs the script with these arguments",
 	"plugin/gatewaydns/README.md: $ dig @127.0.0.1 -p 1053 app.eu1.openmcp.cluster": "TestDocsMakeRunTranscripts, against the landscape of make run",
 	"plugin/gatewaydns/README.md: $ dig @127.0.0.1 -p 1053 CH TXT web.eu1.openmcp.": "hack/demo's TestDemoIsWhatTheREADMEShows: make demo's central server explains",
+	"plugin/gatewaydns/README.md: $ kubectl describe httproute web -n shop":         "TestObjectsSayWhatTheyPublished reads these Events (reason, source, message with the key's mod revision) from a real API server; kubectl only prints them",
+	"plugin/gatewaydns/README.md: $ kubectl get dnsendpoint -n dns":                 "TestObjectsSayWhatTheyPublished reads this status (observedGeneration, endpoints, Accepted, Ready with its revision) from a real API server; kubectl only prints it",
+	"plugin/gatewaydns/README.md: kubectl patch crd dnsendpoints.externaldns.k8s.i": "TestObjectsSayWhatTheyPublished applies deploy/crds/dnsendpoint-status.json as this JSON patch, through client-go: CI has no kubectl",
 }
 
 // commandWords are the first words of a line that is a command rather than configuration.
@@ -202,7 +205,7 @@ func TestDocsMakeRunTranscripts(t *testing.T) {
 // etcd, placeholders filled in: each must work with etcdctl 3.7, and a count must print one.
 func inlineEtcdctl(t *testing.T, m *makeRun) {
 	root, _ := testenv.RepoRoot()
-	fill := strings.NewReplacer("<reversed zone>", "cluster/openmcp", "<cluster>", "eu1", "<key>", "/skydns/cluster/openmcp/us1/shop/5d1c0e2a")
+	fill := strings.NewReplacer("<reversed zone>", "cluster/openmcp", "<cluster>", "eu1", "<owner>", "eu1", "<key>", "/skydns/cluster/openmcp/us1/shop/5d1c0e2a")
 	inline := regexp.MustCompile("`(etcdctl [^`]+)`")
 	var deletes []string
 	n := 0

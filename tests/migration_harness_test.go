@@ -164,8 +164,8 @@ func startMigration(t *testing.T, dualStack bool) *migration {
 		a("dual", dns.TypeAAAA, "AAAA 2001:db8::20")
 		m.questions[len(m.questions)-1].settled = true
 	}
-	// The central server, without the `log` plugin of corefile.d/central.Corefile: the poller
-	// asks thousands of questions.
+	// The central server, as corefile.d/central.Corefile has it (written out: the harness
+	// gives etcd's URL inline).
 	m.central = startCorefile(t, "central.Corefile", fmt.Sprintf(
 		"openmcp.cluster {\n    errors\n    health\n    ready\n    prometheus :9153\n    gatewaydns {\n        endpoint %s\n    }\n}\n",
 		m.etcd.ClientURL))

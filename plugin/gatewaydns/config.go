@@ -34,6 +34,8 @@ type config struct {
 	explain        bool
 	exactNames     bool     // answer a name from its own key and record-id children only
 	fall           []string // nil: no fallthrough; empty: every zone
+	batch          batchMode
+	batchAt        string // the file and line of udp-batch, for its error at startup
 
 	publish     *publish.Config // nil: this stanza does not publish
 	publishOnly bool            // publish, and leave answering the zone to the plugins after it

@@ -1,6 +1,7 @@
 package gatewaydns
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"testing"
@@ -19,14 +20,16 @@ import (
 // keys in the full load and the watch), the handler answers without a panic, and its reply
 // packs whole and truncated to 512 bytes; where the CNAME rule applies, no CNAME stands beside
 // other data. The reply is ServeDNS's own: lookup, the SOA of a negative answer, over the index
-// as served, one whose reads stop at two records, and one of exact names. The index's own
-// reads are fuzzed in its package (FuzzQuery).
+// as served, one whose reads stop at two records, and one of exact names. A handler that keeps
+// packed replies writes the same bytes, asked twice (the second from the reply the first kept).
+// The index's own reads are fuzzed in its package (FuzzQuery).
 func FuzzAnswer(f *testing.F) {
 	queryfuzz.Fuzz(f, func(t *testing.T, in queryfuzz.Input, q *dns.Msg, _ string) {
 		for _, opts := range []index.Options{{}, {MaxRecords: 2}, {ExactNames: true}} {
 			ix := index.New(opts)
 			in.Fill(ix)
 			checkReply(t, q, reply(t, answering(ix, queryfuzz.Zones), q))
+			checkPacked(t, ix, q)
 		}
 		// And a stanza whose nameserver option glues a name the fixture publishes a CNAME for:
 		// the glue answers, never beside the CNAME.
@@ -53,6 +56,27 @@ func checkReply(t *testing.T, q, m *dns.Msg) {
 	m.Truncate(dns.MinMsgSize)
 	if _, err := m.Pack(); err != nil {
 		t.Fatalf("%s: truncated reply does not pack: %v\n%v", question, err, m)
+	}
+}
+
+// checkPacked fails t unless a handler keeping packed replies writes the bytes of one that does
+// not, to q and to q with EDNS, each asked twice.
+func checkPacked(t *testing.T, ix *index.Index, q *dns.Msg) {
+	t.Helper()
+	plain := answering(ix, queryfuzz.Zones)
+	g := answering(ix, queryfuzz.Zones)
+	g.packer = newPacker("/skydns", g.Zones)
+	g.packer.writes.Store(int32(writesAll))
+	remote := &net.UDPAddr{IP: net.IPv4(10, 1, 1, 1), Port: 4000}
+	edns := q.Copy()
+	edns.SetEdns0(1232, true)
+	for _, r := range []*dns.Msg{q, edns} {
+		want, _ := serveWire(t, plain, r, remote)
+		for range 2 {
+			if got, packed := serveWire(t, g, r, remote); !bytes.Equal(got, want) {
+				t.Fatalf("%s %s (packed %t): the bytes differ from the usual path's\nwant %x\ngot  %x", r.Question[0].Name, dns.TypeToString[r.Question[0].Qtype], packed, want, got)
+			}
+		}
 	}
 }
 

@@ -31,6 +31,7 @@ type GatewayDNS struct {
 
 	stanza *stanza      // the roles behind the handler
 	apex   *answer.Apex // the SOA's fields and the nameservers; nil for the stock ones
+	packer *packer      // the packed replies (prepacked.go); nil: none
 }
 
 // newHandler is the handler of the stanza st, configured by cfg.
@@ -38,6 +39,9 @@ func newHandler(cfg *config, st *stanza) *GatewayDNS {
 	g := &GatewayDNS{Zones: cfg.zones, NoApexFallback: cfg.noApexFallback, Explain: cfg.explain, stanza: st, apex: cfg.apex}
 	if cfg.fall != nil {
 		g.Fall.SetZonesFromArgs(cfg.fall)
+	}
+	if !cfg.publishOnly {
+		g.packer = newPacker(cfg.prefix, cfg.zones)
 	}
 	return g
 }
@@ -63,35 +67,48 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	if !b.Loaded() || !b.Serves(zone) {
 		return dns.RcodeServerFailure, index.ErrNotLoaded
 	}
+	var pq packedQuestion
+	if g.servePacked(w, &state, zone, b, &pq) {
+		return dns.RcodeSuccess, nil
+	}
+	return g.serveLookup(ctx, w, &state, zone, b, &pq)
+}
 
+// serveLookup answers the question of state by lookup, and keeps its reply packed (pq) where it
+// can. It is ServeDNS's second half, in a frame of its own: a question answered packed never
+// has it on its stack, and one that is not has ServeDNS's small one beneath it, so that the
+// goroutine's stack holds the lookup without growing (issue 37).
+func (g *GatewayDNS) serveLookup(ctx context.Context, w dns.ResponseWriter, state *request.Request, zone string, b *backend, pq *packedQuestion) (int, error) {
 	if state.QClass() != dns.ClassINET {
 		if g.Explain && state.QClass() == dns.ClassCHAOS && state.QType() == dns.TypeTXT {
-			return explain(ctx, b, g.apexOf(), zone, state)
+			return explain(ctx, b, g.apexOf(), zone, *state)
 		}
 		return dns.RcodeRefused, nil
 	}
 
 	opt := plugin.Options{NoApexFallback: g.NoApexFallback}
-	records, extra, truncated, err := answer.Lookup(ctx, b, g.apexOf(), zone, state, opt)
+	records, extra, truncated, err := answer.Lookup(ctx, b, g.apexOf(), zone, *state, opt)
 	if err != nil && b.IsNameError(err) {
 		if g.Fall.Through(state.Name()) {
-			return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
+			return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, state.Req)
 		}
-		return answer.BackendError(b, g.apexOf(), zone, dns.RcodeNameError, state, nil)
+		return answer.BackendError(b, g.apexOf(), zone, dns.RcodeNameError, *state, nil)
 	}
 	if err != nil {
-		return answer.BackendError(b, g.apexOf(), zone, dns.RcodeServerFailure, state, err)
+		return answer.BackendError(b, g.apexOf(), zone, dns.RcodeServerFailure, *state, err)
 	}
 	if len(records) == 0 {
-		return answer.BackendError(b, g.apexOf(), zone, dns.RcodeSuccess, state, nil)
+		g.keepPacked(b, pq, nil, dns.RcodeSuccess)
+		return answer.BackendError(b, g.apexOf(), zone, dns.RcodeSuccess, *state, nil)
 	}
 
 	m := new(dns.Msg)
-	m.SetReply(r)
+	m.SetReply(state.Req)
 	m.Truncated = truncated
 	m.Authoritative = true
 	m.Answer = records
 	m.Extra = extra
+	g.keepPacked(b, pq, m, dns.RcodeSuccess)
 	w.WriteMsg(m)
 	return dns.RcodeSuccess, nil
 }

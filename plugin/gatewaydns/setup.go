@@ -44,6 +44,11 @@ func setup(c *caddy.Controller) error {
 		st.seriesAtZero()
 	}
 	watchRestarts(c)
+	var configs []*dnsserver.Config // the server block's, for the batched UDP path
+	if !cfg.publishOnly && cfg.batch != batchOff {
+		configs = blockConfigs(c)
+		announceWith(configs)
+	}
 	reloading := true
 	c.OnFirstStartup(func() error { reloading = false; return nil })
 	c.OnStartup(func() error {
@@ -51,6 +56,16 @@ func setup(c *caddy.Controller) error {
 			return err
 		}
 		starting.add(st)
+		if g.packer != nil {
+			g.packer.writes.Store(int32(writesFor(inFront(dnsserver.GetConfig(c)))))
+		}
+		if configs != nil {
+			run, err := newBatchRun(g, cfg.batch, cfg.batchAt, configs, plugin.OriginsFromArgsOrServerBlock(nil, c.ServerBlockKeys), cfg.server)
+			if err != nil {
+				return plugin.Error(pluginName, err)
+			}
+			st.batchThrough(run)
+		}
 		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && !cfg.publishOnly {
 			if err := st.transfers.NotifyThrough(t, dnsserver.GetConfig(c).TsigSecret); err != nil {
 				return plugin.Error(pluginName, fmt.Errorf("%s: %w", cfg.notifyAt, err))
@@ -139,8 +154,11 @@ func parseBlock(c *caddy.Controller, cfg *config, pc *publish.Config) (bool, err
 		if !known {
 			return false, c.Errf("unknown property '%s'", opt)
 		}
-		if opt == "notify-key" {
+		switch opt {
+		case "notify-key":
 			cfg.notifyAt = fmt.Sprintf("%s:%d", c.File(), c.Line())
+		case "udp-batch":
+			cfg.batchAt = fmt.Sprintf("%s:%d", c.File(), c.Line())
 		}
 	}
 	return publishing, nil

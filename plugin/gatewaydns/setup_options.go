@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	mwtls "github.com/coredns/coredns/plugin/pkg/tls"
@@ -66,6 +67,7 @@ var serveOptions = option.Table[*config]{
 	"exact-names":      option.Flag(func(cfg *config) { cfg.exactNames = true }),
 	"explain":          option.Flag(func(cfg *config) { cfg.explain = true }),
 	"no_apex_fallback": option.Flag(func(cfg *config) { cfg.noApexFallback = true }),
+	"udp-batch":        parseBatch,
 	// Accepted and ignored, as the stock etcd plugin does, so its Corefiles keep working.
 	"stubzones": ignored,
 	"debug":     ignored,
@@ -109,6 +111,20 @@ func leaseTTL(set func(cfg *config, ttl uint32)) option.Func[*config] {
 		set(cfg, ttl)
 		return nil
 	}
+}
+
+// parseBatch reads "udp-batch [on|off]": the batched UDP path (batch.go) on, the default where
+// nothing in front of gatewaydns must see each question, or off.
+func parseBatch(cfg *config, _ string, args []string) error {
+	switch {
+	case len(args) == 0 || len(args) == 1 && args[0] == "on":
+		cfg.batch = batchOn
+	case len(args) == 1 && args[0] == "off":
+		cfg.batch = batchOff
+	default:
+		return fmt.Errorf("udp-batch takes on or off, not %q", strings.Join(args, " "))
+	}
+	return nil
 }
 
 func ignored(_ *config, opt string, _ []string) error {

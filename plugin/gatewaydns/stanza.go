@@ -40,6 +40,7 @@ type stanza struct {
 	bridge  *feed
 	cancel  context.CancelFunc // ends the wait for the feed's first load
 	stopped chan struct{}      // closed when that wait returned
+	batch   *batchRun          // the batched UDP path; nil when off
 
 	// transfers send the zones to secondaries (AXFR, IXFR) and NOTIFY them of changes, from
 	// what the stanza answers from (records).
@@ -196,9 +197,16 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 	return true
 }
 
-// stop stops the publish role, the NOTIFYs and the transfers, and lets go of the feed and the
-// bridge. Every wait in it is bounded, so a reload or SIGTERM finishes in seconds whatever
-// state etcd and the Kubernetes API are in.
+// batchThrough runs the batched UDP path run (nil: none) until stop.
+func (s *stanza) batchThrough(run *batchRun) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batch = run
+}
+
+// stop stops the publish role, the batched UDP path, the NOTIFYs and the transfers, and lets
+// go of the feed and the bridge. Every wait in it is bounded, so a reload or SIGTERM finishes
+// in seconds whatever state etcd and the Kubernetes API are in.
 func (s *stanza) stop() error {
 	var errs []error
 	var wg sync.WaitGroup
@@ -206,9 +214,12 @@ func (s *stanza) stop() error {
 		wg.Go(s.publish.Stop)
 	}
 	s.mu.Lock()
-	f, b, cancel, stopped := s.feed, s.bridge, s.cancel, s.stopped
-	s.feed, s.bridge, s.cancel, s.stopped = nil, nil, nil, nil
+	f, b, cancel, stopped, batch := s.feed, s.bridge, s.cancel, s.stopped, s.batch
+	s.feed, s.bridge, s.cancel, s.stopped, s.batch = nil, nil, nil, nil, nil
 	s.mu.Unlock()
+	if err := batch.stop(); err != nil {
+		errs = append(errs, err)
+	}
 	s.transfers.Stop()
 	if cancel != nil {
 		cancel()

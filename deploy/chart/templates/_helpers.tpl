@@ -64,6 +64,10 @@ k8s-app: kube-dns
         tls /etc/gatewaydns/etcd/tls.crt /etc/gatewaydns/etcd/tls.key /etc/gatewaydns/etcd/ca.crt
 {{- end }}
     }
+    # loadbalance (its default policy) keeps the addresses of a name that several clusters
+    # publish in a random order; gatewaydns's batched UDP path does the same for it, at 4 us of
+    # CPU a question in bench phase A (bench/results/2026-11-28-phase-a.md). No log or cache
+    # here: either turns the path off and costs 22-35 us a question.
     loadbalance
 }
 {{- else }}

@@ -102,7 +102,9 @@ func LookupBackend(ctx context.Context, b plugin.ServiceBackend, a *Apex, zone s
 // alone, from what the index worked out when the records last changed rather than per question:
 // the bulk of the questions, at a fraction of the cost. ok is false for the other names.
 func addressRecords(ix Indexed, state request.Request, qtype uint16) (records []dns.RR, ok bool, err error) {
-	var buf [8]index.Address // most names have fewer: then finding them allocates nothing
+	// Most names have fewer: then finding them allocates nothing. More would make the query
+	// path's frames grow the goroutine's stack once more per question (issue 37).
+	var buf [4]index.Address
 	addrs, ok, err := ix.AppendAddresses(buf[:0], state.Name(), qtype)
 	if !ok || err != nil {
 		return nil, ok, err

@@ -16,7 +16,7 @@ import (
 // ErrNotFound where Records says so. The IPs refer into the index: the caller must not change
 // them.
 func (ix *Index) AppendAddresses(dst []Address, name string, qtype uint16) (addrs []Address, ok bool, err error) {
-	var buf [16]string
+	var buf [maxLabels]string
 	labels, star := ix.labels(buf[:0], name)
 	if star >= 0 {
 		return dst, false, nil

@@ -213,7 +213,7 @@ const (
 
 // records is the records of a read, and whether the read was cut at the answer limit.
 func (ix *Index) records(name string, qtype uint16, exact bool, v view) (sx []msg.Service, cut bool, err error) {
-	var buf [16]string // most names have fewer labels: then finding them allocates nothing
+	var buf [maxLabels]string
 	labels, star := ix.labels(buf[:0], name)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()

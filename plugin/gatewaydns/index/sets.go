@@ -3,6 +3,8 @@ package index
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
 )
 
 // The answer sets that readers cache are found by node id in a table of chunks, one slot per
@@ -12,8 +14,12 @@ import (
 // time (BenchmarkServeDNSMix, cname and srv parts). A chunk
 // is made when a set is first cached at one of its nodes; a slot holds 8 bytes.
 
-// nodeSets are the answer sets cached at a node, by setKind.
-type nodeSets [3]atomic.Pointer[answerSet]
+// nodeSets are the answer sets cached at a node, by setKind, and the name's packed replies
+// (packed.go), which every write that drops one of its sets drops too.
+type nodeSets struct {
+	sets   [3]atomic.Pointer[answerSet]
+	packed atomic.Pointer[packed.Name]
+}
 
 type setKind int
 
@@ -93,30 +99,33 @@ func (st *setTable) clear(id nodeID) {
 // cached is the set of kind k cached at id, nil when none.
 func (t *tree) cached(id nodeID, k setKind) *answerSet {
 	if sets := t.sets.load(id); sets != nil {
-		return sets[k].Load()
+		return sets.sets[k].Load()
 	}
 	return nil
 }
 
 // cache keeps set as id's set of kind k; readers that race to do it store the same.
 func (t *tree) cache(id nodeID, k setKind, set *answerSet) {
-	t.sets.loadOrCreate(id)[k].Store(set)
+	t.sets.loadOrCreate(id).sets[k].Store(set)
 }
 
 // forget drops id's cached set of kind k unless it is cut before key: then a write of key
-// changes none of the records it holds, nor that there are more.
+// changes none of the records it holds, nor that there are more. The name's packed replies go
+// whatever the set: they are few, and one the cut kept would be one more rule to get right.
 func (t *tree) forget(id nodeID, k setKind, key string) {
 	if sets := t.sets.load(id); sets != nil {
-		p := &sets[k]
+		p := &sets.sets[k]
 		if s := p.Load(); s != nil && !s.cutBefore(key) {
 			p.Store(nil)
 		}
+		sets.packed.Store(nil)
 	}
 }
 
-// drop drops id's cached set of kind k.
+// drop drops id's cached set of kind k, and the name's packed replies.
 func (t *tree) drop(id nodeID, k setKind) {
 	if sets := t.sets.load(id); sets != nil {
-		sets[k].Store(nil)
+		sets.sets[k].Store(nil)
+		sets.packed.Store(nil)
 	}
 }

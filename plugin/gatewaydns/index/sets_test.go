@@ -3,6 +3,8 @@ package index
 import (
 	"sync"
 	"testing"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
 )
 
 // Readers that race to cache a set at a node, some of them in chunks no one made yet, all end
@@ -45,13 +47,17 @@ func TestAReusedNodeIDStartsWithoutCachedSets(t *testing.T) {
 	if tr.cached(id, belowSet) != set {
 		t.Fatal("the set just cached is not found")
 	}
+	tr.sets.load(id).packed.Store(new(packed.Name))
 	tr.release(id)
 	if again := tr.newNode("other"); again != id {
 		t.Fatalf("the arena gave %d, not the id given back (%d): the test no longer tests reuse", again, id)
 	}
-	for k := range setKind(len(nodeSets{})) {
+	for k := range setKind(len(nodeSets{}.sets)) {
 		if tr.cached(id, k) != nil {
 			t.Errorf("the new node of id %d has a cached set of kind %d", id, k)
 		}
+	}
+	if sets := tr.sets.load(id); sets != nil && sets.packed.Load() != nil {
+		t.Errorf("the new node of id %d has packed replies", id)
 	}
 }

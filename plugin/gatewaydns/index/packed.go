@@ -1,0 +1,103 @@
+package index
+
+import (
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
+)
+
+// Packed replies (package packed) are kept at a name's node beside its answer sets, and
+// dropped with them by every write that changes the name (tree.forget, tree.drop, a released
+// node's slot). A name keeps them only while its answers are made of its own records alone:
+// its records (those a question for it reads) are plain addresses or text, with no CNAME to
+// chase, no SRV or MX target to look up elsewhere, no lease whose TTL counts down; the name
+// is in the tree itself, not answered by a stored "*" whose answers are named after each
+// question. Any other name is answered as before, per question.
+//
+// Readers build a reply outside the index's lock, so a write may come between the read of the
+// records and the reply kept: the reply is kept only if the index's generation (gen, moved by
+// every write under the write lock) is still the one the read began at, checked under the
+// read lock, which no write holds meanwhile.
+
+// Probe is what a question finds of its name's packed replies.
+type Probe struct {
+	// Name is the name's packed replies, nil when none are kept.
+	Name *packed.Name
+	// NX: the name does not exist (as Records says ErrNotFound for it; a question with a "*" or
+	// "any" label is never NX here).
+	NX bool
+	// Serial is the SOA serial of the zone with the key prefix zonePrefix, for negative replies.
+	Serial uint32
+	// Ref is what Keep takes to keep a reply for the name made since.
+	Ref PackRef
+}
+
+// PackRef is a name found by Packed, for Keep: where it is, at which generation.
+type PackRef struct {
+	id  nodeID
+	gen uint64
+}
+
+// Valid reports whether the name can keep packed replies: it is a node of its own in the tree.
+func (r PackRef) Valid() bool { return r.id != 0 }
+
+// Packed is what the index holds for a question for name (lower case) in the zone with the key
+// prefix zonePrefix (e.g. "/skydns/cluster/openmcp/"): its packed replies, whether it exists,
+// the zone's serial. It allocates nothing.
+func (ix *Index) Packed(name, zonePrefix string) (p Probe) {
+	var buf [maxLabels]string
+	labels, star := ix.labels(buf[:0], name)
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	p.Serial = uint32(ix.serials[zonePrefix]) // #nosec G115 -- RFC 1982 serial arithmetic wraps by design
+	if star >= 0 {
+		return p
+	}
+	id, depth := ix.tree.find(labels)
+	switch {
+	case id == 0:
+		p.NX = true
+	case depth == len(labels):
+		p.Ref = PackRef{id: id, gen: ix.gen}
+		if sets := ix.tree.sets.load(id); sets != nil {
+			p.Name = sets.packed.Load()
+		}
+	}
+	return p
+}
+
+// maxLabels is how many labels a question's lookup holds on the stack; a name with more takes
+// an allocation. Few names have more, and a larger array made the query path's frames grow the
+// goroutine's stack once more per question (issue 37).
+const maxLabels = 8
+
+// Keep keeps p as the packed replies of the name of ref (name, lower case): only if nothing was
+// written to the index since ref was taken (so the replies in p were made from the records the
+// index holds now) and the name's answers are its own records' alone (see above). It reports
+// whether it kept them.
+func (ix *Index) Keep(ref PackRef, name string, p *packed.Name) bool {
+	if !ref.Valid() {
+		return false
+	}
+	labels, star := ix.labels(nil, name)
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.gen != ref.gen || star >= 0 {
+		return false
+	}
+	if id, depth := ix.tree.find(labels); id != ref.id || depth != len(labels) || !ix.ownAnswers(id, labels) {
+		return false
+	}
+	ix.tree.sets.loadOrCreate(ref.id).packed.Store(p)
+	return true
+}
+
+// ownAnswers reports whether the answers of the name of id, at labels, are made of its own
+// records alone: plain addresses (plainAddresses), or a set whose records have no CNAME and no
+// lease (addresses.plain), whatever the question.
+func (ix *Index) ownAnswers(id nodeID, labels []string) bool {
+	var buf [maxPlain]Address
+	if _, ok := ix.plainAddresses(buf[:0], id, 0); ok {
+		return true
+	}
+	set := ix.nameSet(id, labels, len(labels))
+	return set != nil && set.ruled() == nil && set.addresses().plain
+}
