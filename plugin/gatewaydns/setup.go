@@ -66,8 +66,8 @@ func setup(c *caddy.Controller) error {
 			}
 			st.batchThrough(run)
 		}
-		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && !cfg.publishOnly {
-			if err := st.transfers.NotifyThrough(t, dnsserver.GetConfig(c).TsigSecret); err != nil {
+		if _, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && !cfg.publishOnly {
+			if err := st.transfers.StartNotifying(dnsserver.GetConfig(c).TsigSecret); err != nil {
 				return plugin.Error(pluginName, fmt.Errorf("%s: %w", cfg.notifyAt, err))
 			}
 		}
@@ -121,6 +121,9 @@ func parse(c *caddy.Controller) (*config, error) {
 	}
 	if c.Next() {
 		return nil, c.Errf("%s may be used once per server block", pluginName)
+	}
+	if cfg.xfr.Transfer, err = transferStanzas(c); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }

@@ -13,10 +13,9 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
 )
 
-// Config is what the stanza's options say of its transfers and NOTIFYs. Where the NOTIFYs go
-// is the stanza's own list (the notify option), read from the Corefile rather than from the
-// transfer plugin's unexported fields. Without it the transfer plugin's exported Notify sends
-// them to its `to` list: unsigned, one secondary after another, a few tries each.
+// Config is what the stanza's options say of its transfers and NOTIFYs. The NOTIFYs go to the
+// secondaries of the server block's transfer plugin (Transfer) and of the notify option
+// (secondaries.go).
 type Config struct {
 	// Synthetic puts into a transfer what the plugin synthesises too: an SRV record for every
 	// address (port 0 where none is stored) and the record-id names (transfer-synthetic).
@@ -24,6 +23,9 @@ type Config struct {
 	Notify       []string // host:port
 	NotifySource net.IP   // nil: the system picks the source address
 	NotifyKey    string   // the tsig plugin's key to sign with; "": the only one, or the first by name
+	// Transfer are the server block's transfer stanzas, read back from its Corefile by the
+	// plugin's setup (ParseTransfer); none where the block has no transfer plugin.
+	Transfer []TransferStanza
 }
 
 // Options are the options of zone transfers and NOTIFYs: transfer-synthetic, "notify

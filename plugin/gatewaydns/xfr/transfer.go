@@ -71,11 +71,11 @@ type Transfers struct {
 	runs  *runs
 
 	mu     sync.Mutex
-	notify *notifier // nil until NotifyThrough, and after Stop
+	notify *notifier // nil until StartNotifying, and after Stop
 }
 
 // New prepares the transfers of st's zones; nothing runs until a transfer is asked for or
-// NotifyThrough is called.
+// StartNotifying is called.
 func New(st Stanza, cfg Config) *Transfers {
 	return &Transfers{st: st, cfg: cfg, zones: strings.Join(st.Zones, " "), runs: newRuns()}
 }
@@ -169,16 +169,15 @@ func (t *Transfers) sendFull(x *xfrRun, z *index.Zone, pace *pacer) {
 	x.send(soa)
 }
 
-// NotifyThrough starts sending NOTIFYs of the stanza's zones (notify.go): to the notify
-// option's addresses, else through tp's Notify, signed with a key of secrets (the server
-// block's tsig plugin: name -> secret). Stop ends it. The error names a notify-key that
-// secrets lack.
-func (t *Transfers) NotifyThrough(tp *transfer.Transfer, secrets map[string]string) error {
+// StartNotifying starts sending NOTIFYs of the stanza's zones (notify.go) to their secondaries
+// (secondaries.go), signed with a key of secrets (the server block's tsig plugin: name ->
+// secret). Stop ends it. The error names a notify-key that secrets lack.
+func (t *Transfers) StartNotifying(secrets map[string]string) error {
 	keyName, key, _, err := t.cfg.SigningKey(secrets)
 	if err != nil {
 		return err
 	}
-	n := startNotifier(t, tp, keyName, key)
+	n := startNotifier(t, keyName, key)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.notify = n
