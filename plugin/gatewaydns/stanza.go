@@ -87,7 +87,7 @@ func newStanza(cfg *config) *stanza {
 	own.grace = cfg.leaseGrace
 	own.path = cfg.prefix
 	st.own = own
-	st.serving.Store(newBackend(st.index))
+	st.serving.Store(newBackend(st.index, nil))
 	return st
 }
 
@@ -139,7 +139,7 @@ func (s *stanza) start(reloading bool) error {
 		// an outage keeps answering from the last records loaded.
 		bridged := !f.index.Loaded() && s.bridgeUntilLoaded(f)
 		if !bridged {
-			s.serving.Store(newBackend(f.index))
+			s.serving.Store(newBackend(f.index, f.history))
 		}
 		s.mu.Lock()
 		s.feed = f
@@ -173,7 +173,7 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 	s.mu.Lock()
 	s.bridge, s.cancel, s.stopped = b, cancel, stopped
 	s.mu.Unlock()
-	bridge := newBackend(b.index)
+	bridge := newBackend(b.index, b.history)
 	bridge.only = shared
 	s.serving.Store(bridge)
 	log.Infof("Answering %s from the previous configuration's records until the new one has loaded them", strings.Join(slices.Sorted(maps.Keys(shared)), " "))
@@ -184,7 +184,7 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 			return
 		case <-f.loaded:
 		}
-		s.serving.Store(newBackend(f.index))
+		s.serving.Store(newBackend(f.index, f.history))
 		s.mu.Lock()
 		b, s.bridge = s.bridge, nil
 		s.mu.Unlock()
@@ -253,7 +253,7 @@ func (s *stanza) forgetRecords() {
 }
 
 // stoppedBackend is what a stopped stanza answers from: an index that never loads.
-var stoppedBackend = newBackend(index.New(index.Options{}))
+var stoppedBackend = newBackend(index.New(index.Options{}), nil)
 
 // ready: the index answered from holds a full load, and the sources have synced. etcd
 // being unreachable later never makes a stanza unready: it answers from memory meanwhile.

@@ -9,6 +9,7 @@
 package xfr
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // pluginName is the plugin the logs and metrics are the plugin's.
@@ -48,6 +50,19 @@ type Records interface {
 	// ZoneDiff is the zone's names that changed since serial, as they were then and as they
 	// are now; ok is false where the journal does not reach back that far.
 	ZoneDiff(zone string, serial uint32, apexNames []string) (past, now *index.Zone, ok bool)
+	// JournalGap is the span of etcd's history between serial and the journal's start, where
+	// the journal does not reach back to serial; ZoneDiffFrom is ZoneDiff from serial with the
+	// values read from that span (index/gap.go).
+	JournalGap(zone string, serial uint32) (index.Gap, bool)
+	ZoneDiffFrom(zone string, serial uint32, apexNames []string, gap index.Gap, then map[string]*record.KV) (past, now *index.Zone, ok bool)
+	// History reads etcd's history (package history); nil where there is none to read.
+	History() History
+}
+
+// History reads the values that the keys under dir changed after revision from, up to to, had
+// at from (nil: none), as history.Reader.Past does.
+type History interface {
+	Past(ctx context.Context, dir string, from, to int64) (map[string]*record.KV, error)
 }
 
 // Stanza is what the transfers take from the stanza whose zones they send.
@@ -128,11 +143,11 @@ func (t *Transfers) fromSerial(run *xfrRun, b Records, zone string, serial uint3
 		soa := t.st.Apex.SOAAt(zone, current, b.MinTTL(request.Request{}))
 		return run.run(func(x *xfrRun) { x.send([]dns.RR{soa}) }), true
 	}
-	past, now, ok := t.incremental(b, zone, serial)
-	if !ok {
+	past, now, kind := t.incremental(run.runs.ctx, b, zone, serial)
+	if kind == "" {
 		return nil, false
 	}
-	transfers.WithLabelValues(t.st.Server, t.zones, "incremental").Inc()
+	transfers.WithLabelValues(t.st.Server, t.zones, kind).Inc()
 	return run.run(func(x *xfrRun) { t.sendIncremental(x, zone, serial, past, now) }), true
 }
 
