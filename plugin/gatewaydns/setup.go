@@ -113,6 +113,9 @@ func parse(c *caddy.Controller) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := catalogZones(cfg, c.ServerBlockKeys); err != nil {
+		return nil, c.Errf("%v", err)
+	}
 	if publishing || cfg.publishOnly {
 		if err := pc.Finish(cfg.publishStanza()); err != nil {
 			return nil, c.Errf("%v", err)

@@ -3,9 +3,12 @@ package gatewaydns
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/caddy/caddyfile"
+	"github.com/coredns/coredns/plugin"
+	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
@@ -54,6 +57,31 @@ func instanceInput(c *caddy.Controller) caddy.Input {
 		if found {
 			return inst.Caddyfile()
 		}
+	}
+	return nil
+}
+
+// catalogZones takes the catalog zone (the catalog option) out of the stanza's zones, which are
+// its members: with no zones named, the stanza's are the server block's, and the block must
+// serve the catalog too, so that CoreDNS hands its questions and transfers to this block. The
+// error says why the catalog cannot be served: outside the block, inside a member zone (whose
+// answers would hide it), or with no member left.
+func catalogZones(cfg *config, blockKeys []string) error {
+	name := cfg.xfr.Catalog
+	if name == "" {
+		return nil
+	}
+	if plugin.Zones(plugin.OriginsFromArgsOrServerBlock(nil, blockKeys)).Matches(name) == "" {
+		return fmt.Errorf("catalog %s: the server block does not serve it; add it to the block's zones", name)
+	}
+	cfg.zones = slices.DeleteFunc(cfg.zones, func(z string) bool { return z == name })
+	for _, z := range cfg.zones {
+		if dns.IsSubDomain(z, name) {
+			return fmt.Errorf("catalog %s: inside the zone %s, whose answers would hide it; name it outside the zones (catalog.invalid)", name, z)
+		}
+	}
+	if len(cfg.zones) == 0 {
+		return fmt.Errorf("catalog %s: no zone left to list in it", name)
 	}
 	return nil
 }

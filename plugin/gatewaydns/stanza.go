@@ -13,6 +13,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/catalog"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/publish"
@@ -43,15 +44,19 @@ type stanza struct {
 	batch   *batchRun          // the batched UDP path; nil when off
 
 	// transfers send the zones to secondaries (AXFR, IXFR) and NOTIFY them of changes, from
-	// what the stanza answers from (records).
+	// what the stanza answers from (records), and the catalog of the zones (nil: none).
 	transfers *xfr.Transfers
+	catalog   *catalog.Zone
 }
 
 // newStanza prepares the roles of the stanza cfg; nothing runs until start.
 func newStanza(cfg *config) *stanza {
 	st := &stanza{cfg: cfg}
+	if cfg.xfr.Catalog != "" {
+		st.catalog = catalog.New(cfg.xfr.Catalog, cfg.zones)
+	}
 	st.transfers = xfr.New(xfr.Stanza{Server: cfg.server, Zones: cfg.zones, Apex: cfg.apex, NegativeTTL: cfg.negativeTTL,
-		Options: plugin.Options{NoApexFallback: cfg.noApexFallback}, Records: st.records}, cfg.xfr)
+		Options: plugin.Options{NoApexFallback: cfg.noApexFallback}, Records: st.records, Catalog: st.catalog}, cfg.xfr)
 	if cfg.publish != nil {
 		st.publish = publish.NewRole(cfg.publish)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/catalog"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
@@ -17,6 +18,7 @@ type stanza struct {
 	exact   bool
 	apex    *answer.Apex
 	history History
+	catalog *catalog.Zone
 }
 
 // served is the transfers of a stanza's zones over one index, as the plugin hands them over
@@ -52,7 +54,7 @@ func loaded(t testing.TB, st stanza, kvs []record.KV) *served {
 	ix.Load(zonePrefixes[0], kvs)
 	records := indexRecords{ix, st.history}
 	s := &served{ix: ix, prefix: zonePrefixes[0]}
-	s.Transfers = New(Stanza{Server: "dns://:53", Zones: st.zones, Apex: st.apex, NegativeTTL: index.DefaultNegativeTTL,
+	s.Transfers = New(Stanza{Server: "dns://:53", Zones: st.zones, Apex: st.apex, NegativeTTL: index.DefaultNegativeTTL, Catalog: st.catalog,
 		Records: func() Records { return records }}, st.cfg)
 	return s
 }

@@ -91,14 +91,14 @@ func (n *notifier) run(ctx context.Context, t *Transfers, s *notifySender) {
 			continue
 		}
 		now := time.Now()
-		for _, zone := range t.st.Zones {
+		for _, zone := range t.notified() {
 			if ctx.Err() != nil {
 				return
 			}
-			if !b.Serves(zone) {
+			serial, ok := t.serialOf(b, zone)
+			if !ok {
 				continue // bridged: its records are not loaded yet
 			}
-			serial := uint32(b.Revision(zone)) // #nosec G115 -- RFC 1982: the serial is the revision's low 32 bits
 			p := waiting[zone]
 			switch {
 			case p == nil:

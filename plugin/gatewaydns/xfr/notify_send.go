@@ -51,12 +51,11 @@ type notifySender struct {
 
 func newNotifySender(ctx context.Context, t *Transfers, keyName, key string) *notifySender {
 	targets := map[string][]notifyAddr{}
-	for _, zone := range t.st.Zones {
+	for _, zone := range t.notified() {
 		targets[zone] = t.cfg.notifyTargets(zone)
 	}
-	a, minTTL := t.st.Apex, t.st.NegativeTTL
 	return &notifySender{
-		soa: func(zone string, serial uint32) dns.RR { return a.SOAAt(zone, serial, minTTL) },
+		soa: t.soaAt,
 		ctx: ctx, server: t.st.Server, zones: t.zones,
 		targets: targets, keyName: keyName, key: key,
 		again: map[flight]*uint32{}, newer: map[flight]chan struct{}{},

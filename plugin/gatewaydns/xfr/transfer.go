@@ -23,6 +23,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/catalog"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
@@ -72,6 +73,7 @@ type Stanza struct {
 	Apex        *answer.Apex
 	NegativeTTL uint32         // the SOA's minimum, in the SOA a NOTIFY carries
 	Options     plugin.Options // the lookups' options (no_apex_fallback)
+	Catalog     *catalog.Zone  // the catalog of Zones (catalog.go); nil: none
 	// Records returns what the stanza answers from now; nil when there is nothing (the
 	// stanza only publishes).
 	Records func() Records
@@ -102,6 +104,9 @@ func New(st Stanza, cfg Config) *Transfers {
 // its serial where the index's journal holds every change since (ixfr.go), and with the whole
 // zone otherwise, as RFC 1995 allows.
 func (t *Transfers) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
+	if t.isCatalog(zone) {
+		return t.transferCatalog(serial)
+	}
 	b := t.records()
 	if b == nil || !slices.Contains(t.st.Zones, zone) {
 		return nil, transfer.ErrNotAuthoritative
