@@ -82,8 +82,8 @@ var lastSerial atomic.Uint32
 func nextSerial(now time.Time) uint32 {
 	for {
 		last := lastSerial.Load()
-		s := uint32(now.Unix()) // #nosec G115 -- RFC 1982: the low 32 bits
-		if int32(s-last) <= 0 && last != 0 {
+		s := uint32(now.Unix())              // #nosec G115 -- RFC 1982: the low 32 bits
+		if int32(s-last) <= 0 && last != 0 { // #nosec G115 -- RFC 1982
 			s = last + 1
 		}
 		if lastSerial.CompareAndSwap(last, s) {
