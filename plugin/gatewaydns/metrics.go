@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/batchrun"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
 
@@ -50,14 +51,6 @@ var (
 		Help: "Values in etcd skipped because they cannot be served (bad JSON, bad host, bad key).",
 	}, []string{"server", "zones"})
 )
-
-// udpBatchQuestions are the UDP questions the batched path read (batch.go). What it answers
-// counts in CoreDNS's own request metrics too; this says how much of the zone's traffic it
-// takes, and whether its handoff keeps up.
-var udpBatchQuestions = promauto.NewCounterVec(prometheus.CounterOpts{
-	Namespace: plugin.Namespace, Subsystem: pluginName, Name: "udp_batch_questions_total",
-	Help: "UDP questions the batched path read, by outcome: answered (from a packed reply), handed_off (to the server's plugin chain), dropped (the handoff had no room).",
-}, []string{"server", "zones", "outcome"})
 
 // watchMetrics is the mirror.Observer of one feed. A feed serves one server block (its key
 // holds the server: see config.feedKey), so its series are that block's alone.
@@ -133,9 +126,7 @@ func metricsAtZero(server, zones string) {
 	lastUpdate.WithLabelValues(server, zones)
 	etcdReachable.WithLabelValues(server, zones)
 	etcdWatchStreams.WithLabelValues(server, zones)
-	for _, outcome := range []string{"answered", "handed_off", "dropped"} {
-		udpBatchQuestions.WithLabelValues(server, zones, outcome)
-	}
+	batchrun.SeriesAtZero(server, zones)
 	xfr.SeriesAtZero(server, zones)
 }
 
@@ -152,8 +143,9 @@ type seriesOf interface {
 func forgetServeSeries(server, zones string) {
 	labels := prometheus.Labels{"server": server, "zones": zones}
 	for _, vec := range []seriesOf{indexRecords, watchEvents, resyncs, resyncDuration, lastUpdate, etcdErrors,
-		cnameClashes, invalidRecords, etcdReachable, etcdWatchStreams, udpBatchQuestions} {
+		cnameClashes, invalidRecords, etcdReachable, etcdWatchStreams} {
 		vec.DeletePartialMatch(labels)
 	}
+	batchrun.ForgetSeries(labels)
 	xfr.ForgetSeries(labels)
 }
