@@ -116,8 +116,10 @@ func parse(c *caddy.Controller) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := catalogZones(cfg, c.ServerBlockKeys); err != nil {
-		return nil, c.Errf("%v", err)
+	if cfg.xfr.Catalog != "" {
+		if cfg.zones, err = xfr.CatalogMembers(cfg.xfr.Catalog, cfg.zones, c.ServerBlockKeys); err != nil {
+			return nil, c.Errf("%v", err)
+		}
 	}
 	if publishing || cfg.publishOnly {
 		if err := pc.Finish(cfg.publishStanza()); err != nil {
@@ -128,7 +130,7 @@ func parse(c *caddy.Controller) (*config, error) {
 	if c.Next() {
 		return nil, c.Errf("%s may be used once per server block", pluginName)
 	}
-	if cfg.xfr.Transfer, err = transferStanzas(c); err != nil {
+	if cfg.xfr.Transfer, err = xfr.StanzasOf(c); err != nil {
 		return nil, err
 	}
 	return cfg, nil

@@ -1,4 +1,4 @@
-package gatewaydns
+package xfr
 
 import (
 	"bytes"
@@ -9,11 +9,9 @@ import (
 	"github.com/coredns/caddy/caddyfile"
 	"github.com/coredns/coredns/plugin"
 	"github.com/miekg/dns"
-
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
 
-// transferStanzas are the server block's transfer plugin stanzas (xfr.ParseTransfer), for the
+// StanzasOf are the server block's transfer plugin stanzas (ParseTransfer), for the
 // NOTIFYs: the secondaries are listed once, in the transfer plugin's `to` lines, and gatewaydns
 // notifies them itself (signed, paced, sent again until answered). A plugin's setup sees its
 // own tokens only, and the transfer plugin keeps what it parsed in unexported fields; so the
@@ -22,7 +20,7 @@ import (
 // sets the plugins up, at start and on a reload alike), with caddy's own parser: the same text,
 // the same imports, the same blocks in the same order. Nil, logged, where the instance is not
 // found (a test's controller): then only the notify option's addresses are notified.
-func transferStanzas(c *caddy.Controller) ([]xfr.TransferStanza, error) {
+func StanzasOf(c *caddy.Controller) ([]TransferStanza, error) {
 	input := instanceInput(c)
 	if input == nil {
 		log.Warningf("The server block's transfer plugin could not be read: NOTIFYs go to the notify option's addresses only")
@@ -36,7 +34,7 @@ func transferStanzas(c *caddy.Controller) ([]xfr.TransferStanza, error) {
 		return nil, fmt.Errorf("reading the server block's transfer plugin: block %d of %d", c.ServerBlockIndex+1, len(blocks))
 	}
 	d := caddyfile.NewDispenserTokens(input.Path(), blocks[c.ServerBlockIndex].Tokens["transfer"])
-	return xfr.ParseTransfer(&d, c.ServerBlockKeys)
+	return ParseTransfer(&d, c.ServerBlockKeys)
 }
 
 // instanceMark marks the storage of the CoreDNS instance being set up, to find it among
@@ -61,27 +59,23 @@ func instanceInput(c *caddy.Controller) caddy.Input {
 	return nil
 }
 
-// catalogZones takes the catalog zone (the catalog option) out of the stanza's zones, which are
-// its members: with no zones named, the stanza's are the server block's, and the block must
-// serve the catalog too, so that CoreDNS hands its questions and transfers to this block. The
-// error says why the catalog cannot be served: outside the block, inside a member zone (whose
+// CatalogMembers are the stanza's zones but the catalog zone name (the catalog option): with
+// no zones named, the stanza's are the server block's (blockKeys), and the block must serve
+// the catalog too, so that CoreDNS hands its questions and transfers to this block. The error
+// says why the catalog cannot be served: outside the block, inside a member zone (whose
 // answers would hide it), or with no member left.
-func catalogZones(cfg *config, blockKeys []string) error {
-	name := cfg.xfr.Catalog
-	if name == "" {
-		return nil
-	}
+func CatalogMembers(name string, zones, blockKeys []string) ([]string, error) {
 	if plugin.Zones(plugin.OriginsFromArgsOrServerBlock(nil, blockKeys)).Matches(name) == "" {
-		return fmt.Errorf("catalog %s: the server block does not serve it; add it to the block's zones", name)
+		return nil, fmt.Errorf("catalog %s: the server block does not serve it; add it to the block's zones", name)
 	}
-	cfg.zones = slices.DeleteFunc(cfg.zones, func(z string) bool { return z == name })
-	for _, z := range cfg.zones {
+	members := slices.DeleteFunc(slices.Clone(zones), func(z string) bool { return z == name })
+	for _, z := range members {
 		if dns.IsSubDomain(z, name) {
-			return fmt.Errorf("catalog %s: inside the zone %s, whose answers would hide it; name it outside the zones (catalog.invalid)", name, z)
+			return nil, fmt.Errorf("catalog %s: inside the zone %s, whose answers would hide it; name it outside the zones (catalog.invalid)", name, z)
 		}
 	}
-	if len(cfg.zones) == 0 {
-		return fmt.Errorf("catalog %s: no zone left to list in it", name)
+	if len(members) == 0 {
+		return nil, fmt.Errorf("catalog %s: no zone left to list in it", name)
 	}
-	return nil
+	return members, nil
 }
