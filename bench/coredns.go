@@ -30,12 +30,16 @@ type serverSpec struct {
 	pprof   bool   // add the pprof plugin
 	env     []string
 	bin     string // the coredns binary; ./coredns when empty
+	port    int    // the DNS port, which replicas may share (SO_REUSEPORT); a free one when 0
 }
+
+// addr is the DNS address of a spec with a port.
+func (s serverSpec) addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
 
 // startCoreDNS writes the Corefile into the run directory and starts ./coredns with it. It
 // does not wait for readiness: see waitReady.
 func (h *harness) startCoreDNS(s serverSpec) (*coreDNS, error) {
-	server, err := corednsproc.New("coredns "+s.name, 0)
+	server, err := corednsproc.New("coredns "+s.name, s.port)
 	if err != nil {
 		return nil, err
 	}
