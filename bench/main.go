@@ -48,6 +48,7 @@ type options struct {
 	podSteady    time.Duration
 	xrecords     int
 	inames       []int
+	rnames       int
 	secondaries  bool
 	secRate      int
 	secDuration  time.Duration
@@ -83,6 +84,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.podSteady, "pod-steady", 30*time.Second, "phase B: how long the pod runs on, transferring the zone, after its last name is published")
 	fs.IntVar(&o.xrecords, "xrecords", 100000, "phase X: records in etcd, transferred by AXFR while queries are measured")
 	inames := fs.String("inames", "1000000", "phase I: names in the zone (comma-separated sizes), one record of which changes before the IXFR")
+	fs.IntVar(&o.rnames, "rnames", 100000, "phase I: names in the zone of the restarts (a replica restarts, then two behind one address, with Knot and NSD as secondaries); 0 skips them")
 	fs.BoolVar(&o.secondaries, "secondaries", true, "phase X: a third condition, Knot and NSD following the zone as secondaries while it changes (apt-get install knot nsd; `make bench` does)")
 	fs.IntVar(&o.secRate, "secondaries-rate", 100, "phase X: changes a second while the secondaries follow")
 	fs.DurationVar(&o.secDuration, "secondaries-duration", time.Minute, "phase X: length of each latency run while the secondaries follow")
@@ -131,7 +133,11 @@ func counts(flagName, list string) ([]int, error) {
 	return out, nil
 }
 
-// allPhases are the phases, in the order they run.
+// allPhases are the phases, in the order they run. Each is a file named after what it
+// measures: A phase_cpu.go (CPU per question, with its report, servers and statistics),
+// Q phase_queries.go, S phase_scale.go, C phase_churn.go, P phase_propagation.go,
+// W phase_writer.go, X phase_transfers.go (and phase_transfers_secondaries.go), I
+// phase_ixfr.go (and phase_ixfr_restarts.go), B phase_pod.go.
 var allPhases = []string{"A", "Q", "S", "C", "P", "W", "X", "I", "B"}
 
 func (o options) has(phase string) bool {

@@ -9,6 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/history"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
@@ -18,12 +19,23 @@ import (
 type backend struct {
 	*index.Index
 	upstream *upstream.Upstream
+	history  *history.Reader // the feed's etcd's, for IXFRs from before the journal; nil: none
 	// only, when set, are the zones the backend answers: a bridge from a configuration that
 	// served some of the stanza's zones. The others answer SERVFAIL, as before a load.
 	only map[string]bool
 }
 
-func newBackend(ix *index.Index) *backend { return &backend{Index: ix, upstream: upstream.New()} }
+func newBackend(ix *index.Index, h *history.Reader) *backend {
+	return &backend{Index: ix, upstream: upstream.New(), history: h}
+}
+
+// History implements xfr.Records.
+func (b *backend) History() xfr.History {
+	if b.history == nil {
+		return nil
+	}
+	return b.history
+}
 
 // Serves reports whether b answers zone.
 func (b *backend) Serves(zone string) bool { return b.only == nil || b.only[zone] }

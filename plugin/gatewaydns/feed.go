@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/history"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
@@ -37,9 +38,10 @@ type feed struct {
 	loaded     chan struct{} // closed once the index holds a full load of every prefix
 	loadedOnce sync.Once
 
-	client *clientv3.Client
-	cancel context.CancelFunc
-	done   chan struct{} // closed when every watcher returned
+	client  *clientv3.Client
+	history *history.Reader // the client's history, for IXFRs from before the index's journal
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when every watcher returned
 }
 
 // start connects and starts one watcher per zone prefix. It does not wait for etcd.
@@ -52,6 +54,7 @@ func (f *feed) start() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.client, f.cancel, f.done = client, cancel, make(chan struct{})
+	f.history = &history.Reader{Client: client, MaxKeys: index.MaxDiffKeys}
 	var watchers sync.WaitGroup
 	watchers.Go(func() { members.Run(ctx) })
 	for _, prefix := range f.prefixes {
