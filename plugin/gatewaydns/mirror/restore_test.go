@@ -37,24 +37,12 @@ func restoreWatcher(t *testing.T, cluster *testenv.EtcdCluster, lineage bool) (*
 	ix := newIndex()
 	o := &observer{}
 	w := &Watcher{Client: c, Prefix: prefix, Sink: ix, Observer: o, Log: log, Members: m}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	runUntilEnd(t, func(ctx context.Context) {
 		var wg sync.WaitGroup
 		wg.Go(func() { m.Run(ctx) })
 		w.Run(ctx)
 		wg.Wait()
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return within 5s of cancel")
-		}
-		_ = c.Close()
-	})
+	}, func() { _ = c.Close() })
 	waitFor(t, 10*time.Second, "first load", func() bool { return ix.Loaded() })
 	return ix, o
 }

@@ -94,12 +94,7 @@ func TestLineageTellsANewStoreOnlyWhereTheStoreCannotBeTheSame(t *testing.T) {
 func TestARestoredEtcdIsANewStoreAndARestartedOneIsNot(t *testing.T) {
 	cluster := testenv.StartEtcdCluster(t, 3)
 	log := &lines{}
-	client, m, err := Connect(Config{Endpoints: cluster.Endpoints()}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	runMembers(t, m)
+	client, m := connect(t, cluster.Endpoints(), log)
 	lin := m.Lineage()
 	plain := cluster.Client(t)
 	put := func(n int) {

@@ -13,6 +13,18 @@ import (
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
+// connect is a role's client of endpoints (Connect), its Members run until the test ends.
+func connect(t *testing.T, endpoints []string, log Logger) (*clientv3.Client, *Members) {
+	t.Helper()
+	client, m, err := Connect(Config{Endpoints: endpoints}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	runMembers(t, m)
+	return client, m
+}
+
 // getOrSuspect is a role's request: a get, and after a failure a suspicion (the round it waits
 // for follows the members) and one more try. It reports whether either answered.
 func getOrSuspect(ctx context.Context, c *clientv3.Client, m *Members) bool {
@@ -39,12 +51,7 @@ func TestMembersFollowTheClusterAsEveryOriginalMemberIsReplaced(t *testing.T) {
 	cluster := testenv.StartEtcdCluster(t, 3, testenv.WithEtcdArgs("--strict-reconfig-check=false"))
 	seeds := cluster.Endpoints()
 	log := &lines{}
-	client, m, err := Connect(Config{Endpoints: seeds}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	runMembers(t, m)
+	client, m := connect(t, seeds, log)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if !getOrSuspect(ctx, client, m) {
@@ -96,12 +103,7 @@ func TestMembersFollowTheClusterAsEveryOriginalMemberIsReplaced(t *testing.T) {
 // used within about a second (syncChanging and a round), not at the next syncEvery.
 func TestAMemberAddedWhileTheMembersChangeIsUsedWithinASecondOrSo(t *testing.T) {
 	cluster := testenv.StartEtcdCluster(t, 3, testenv.WithEtcdArgs("--strict-reconfig-check=false"))
-	client, m, err := Connect(Config{Endpoints: cluster.Endpoints()}, &lines{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	runMembers(t, m)
+	_, m := connect(t, cluster.Endpoints(), &lines{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	m.Suspect(ctx) // a round that reads the members
@@ -133,12 +135,7 @@ func TestAFrontBeforeEtcdIsUsedAsItIs(t *testing.T) {
 	}
 	t.Cleanup(func() { front.Close() })
 	log := &lines{}
-	client, m, err := Connect(Config{Endpoints: []string{"http://" + front.Addr}}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	runMembers(t, m)
+	client, m := connect(t, []string{"http://" + front.Addr}, log)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if !getOrSuspect(ctx, client, m) {
