@@ -4,12 +4,15 @@ import (
 	"context"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/coredns/coredns/plugin/pkg/upstream"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/steer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
 
@@ -21,9 +24,46 @@ type backend struct {
 	// only, when set, are the zones the backend answers: a bridge from a configuration that
 	// served some of the stanza's zones. The others answer SERVFAIL, as before a load.
 	only map[string]bool
+	// locality places the clients of the stanza's questions for steered names (the index
+	// may be shared with a stanza of other options: a reload's); nil places no one.
+	locality *steer.Locality
 }
 
-func newBackend(ix *index.Index) *backend { return &backend{Index: ix, upstream: upstream.New()} }
+func newBackend(ix *index.Index, loc *steer.Locality) *backend {
+	return &backend{Index: ix, upstream: upstream.New(), locality: loc}
+}
+
+// asker is who asks the question of state, as steering places them.
+func (b *backend) asker(state request.Request) index.Asker {
+	return index.Asker{Locality: b.locality, W: state.W, Req: state.Req}
+}
+
+// Services implements plugin.ServiceBackend: a steered name gives the records of the owners
+// chosen for the asker.
+func (b *backend) Services(_ context.Context, state request.Request, exact bool, _ plugin.Options) ([]msg.Service, error) {
+	return b.ServicesAsked(state, exact, b.asker(state))
+}
+
+// Records implements plugin.ServiceBackend, as Services.
+func (b *backend) Records(_ context.Context, state request.Request, exact bool) ([]msg.Service, error) {
+	return b.RecordsAsked(state, exact, b.asker(state))
+}
+
+// Reverse implements plugin.ServiceBackend.
+func (b *backend) Reverse(ctx context.Context, state request.Request, exact bool, opt plugin.Options) ([]msg.Service, error) {
+	return b.Services(ctx, state, exact, opt)
+}
+
+// AppendAsked implements answer.Indexed for the stanza's clients.
+func (b *backend) AppendAsked(dst []index.Address, state request.Request, qtype uint16) ([]index.Address, bool, error) {
+	return b.AppendAnswer(dst, state.Name(), qtype, b.asker(state))
+}
+
+// Keep keeps packed replies of a name for the stanza's questions: none for a name of several
+// owners when the stanza places clients (index.Index.KeepFor).
+func (b *backend) Keep(ref index.PackRef, name string, p *packed.Name) bool {
+	return b.KeepFor(ref, name, p, b.locality.Configured())
+}
 
 // Serves reports whether b answers zone.
 func (b *backend) Serves(zone string) bool { return b.only == nil || b.only[zone] }

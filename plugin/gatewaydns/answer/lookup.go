@@ -17,11 +17,12 @@ import (
 )
 
 // Indexed is the live index (index.Index) as the handler answers from it: it holds the
-// addresses of each name worked out when its records last changed, and says whether it answers
-// with exact names. A zone being transferred (index.Zone) is not one: its lookups take the
-// stock plugin's way.
+// addresses of each name worked out when its records last changed, and gives those of the
+// owners chosen for the asker of a steered name (index.Index.AppendAnswer), and says whether it
+// answers with exact names. A zone being transferred (index.Zone) is not one: its lookups take
+// the stock plugin's way.
 type Indexed interface {
-	AppendAddresses(dst []index.Address, name string, qtype uint16) (addrs []index.Address, ok bool, err error)
+	AppendAsked(dst []index.Address, state request.Request, qtype uint16) (addrs []index.Address, ok bool, err error)
 	ExactNames() bool
 }
 
@@ -101,7 +102,7 @@ func addressRecords(ix Indexed, state request.Request, qtype uint16) (records []
 	// Most names have fewer: then finding them allocates nothing. More would make the query
 	// path's frames grow the goroutine's stack once more per question (issue 37).
 	var buf [4]index.Address
-	addrs, ok, err := ix.AppendAddresses(buf[:0], state.Name(), qtype)
+	addrs, ok, err := ix.AppendAsked(buf[:0], state, qtype)
 	if !ok || err != nil {
 		return nil, ok, err
 	}

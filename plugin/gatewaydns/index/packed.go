@@ -47,7 +47,7 @@ func (ix *Index) Packed(name, zonePrefix string) (p Probe) {
 	labels, star := ix.labels(buf[:0], name)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	p.Serial = uint32(ix.serials[zonePrefix]) // #nosec G115 -- RFC 1982 serial arithmetic wraps by design
+	p.Serial = ix.serialOfLocked(zonePrefix)
 	if star >= 0 {
 		return p
 	}
@@ -74,6 +74,12 @@ const maxLabels = 8
 // index holds now) and the name's answers are its own records' alone (see above). It reports
 // whether it kept them.
 func (ix *Index) Keep(ref PackRef, name string, p *packed.Name) bool {
+	return ix.KeepFor(ref, name, p, false)
+}
+
+// KeepFor is Keep for a stanza that places clients (placing: steer.Locality.Configured), whose
+// names of several owners are answered from a choice per question, and so keep nothing packed.
+func (ix *Index) KeepFor(ref PackRef, name string, p *packed.Name, placing bool) bool {
 	if !ref.Valid() {
 		return false
 	}
@@ -83,7 +89,7 @@ func (ix *Index) Keep(ref PackRef, name string, p *packed.Name) bool {
 	if ix.gen != ref.gen || star >= 0 {
 		return false
 	}
-	if id, depth := ix.tree.find(labels); id != ref.id || depth != len(labels) || !ix.ownAnswers(id, labels) {
+	if id, depth := ix.tree.find(labels); id != ref.id || depth != len(labels) || !ix.ownAnswers(id, labels, placing) {
 		return false
 	}
 	ix.tree.sets.loadOrCreate(ref.id).packed.Store(p)
@@ -92,12 +98,13 @@ func (ix *Index) Keep(ref PackRef, name string, p *packed.Name) bool {
 
 // ownAnswers reports whether the answers of the name of id, at labels, are made of its own
 // records alone: plain addresses (plainAddresses), or a set whose records have no CNAME and no
-// lease (addresses.plain), whatever the question.
-func (ix *Index) ownAnswers(id nodeID, labels []string) bool {
+// lease (addresses.plain), whatever the question; and the same for every question, so not
+// chosen per question among its owners (steerset.go).
+func (ix *Index) ownAnswers(id nodeID, labels []string, placing bool) bool {
 	var buf [maxPlain]Address
-	if _, ok := ix.plainAddresses(buf[:0], id, 0); ok {
+	if _, ok := ix.plainAddresses(buf[:0], id, 0, placing); ok {
 		return true
 	}
 	set := ix.nameSet(id, labels, len(labels))
-	return set != nil && set.ruled() == nil && set.addresses().plain
+	return set != nil && set.ruled() == nil && set.addresses().plain && (set.rare == nil || !set.rare.steer.steered(placing))
 }

@@ -36,10 +36,16 @@ func (ix *Index) ZoneDiff(origin string, serial uint32, apexNames []string) (pas
 	defer ix.mu.RUnlock()
 	dir := msg.Path(origin, ix.opts.Prefix) + "/"
 	prefix := ix.zonePrefixOf(dir)
-	rev := ix.serials[prefix]
-	first, ok := ix.journal.since(prefix, rev, serial)
-	if !ok {
+	rev, cur := ix.serials[prefix], ix.serialOfLocked(prefix)
+	then, ok := ix.epochAt(prefix, serial)
+	if !ok || !SerialAfter(cur, serial) {
 		return nil, nil, false
+	}
+	first := len(ix.journal.changes)                          // the revision of serial is the zone's now: no change since
+	if revThen := serial - then.off; revThen != uint32(rev) { // #nosec G115 -- RFC 1982
+		if first, ok = ix.journal.since(prefix, rev, revThen); !ok {
+			return nil, nil, false
+		}
 	}
 	changed := ix.journal.pastValues(first, dir)
 	if len(changed) > MaxDiffKeys {
@@ -47,13 +53,46 @@ func (ix *Index) ZoneDiff(origin string, serial uint32, apexNames []string) (pas
 	}
 	h := ix.history(changed)
 	paths := h.changedNames(ix, labels, origin, apexNames)
+	paths = ix.healthChangedNames(paths, dir, then.view)
 	ttls := ix.leaseTTLs(maps.Clone(ix.leases))
-	now = namesOf(ix.tree, origin, labels, paths)
-	past = namesOf(h.pastTree(ix.root, paths), origin, labels, paths)
+	now = namesOf(ix.tree, origin, labels, paths, ix.view())
+	past = namesOf(h.pastTree(ix.root, paths), origin, labels, paths, then.view)
 	for _, z := range []*Zone{past, now} {
-		z.Revision, z.ttls, z.minTTL = rev, ttls, minTTL
+		z.Revision, z.serial, z.ttls, z.minTTL = rev, cur, ttls, minTTL
 	}
 	return past, now, true
+}
+
+// healthChangedNames adds to paths those of the names of the zone under dir whose checked
+// addresses were held down otherwise in the view then than now: their records have not
+// changed, but what a transfer holds of them may have.
+func (ix *Index) healthChangedNames(paths [][]string, dir string, then *healthView) [][]string {
+	now := ix.view()
+	if then == now {
+		return paths
+	}
+	var moved []CheckTarget
+	for t := range ix.checks.targets {
+		if then.isDown(t.Check, t.Host) != now.isDown(t.Check, t.Host) {
+			moved = append(moved, t)
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		seen[strings.Join(p, "/")] = true
+	}
+	for _, n := range ix.checks.namesOf(moved) {
+		if !strings.HasPrefix(n+"/", dir) {
+			continue
+		}
+		p := ix.elements(n)
+		if k := strings.Join(p, "/"); !seen[k] {
+			seen[k] = true
+			paths = append(paths, p)
+		}
+	}
+	slices.SortFunc(paths, slices.Compare)
+	return paths
 }
 
 // history is the index's tree now, with the values that the changed keys had before
@@ -271,9 +310,9 @@ func (h *history) childLabels(key string, id nodeID) []string {
 }
 
 // namesOf is a Zone of the names at paths in t, with the record names below them (where a
-// record's target may point: the zone writer's glue, in package xfr).
-func namesOf(t *tree, origin string, labels []string, paths [][]string) *Zone {
-	z := &Zone{Origin: origin, originKey: strings.TrimSuffix(t.keyOf(labels), "/"), last: -1}
+// record's target may point: the zone writer's glue, in package xfr), in the health view.
+func namesOf(t *tree, origin string, labels []string, paths [][]string, view *healthView) *Zone {
+	z := &Zone{Origin: origin, originKey: strings.TrimSuffix(t.keyOf(labels), "/"), last: -1, view: view}
 	listed := map[string]bool{}
 	for _, p := range paths {
 		listed[strings.Join(p, "/")] = true

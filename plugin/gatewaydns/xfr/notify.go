@@ -100,7 +100,7 @@ func (n *notifier) run(ctx context.Context, t *Transfers, s *notifySender) {
 			if !b.Serves(zone) {
 				continue // bridged: its records are not loaded yet
 			}
-			serial := uint32(b.Revision(zone)) // #nosec G115 -- RFC 1982: the serial is the revision's low 32 bits
+			serial := b.ZoneSerial(zone)
 			p := waiting[zone]
 			switch {
 			case p == nil:

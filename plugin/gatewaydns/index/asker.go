@@ -1,0 +1,101 @@
+package index
+
+import (
+	"math/rand/v2"
+	"net"
+	"net/netip"
+
+	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/steer"
+)
+
+// Asker is who asks a question, for the names answered from a choice among their owners
+// (steerset.go): where the stanza's locality places the client, by the EDNS Client Subnet a
+// forwarder sends or else by its address. The zero Asker places no one.
+type Asker struct {
+	Locality *steer.Locality // the stanza's; nil: it places no one
+	W        dns.ResponseWriter
+	Req      *dns.Msg
+}
+
+// placing reports whether the asker's stanza places clients at all: a name that several owners
+// publish then answers from a choice even without a policy (the client's own cluster first).
+func (a *Asker) placing() bool { return a != nil && a.Locality.Configured() }
+
+// client places the asker; it allocates nothing.
+func (a *Asker) client() steer.Client {
+	if !a.placing() {
+		return steer.Client{}
+	}
+	if a.Req != nil {
+		if addr, bits, ok := steer.ClientSubnet(a.Req); ok {
+			return a.Locality.Client(addr, bits)
+		}
+	}
+	if a.W == nil {
+		return steer.Client{}
+	}
+	addr, ok := addrOf(a.W.RemoteAddr())
+	if !ok {
+		return steer.Client{}
+	}
+	return a.Locality.Client(addr, -1)
+}
+
+// addrOf is the address of a client's net.Addr.
+func addrOf(a net.Addr) (netip.Addr, bool) {
+	var ip net.IP
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		ip = a.IP
+	case *net.TCPAddr:
+		ip = a.IP
+	default:
+		if a == nil {
+			return netip.Addr{}, false
+		}
+		ap, err := netip.ParseAddrPort(a.String())
+		return ap.Addr().Unmap(), err == nil
+	}
+	addr, ok := netip.AddrFromSlice(ip)
+	return addr.Unmap(), ok
+}
+
+// chosenSet is what a question of qtype asked by a is answered from, of set: the records of
+// the owners chosen for it where the set is steered, set itself otherwise (a nil: no choice,
+// as Explain reads every record).
+func (ix *Index) chosenSet(set *answerSet, qtype uint16, a *Asker) *answerSet {
+	if a == nil {
+		return set
+	}
+	qs := set.forQuestion(qtype)
+	st := qs.steering(qtype, a.placing())
+	if st == nil {
+		return set
+	}
+	var loc *steer.Locality
+	if a.placing() {
+		loc = a.Locality
+	}
+	return st.prepared(qs, ix.view(), loc).chosen(qs, a.client(), rand.Uint64())
+}
+
+// steeredAddresses appends the addresses of set's owners chosen for a question of qtype asked
+// by a; steered is false for a set that is not steered for a, ok false for a steered set of
+// other records than addresses (the caller takes plugin.A's way).
+func (ix *Index) steeredAddresses(dst []Address, set *answerSet, qtype uint16, a *Asker) (addrs []Address, steered, ok bool) {
+	st := set.steering(qtype, a.placing())
+	if st == nil {
+		return dst, false, false
+	}
+	var loc *steer.Locality
+	if a.placing() {
+		loc = a.Locality
+	}
+	p := st.prepared(set, ix.view(), loc)
+	if !p.plain {
+		return dst, true, false
+	}
+	return p.appendAddresses(dst, qtype, a.client(), rand.Uint64()), true, true
+}
