@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/steer"
@@ -98,4 +99,36 @@ func (ix *Index) steeredAddresses(dst []Address, set *answerSet, qtype uint16, a
 		return dst, true, false
 	}
 	return p.appendAddresses(dst, qtype, a.client(), rand.Uint64()), true, true
+}
+
+// ExplainSteering is how an A question for the name of state, asked by a, is answered where
+// the name is steered: the choice (steer.Name.Explain) and a report of every owner, with the
+// records' owners in this server's view of the checks; ok is false for a name that is not.
+func (ix *Index) ExplainSteering(state request.Request, a Asker) (res steer.Result, reports []steer.Report, ok bool) {
+	var buf [maxLabels]string
+	labels, star := ix.labels(buf[:0], state.Name())
+	if star >= 0 {
+		return res, nil, false
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	id, depth := ix.tree.find(labels)
+	if id == 0 {
+		return res, nil, false
+	}
+	set := ix.nameSet(id, labels, depth)
+	if set == nil {
+		return res, nil, false
+	}
+	qs := set.forQuestion(dns.TypeA)
+	st := qs.steering(dns.TypeA, a.placing())
+	if st == nil {
+		return res, nil, false
+	}
+	var loc *steer.Locality
+	if a.placing() {
+		loc = a.Locality
+	}
+	res, reports = st.prepared(qs, ix.view(), loc).name.Explain(a.client(), rand.Uint64())
+	return res, reports, true
 }
