@@ -98,7 +98,6 @@ func TestExplainSaysWhyEachOwnerIsInOrOut(t *testing.T) {
 	}
 }
 
-
 func netipMust(s string) netip.Addr { return netip.MustParseAddr(s) }
 
 // TestSteeredNamesAreChosenPerQuestionNeverPacked: questions for a steered name from two
