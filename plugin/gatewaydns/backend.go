@@ -11,7 +11,6 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/steer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
@@ -57,12 +56,6 @@ func (b *backend) Reverse(ctx context.Context, state request.Request, exact bool
 // AppendAsked implements answer.Indexed for the stanza's clients.
 func (b *backend) AppendAsked(dst []index.Address, state request.Request, qtype uint16) ([]index.Address, bool, error) {
 	return b.AppendAnswer(dst, state.Name(), qtype, b.asker(state))
-}
-
-// Keep keeps packed replies of a name for the stanza's questions: none for a name of several
-// owners when the stanza places clients (index.Index.KeepFor).
-func (b *backend) Keep(ref index.PackRef, name string, p *packed.Name) bool {
-	return b.KeepFor(ref, name, p, b.locality.Configured())
 }
 
 // Serves reports whether b answers zone.

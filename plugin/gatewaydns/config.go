@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/batchrun"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/publish"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
@@ -34,7 +35,7 @@ type config struct {
 	explain        bool
 	exactNames     bool     // answer a name from its own key and record-id children only
 	fall           []string // nil: no fallthrough; empty: every zone
-	batch          batchMode
+	batch          batchrun.Mode
 	batchAt        string // the file and line of udp-batch, for its error at startup
 	steering       steering
 

@@ -14,6 +14,7 @@ import (
 	"github.com/gatewaydns/gatewaydns/internal/queryfuzz"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/prepacked"
 )
 
 // FuzzAnswer: for any stored keys and any question (queryfuzz.Input: a fixed zone plus fuzzed
@@ -65,8 +66,8 @@ func checkPacked(t *testing.T, ix *index.Index, q *dns.Msg) {
 	t.Helper()
 	plain := answering(ix, queryfuzz.Zones)
 	g := answering(ix, queryfuzz.Zones)
-	g.packer = newPacker("/skydns", g.Zones)
-	g.packer.writes.Store(int32(writesAll))
+	g.packer = prepacked.New("/skydns", g.Zones, g.packedRules(false))
+	g.packer.SetWrites(prepacked.WritesAll)
 	remote := &net.UDPAddr{IP: net.IPv4(10, 1, 1, 1), Port: 4000}
 	edns := q.Copy()
 	edns.SetEdns0(1232, true)

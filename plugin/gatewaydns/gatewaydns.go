@@ -9,7 +9,7 @@ package gatewaydns
 
 import (
 	"context"
-	"strings"
+	"math/rand/v2"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
@@ -18,6 +18,8 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/prepacked"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
 
@@ -29,9 +31,9 @@ type GatewayDNS struct {
 	NoApexFallback bool
 	Explain        bool // answer CHAOS TXT questions with where each record came from
 
-	stanza *stanza      // the roles behind the handler
-	apex   *answer.Apex // the SOA's fields and the nameservers; nil for the stock ones
-	packer *packer      // the packed replies (prepacked.go); nil: none
+	stanza *stanza           // the roles behind the handler
+	apex   *answer.Apex      // the SOA's fields and the nameservers; nil for the stock ones
+	packer *prepacked.Packer // the packed replies; nil: none
 }
 
 // newHandler is the handler of the stanza st, configured by cfg.
@@ -41,7 +43,7 @@ func newHandler(cfg *config, st *stanza) *GatewayDNS {
 		g.Fall.SetZonesFromArgs(cfg.fall)
 	}
 	if !cfg.publishOnly {
-		g.packer = newPacker(cfg.prefix, cfg.zones)
+		g.packer = prepacked.New(cfg.prefix, cfg.zones, g.packedRules(cfg.steering.loc.Configured()))
 	}
 	return g
 }
@@ -56,7 +58,7 @@ func (g *GatewayDNS) Ready() bool { return g.stanza.ready() }
 // ServeDNS implements plugin.Handler.
 func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
-	zone := matchZone(g.Zones, state.Name())
+	zone := answer.MatchZone(g.Zones, state.Name())
 	b := g.stanza.answering()
 	if zone == "" || b == nil {
 		return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, r)
@@ -67,8 +69,8 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	if !b.Loaded() || !b.Serves(zone) {
 		return dns.RcodeServerFailure, index.ErrNotLoaded
 	}
-	var pq packedQuestion
-	if g.servePacked(w, &state, zone, b, &pq) {
+	var pq prepacked.Question
+	if g.packer.Serve(w, &state, zone, b.Index, &pq) {
 		return dns.RcodeSuccess, nil
 	}
 	return g.serveLookup(ctx, w, &state, zone, b, &pq)
@@ -78,7 +80,7 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 // can. It is ServeDNS's second half, in a frame of its own: a question answered packed never
 // has it on its stack, and one that is not has ServeDNS's small one beneath it, so that the
 // goroutine's stack holds the lookup without growing (issue 37).
-func (g *GatewayDNS) serveLookup(ctx context.Context, w dns.ResponseWriter, state *request.Request, zone string, b *backend, pq *packedQuestion) (int, error) {
+func (g *GatewayDNS) serveLookup(ctx context.Context, w dns.ResponseWriter, state *request.Request, zone string, b *backend, pq *prepacked.Question) (int, error) {
 	if state.QClass() != dns.ClassINET {
 		if g.Explain && state.QClass() == dns.ClassCHAOS && state.QType() == dns.TypeTXT {
 			return explain(ctx, b, g.apexOf(), zone, *state)
@@ -98,7 +100,7 @@ func (g *GatewayDNS) serveLookup(ctx context.Context, w dns.ResponseWriter, stat
 		return answer.BackendError(b, g.apexOf(), zone, dns.RcodeServerFailure, *state, err)
 	}
 	if len(records) == 0 {
-		g.keepPacked(b, pq, nil, dns.RcodeSuccess)
+		g.packer.Keep(b.Index, pq, nil, dns.RcodeSuccess)
 		return answer.BackendError(b, g.apexOf(), zone, dns.RcodeSuccess, *state, nil)
 	}
 
@@ -108,31 +110,9 @@ func (g *GatewayDNS) serveLookup(ctx context.Context, w dns.ResponseWriter, stat
 	m.Authoritative = true
 	m.Answer = records
 	m.Extra = extra
-	g.keepPacked(b, pq, m, dns.RcodeSuccess)
+	g.packer.Keep(b.Index, pq, m, dns.RcodeSuccess)
 	w.WriteMsg(m)
 	return dns.RcodeSuccess, nil
-}
-
-// matchZone is plugin.Zones(zones).Matches(name) for a lower-cased name, without its
-// allocations on every query: for names and zones without escapes, a zone is a suffix of the
-// name that starts at a label.
-func matchZone(zones []string, name string) string {
-	if strings.IndexByte(name, '\\') >= 0 {
-		return plugin.Zones(zones).Matches(name)
-	}
-	zone := ""
-	for _, z := range zones {
-		if strings.IndexByte(z, '\\') >= 0 {
-			return plugin.Zones(zones).Matches(name)
-		}
-		if len(z) <= len(zone) {
-			continue
-		}
-		if z == "." || name == z || (strings.HasSuffix(name, z) && name[len(name)-len(z)-1] == '.') {
-			zone = z
-		}
-	}
-	return zone
 }
 
 // apexOf is the stanza's apex, the stock one for a handler built without a stanza's config.
@@ -141,4 +121,25 @@ func (g *GatewayDNS) apexOf() *answer.Apex {
 		return answer.NewApex()
 	}
 	return g.apex
+}
+
+// packedRules are the handler's rules its packed replies follow, read as they are when asked:
+// tests set a handler's apex and fallthrough after building it. placing: the stanza places
+// its clients (the locality options).
+func (g *GatewayDNS) packedRules(placing bool) prepacked.Rules {
+	return prepacked.Rules{Apex: g.apexOf, FallThrough: func(name string) bool { return g.Fall.Through(name) }, Placing: placing}
+}
+
+// appendBatched is the batched UDP path's answer (batchrun.Stanza.Answer): the packed reply
+// of the stanza's current records, when they are loaded for zone.
+func (g *GatewayDNS) appendBatched(dst []byte, q *packed.Query, name, zone string, shuffle bool) ([]byte, bool, bool) {
+	b := g.stanza.answering()
+	if b == nil || !b.Loaded() || !b.Serves(zone) {
+		return dst, false, false
+	}
+	out, nx, ok := g.packer.AppendBatched(dst, q, name, zone, b.Index, shuffle, rand.Uint32)
+	if ok {
+		xfr.Queried()
+	}
+	return out, nx, ok
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/batchrun"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
 
@@ -75,14 +76,6 @@ func failOpen(server, zones, name string, failing bool, names int) {
 	}
 	log.Infof("%s has an eligible owner again; answering by its steering policy", name)
 }
-
-// udpBatchQuestions are the UDP questions the batched path read (batch.go). What it answers
-// counts in CoreDNS's own request metrics too; this says how much of the zone's traffic it
-// takes, and whether its handoff keeps up.
-var udpBatchQuestions = promauto.NewCounterVec(prometheus.CounterOpts{
-	Namespace: plugin.Namespace, Subsystem: pluginName, Name: "udp_batch_questions_total",
-	Help: "UDP questions the batched path read, by outcome: answered (from a packed reply), handed_off (to the server's plugin chain), dropped (the handoff had no room).",
-}, []string{"server", "zones", "outcome"})
 
 // watchMetrics is the mirror.Observer of one feed. A feed serves one server block (its key
 // holds the server: see config.feedKey), so its series are that block's alone.
@@ -160,9 +153,7 @@ func metricsAtZero(server, zones string) {
 	lastUpdate.WithLabelValues(server, zones)
 	etcdReachable.WithLabelValues(server, zones)
 	etcdWatchStreams.WithLabelValues(server, zones)
-	for _, outcome := range []string{"answered", "handed_off", "dropped"} {
-		udpBatchQuestions.WithLabelValues(server, zones, outcome)
-	}
+	batchrun.SeriesAtZero(server, zones)
 	xfr.SeriesAtZero(server, zones)
 }
 
@@ -179,8 +170,9 @@ type seriesOf interface {
 func forgetServeSeries(server, zones string) {
 	labels := prometheus.Labels{"server": server, "zones": zones}
 	for _, vec := range []seriesOf{indexRecords, watchEvents, resyncs, resyncDuration, lastUpdate, etcdErrors,
-		cnameClashes, invalidRecords, etcdReachable, etcdWatchStreams, udpBatchQuestions, steeringFailOpen, steeringFailOpenTotal} {
+		cnameClashes, invalidRecords, etcdReachable, etcdWatchStreams, steeringFailOpen, steeringFailOpenTotal} {
 		vec.DeletePartialMatch(labels)
 	}
+	batchrun.ForgetSeries(labels)
 	xfr.ForgetSeries(labels)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/internal/benchdata"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/prepacked"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
@@ -44,7 +45,7 @@ func BenchmarkServeDNSPacked(b *testing.B) {
 		b.Fatal(err)
 	}
 	g, st := newPlugin(cfg)
-	g.packer.writes.Store(int32(writesAll))
+	g.packer.SetWrites(prepacked.WritesAll)
 	usual := *g
 	usual.packer = nil
 	d := benchdata.New(record.DefaultPrefix, 100000)

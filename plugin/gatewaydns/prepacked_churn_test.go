@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/prepacked"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
@@ -28,8 +29,8 @@ func TestAChangeIsAnsweredWithNewBytesAtOnceUnderChurn(t *testing.T) {
 	}
 	ix.Load(ix.Root(), kvs)
 	g := answering(ix, []string{"zone.test."})
-	g.packer = newPacker("/skydns", g.Zones)
-	g.packer.writes.Store(int32(writesAll))
+	g.packer = prepacked.New("/skydns", g.Zones, g.packedRules(false))
+	g.packer.SetWrites(prepacked.WritesAll)
 	remote := &net.UDPAddr{IP: net.IPv4(10, 1, 1, 1), Port: 4000}
 	ask := func(n int, qtype uint16) *dns.Msg {
 		r := new(dns.Msg)

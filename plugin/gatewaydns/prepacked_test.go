@@ -14,6 +14,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/prepacked"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
@@ -124,8 +125,8 @@ func spellings(name string) []string {
 func TestAPackedReplyIsTheBytesTheUsualPathWrites(t *testing.T) {
 	for _, tc := range []struct {
 		exact  bool
-		writes chainWrites
-	}{{false, writesAll}, {true, writesAll}, {false, writesNoErrors}} {
+		writes prepacked.Writes
+	}{{false, prepacked.WritesAll}, {true, prepacked.WritesAll}, {false, prepacked.WritesNoErrors}} {
 		exact := tc.exact
 		t.Run(fmt.Sprintf("exact-names=%t/writes=%d", exact, tc.writes), func(t *testing.T) {
 			ix := index.New(index.Options{ExactNames: exact, Now: func() time.Time { return time.Unix(1e9, 0) }})
@@ -139,8 +140,8 @@ func TestAPackedReplyIsTheBytesTheUsualPathWrites(t *testing.T) {
 			plain.apex.Nameservers = []answer.Nameserver{{Name: "glued.zone.test.", Glue: []net.IP{net.ParseIP("192.0.2.1")}}}
 			g := answering(ix, []string{"zone.test."})
 			g.apex = plain.apex
-			g.packer = newPacker("/skydns", g.Zones)
-			g.packer.writes.Store(int32(tc.writes))
+			g.packer = prepacked.New("/skydns", g.Zones, g.packedRules(false))
+			g.packer.SetWrites(tc.writes)
 
 			remotes := map[string]net.Addr{
 				"udp4": &net.UDPAddr{IP: net.IPv4(10, 1, 1, 1), Port: 4000},
@@ -178,7 +179,7 @@ func TestAPackedReplyIsTheBytesTheUsualPathWrites(t *testing.T) {
 					}
 				}
 			}
-			if tc.writes != writesAll {
+			if tc.writes != prepacked.WritesAll {
 				t.Logf("%d questions, %d name/type pairs answered packed", asked, len(packedHits))
 				return // NXDOMAIN goes out as a message: only the bytes are compared
 			}

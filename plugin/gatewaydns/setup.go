@@ -13,8 +13,10 @@ import (
 	"github.com/coredns/coredns/plugin/transfer"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/batchrun"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/prepacked"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/publish"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
@@ -45,9 +47,9 @@ func setup(c *caddy.Controller) error {
 	}
 	watchRestarts(c)
 	var configs []*dnsserver.Config // the server block's, for the batched UDP path
-	if !cfg.publishOnly && cfg.batch != batchOff {
-		configs = blockConfigs(c)
-		announceWith(configs)
+	if !cfg.publishOnly && cfg.batch != batchrun.Off {
+		configs = batchrun.BlockConfigs(c)
+		batchrun.AnnounceWith(configs)
 	}
 	reloading := true
 	c.OnFirstStartup(func() error { reloading = false; return nil })
@@ -57,10 +59,11 @@ func setup(c *caddy.Controller) error {
 		}
 		starting.add(st)
 		if g.packer != nil {
-			g.packer.writes.Store(int32(writesFor(inFront(dnsserver.GetConfig(c)))))
+			g.packer.SetWrites(prepacked.WritesFor(prepacked.InFront(dnsserver.GetConfig(c), pluginName)))
 		}
 		if configs != nil {
-			run, err := newBatchRun(g, cfg.batch, cfg.batchAt, configs, plugin.OriginsFromArgsOrServerBlock(nil, c.ServerBlockKeys), cfg.server)
+			answers := batchrun.Stanza{Zones: g.Zones, Server: cfg.server, Answer: g.appendBatched}
+			run, err := batchrun.New(answers, cfg.batch, cfg.batchAt, configs, plugin.OriginsFromArgsOrServerBlock(nil, c.ServerBlockKeys))
 			if err != nil {
 				return plugin.Error(pluginName, err)
 			}

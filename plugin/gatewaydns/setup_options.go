@@ -15,6 +15,7 @@ import (
 
 	mwtls "github.com/coredns/coredns/plugin/pkg/tls"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/batchrun"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
 )
 
@@ -113,14 +114,14 @@ func leaseTTL(set func(cfg *config, ttl uint32)) option.Func[*config] {
 	}
 }
 
-// parseBatch reads "udp-batch [on|off]": the batched UDP path (batch.go) on, the default where
+// parseBatch reads "udp-batch [on|off]": the batched UDP path (package batchrun) on, the default where
 // nothing in front of gatewaydns must see each question, or off.
 func parseBatch(cfg *config, _ string, args []string) error {
 	switch {
 	case len(args) == 0 || len(args) == 1 && args[0] == "on":
-		cfg.batch = batchOn
+		cfg.batch = batchrun.On
 	case len(args) == 1 && args[0] == "off":
-		cfg.batch = batchOff
+		cfg.batch = batchrun.Off
 	default:
 		return fmt.Errorf("udp-batch takes on or off, not %q", strings.Join(args, " "))
 	}

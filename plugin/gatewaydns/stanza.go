@@ -13,6 +13,7 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/batchrun"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/publish"
@@ -40,7 +41,7 @@ type stanza struct {
 	bridge  *feed
 	cancel  context.CancelFunc // ends the wait for the feed's first load
 	stopped chan struct{}      // closed when that wait returned
-	batch   *batchRun          // the batched UDP path; nil when off
+	batch   *batchrun.Run      // the batched UDP path; nil when off
 
 	// transfers send the zones to secondaries (AXFR, IXFR) and NOTIFY them of changes, from
 	// what the stanza answers from (records).
@@ -201,7 +202,7 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 }
 
 // batchThrough runs the batched UDP path run (nil: none) until stop.
-func (s *stanza) batchThrough(run *batchRun) {
+func (s *stanza) batchThrough(run *batchrun.Run) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batch = run
@@ -220,7 +221,7 @@ func (s *stanza) stop() error {
 	f, b, cancel, stopped, batch := s.feed, s.bridge, s.cancel, s.stopped, s.batch
 	s.feed, s.bridge, s.cancel, s.stopped, s.batch = nil, nil, nil, nil, nil
 	s.mu.Unlock()
-	if err := batch.stop(); err != nil {
+	if err := batch.Stop(); err != nil {
 		errs = append(errs, err)
 	}
 	s.transfers.Stop()

@@ -14,6 +14,7 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/prepacked"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
@@ -110,7 +111,7 @@ func TestSteeredNamesAreChosenPerQuestionNeverPacked(t *testing.T) {
 		steered("app.example.org", "us1", "10.0.2.1", `{"weight":50}`),
 		{Key: record.Key(record.DefaultPrefix, "plain.example.org", "eu1", "10.0.3.1"), Value: []byte(`{"host":"10.0.3.1","owner":"eu1"}`)},
 	})
-	g.packer.writes.Store(int32(writesAll))
+	g.packer.SetWrites(prepacked.WritesAll)
 	ask := func(from, name string) string {
 		req := new(dns.Msg)
 		req.SetQuestion(name, dns.TypeA)
@@ -159,4 +160,38 @@ func (w *bytesOrMsg) WriteMsg(m *dns.Msg) error { w.msg = m; return nil }
 func (w *bytesOrMsg) Write(b []byte) (int, error) {
 	w.bytes = append([]byte(nil), b...)
 	return len(b), nil
+}
+
+// TestALocalityKeepsNamesOfSeveralOwnersUnpacked: with the locality options, a name two
+// owners publish without any policy is answered by the client's place, every time; without
+// them it is packed as before.
+func TestALocalityKeepsNamesOfSeveralOwnersUnpacked(t *testing.T) {
+	plain := func(owner, host string) record.KV {
+		return record.KV{Key: record.Key(record.DefaultPrefix, "app.example.org", owner, host), Value: []byte(fmt.Sprintf(`{"host":%q,"owner":%q}`, host, owner))}
+	}
+	kvs := []record.KV{plain("eu1", "10.0.1.1"), plain("us1", "10.0.2.1")}
+	for _, tc := range []struct {
+		stanza string
+		packed bool
+	}{
+		{"gatewaydns example.org {\n locality-cluster us1 10.240.0.0/16\n}", false},
+		{"gatewaydns example.org", true},
+	} {
+		g := loadedStanza(t, tc.stanza, kvs)
+		g.packer.SetWrites(prepacked.WritesAll)
+		for range 3 {
+			w := &bytesOrMsg{ResponseWriter: &test.ResponseWriter{RemoteIP: "10.240.0.9"}}
+			req := new(dns.Msg)
+			req.SetQuestion("app.example.org.", dns.TypeA)
+			if _, err := g.ServeDNS(context.Background(), w, req); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.packed && (w.msg == nil || len(w.msg.Answer) != 1) {
+				t.Fatalf("%q: us1's client got %v", tc.stanza, w.msg)
+			}
+		}
+		if kept := g.stanza.answering().Packed("app.example.org.", "/skydns/org/example/").Name != nil; kept != tc.packed {
+			t.Errorf("%q: packed %v, want %v", tc.stanza, kept, tc.packed)
+		}
+	}
 }

@@ -21,9 +21,23 @@ type handoff struct {
 	done chan struct{} // closed when the server returned
 }
 
-func newHandoff(out net.PacketConn, cfg Config) *handoff {
+func newHandoff(out net.PacketConn, p *Path) *handoff {
+	cfg := p.cfg
 	h := &handoff{conn: newHandoffConn(out), done: make(chan struct{})}
-	h.srv = &dns.Server{PacketConn: h.conn, Net: "udp", Handler: cfg.Handler, TsigSecret: cfg.TsigSecret, MsgAcceptFunc: cfg.Accept}
+	// The handler and the acceptance are the path's current ones (Path.Serve), read per
+	// question: a reload hands the path over with the datagrams queued here.
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, m *dns.Msg) {
+		if sv := p.current(); sv != nil {
+			sv.Handler.ServeDNS(w, m)
+		}
+	})
+	accept := func(hdr dns.Header) dns.MsgAcceptAction {
+		if sv := p.current(); sv != nil {
+			return sv.Accept(hdr)
+		}
+		return dns.MsgIgnore
+	}
+	h.srv = &dns.Server{PacketConn: h.conn, Net: "udp", Handler: handler, TsigSecret: cfg.TsigSecret, MsgAcceptFunc: accept}
 	go func() {
 		defer close(h.done)
 		if err := h.srv.ActivateAndServe(); err != nil {

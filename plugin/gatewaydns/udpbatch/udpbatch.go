@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,21 +42,30 @@ type Config struct {
 	Addrs []string
 	// Readers is how many reader goroutines (and sockets) each address gets.
 	Readers int
-	// Answer appends the packed reply to q to dst, or says no (ok false): then the datagram
-	// is handed off. It is called by several readers at once.
-	Answer func(q *Question, dst []byte) (reply []byte, ok bool)
-	// Handler answers what is handed off, as the CoreDNS server's UDP listener does; its
-	// TsigSecret and Accept are that listener's too.
-	Handler    dns.Handler
+	// TsigSecret are the keys of the CoreDNS server's UDP listener, which its handoff server
+	// checks signed questions with.
 	TsigSecret map[string]string
-	Accept     dns.MsgAcceptFunc
-	// Count, when set, is told after each batch how many datagrams were answered, handed off,
-	// and dropped because the handoff server fell behind.
-	Count func(answered, handedOff, dropped int)
+	// Serving is what the path answers with first; Path.Serve swaps it.
+	Serving Serving
 	// Log reports what went wrong on the way.
 	Log interface {
 		Warningf(format string, v ...any)
 	}
+}
+
+// Serving is what a path answers with: what a CoreDNS reload changes (the handler chain, the
+// zones' records) while the path's sockets, and the datagrams queued on them, stay.
+type Serving struct {
+	// Answer appends the packed reply to q to dst, or says no (ok false): then the datagram
+	// is handed off. It is called by several readers at once.
+	Answer func(q *Question, dst []byte) (reply []byte, ok bool)
+	// Handler answers what is handed off, as the CoreDNS server's UDP listener does; Accept is
+	// that listener's acceptance of a request's header (nil: miekg/dns's default).
+	Handler dns.Handler
+	Accept  dns.MsgAcceptFunc
+	// Count, when set, is told after each batch how many datagrams were answered, handed off,
+	// and dropped because the handoff server fell behind.
+	Count func(answered, handedOff, dropped int)
 }
 
 // batchLen is how many datagrams one system call reads or writes at most.
@@ -72,6 +82,10 @@ const handoffQueue = 4096
 // Path is a running batched UDP path.
 type Path struct {
 	cfg      Config
+	serving  atomic.Pointer[Serving] // nil: paused
+	mu       sync.Mutex
+	resumed  chan struct{} // closed by the next Serve
+	stopped  chan struct{} // closed by Stop
 	conns    []net.PacketConn
 	handoffs []*handoff
 	readers  sync.WaitGroup
@@ -85,7 +99,8 @@ func Start(cfg Config) (*Path, error) {
 	if cfg.Readers < 1 {
 		cfg.Readers = 1
 	}
-	p := &Path{cfg: cfg}
+	p := &Path{cfg: cfg, resumed: make(chan struct{}), stopped: make(chan struct{})}
+	p.Serve(cfg.Serving)
 	var bound []string
 	for _, addr := range cfg.Addrs {
 		var conns []net.PacketConn
@@ -104,7 +119,7 @@ func Start(cfg Config) (*Path, error) {
 			cfg.Log.Warningf("Batched UDP path: %v; the server's own listener answers %s", err, addr)
 			continue
 		}
-		h := newHandoff(conns[0], cfg)
+		h := newHandoff(conns[0], p)
 		p.handoffs = append(p.handoffs, h)
 		for _, c := range conns {
 			p.conns = append(p.conns, c)
@@ -118,11 +133,54 @@ func Start(cfg Config) (*Path, error) {
 	return p, nil
 }
 
+// Serve makes the path answer with s from its next batch on.
+func (p *Path) Serve(s Serving) {
+	if s.Accept == nil {
+		s.Accept = dns.DefaultMsgAcceptFunc
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.serving.Store(&s)
+	close(p.resumed)
+	p.resumed = make(chan struct{})
+}
+
+// Pause makes the path hold what it read until the next Serve: between a reload's old
+// instance stopping and its new one serving, the datagrams wait in the sockets' buffers, as
+// they wait in the buffer of CoreDNS's own listener, rather than be answered by an instance
+// that is gone.
+func (p *Path) Pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.serving.Store(nil)
+}
+
+// current is what the path answers with, waiting while it is paused; nil once it stopped.
+func (p *Path) current() *Serving {
+	for {
+		if sv := p.serving.Load(); sv != nil {
+			return sv // the usual case: no lock per batch
+		}
+		p.mu.Lock()
+		sv, resumed := p.serving.Load(), p.resumed
+		p.mu.Unlock()
+		if sv != nil {
+			return sv
+		}
+		select {
+		case <-resumed:
+		case <-p.stopped:
+			return nil
+		}
+	}
+}
+
 // Stop closes the sockets, waits for the readers and for the handoff servers' questions
 // (each wait bounded by wait), and reports what did not end in time.
 func (p *Path) Stop(wait time.Duration) error {
 	var err error
 	p.stopOnce.Do(func() {
+		close(p.stopped)
 		for _, c := range p.conns {
 			c.Close()
 		}
@@ -142,6 +200,17 @@ func (p *Path) Stop(wait time.Duration) error {
 		}
 	})
 	return err
+}
+
+// answer is the packed reply to the datagram req (from a socket of family), appended to dst;
+// q and name are the reader's, reused from one datagram to the next.
+func (s *Serving) answer(req []byte, q *Question, name *[]byte, family int, dst []byte) ([]byte, bool) {
+	var ok bool
+	if *name, ok = packed.ParseQuery(req, &q.Query, *name); !ok {
+		return nil, false
+	}
+	q.Name, q.Len, q.Query.Family = *name, len(req), family
+	return s.Answer(q, dst)
 }
 
 // listen binds a UDP socket with SO_REUSEPORT to addr.
@@ -193,27 +262,27 @@ func (p *Path) read(c net.PacketConn, h *handoff) {
 			}
 			continue // an ICMP error of an earlier send, and the like: the socket goes on
 		}
+		sv := p.current()
+		if sv == nil {
+			return
+		}
 		q.Read = time.Now()
 		k, dropped := 0, 0 // replies in out; datagrams the handoff had no room for
 		for i := range in[:n] {
 			m := &in[i]
 			req := m.Buffers[0][:m.N]
-			var ok bool
-			if name, ok = packed.ParseQuery(req, &q.Query, name); ok {
-				q.Name, q.Len, q.Query.Family = name, len(req), family
-				var reply []byte
-				if reply, ok = p.cfg.Answer(&q, replies[i][:0]); ok {
-					replies[i] = reply[:0]
-					out[k].Buffers[0], out[k].Addr = reply, m.Addr
-					k++
-				}
-			}
-			if !ok && !h.take(req, m.Addr) {
+			reply, ok := sv.answer(req, &q, &name, family, replies[i][:0])
+			switch {
+			case ok:
+				replies[i] = reply[:0]
+				out[k].Buffers[0], out[k].Addr = reply, m.Addr
+				k++
+			case !h.take(req, m.Addr):
 				dropped++
 			}
 		}
-		if p.cfg.Count != nil {
-			p.cfg.Count(k, n-k-dropped, dropped)
+		if sv.Count != nil {
+			sv.Count(k, n-k-dropped, dropped)
 		}
 		for sent := 0; sent < k; {
 			w, err := bc.WriteBatch(out[sent:k], 0)

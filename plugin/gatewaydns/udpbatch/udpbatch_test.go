@@ -42,7 +42,7 @@ func TestAPathAnswersWhatItCanAndHandsOffTheRest(t *testing.T) {
 	p, err := Start(Config{
 		Addrs:   []string{addr},
 		Readers: 2,
-		Answer: func(q *Question, dst []byte) ([]byte, bool) {
+		Serving: Serving{Answer: func(q *Question, dst []byte) ([]byte, bool) {
 			if !strings.HasPrefix(string(q.Name), "packed.") {
 				return dst, false
 			}
@@ -54,13 +54,13 @@ func TestAPathAnswersWhatItCanAndHandsOffTheRest(t *testing.T) {
 			b, _ := m.Pack()
 			return append(dst, b...), true
 		},
-		Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
-			handed.Add(1)
-			m := new(dns.Msg)
-			m.SetReply(r)
-			m.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET}, Txt: []string{"handed off"}}}
-			w.WriteMsg(m)
-		}),
+			Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+				handed.Add(1)
+				m := new(dns.Msg)
+				m.SetReply(r)
+				m.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET}, Txt: []string{"handed off"}}}
+				w.WriteMsg(m)
+			})},
 		Log: testLog{t},
 	})
 	if err != nil {
@@ -100,6 +100,29 @@ func TestAPathAnswersWhatItCanAndHandsOffTheRest(t *testing.T) {
 	}
 	if answered.Load() != 50 || handed.Load() != 51 {
 		t.Fatalf("answered %d, handed off %d; want 50 and 51", answered.Load(), handed.Load())
+	}
+	// A reload hands the running path over: its next questions are the new Serving's.
+	txt := func(text string) func(q *Question, dst []byte) ([]byte, bool) {
+		return func(q *Question, dst []byte) ([]byte, bool) {
+			m := new(dns.Msg)
+			m.SetQuestion(string(q.Name), q.Query.Qtype)
+			m.Response, m.Id = true, q.Query.ID
+			m.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: string(q.Name), Rrtype: dns.TypeTXT, Class: dns.ClassINET}, Txt: []string{text}}}
+			b, _ := m.Pack()
+			return append(dst, b...), true
+		}
+	}
+	p.Serve(Serving{Answer: txt("served after the hand-over"), Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		m.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: r.Question[0].Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET}, Txt: []string{"handed off after the hand-over"}}}
+		w.WriteMsg(m)
+	})})
+	if got := ask("packed.again.test.", nil); got != "served after the hand-over" {
+		t.Fatalf("after Serve: %q", got)
+	}
+	if got := ask("packed.nsid.test.", nsid); got != "handed off after the hand-over" {
+		t.Fatalf("after Serve, a question with an EDNS option: %q", got)
 	}
 	if err := p.Stop(2 * time.Second); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package gatewaydns
+package prepacked
 
 import (
 	"slices"
@@ -10,13 +10,13 @@ import (
 // from their names: a packed reply is written as bytes (ResponseWriter.Write), which a plugin
 // that reads the reply as a dns.Msg cannot see; such a plugin in front means messages.
 
-// chainWrites is how the handler may write its replies, given the plugins in front of it.
-type chainWrites int32
+// Writes is how the handler may write its replies, given the plugins in front of it.
+type Writes int32
 
 const (
-	writesMsgs     chainWrites = iota // a plugin in front reads replies as messages
-	writesNoErrors                    // prometheus is in front: its recorder counts a written reply as NOERROR
-	writesAll                         // nothing in front reads replies
+	WritesMsgs     Writes = iota // a plugin in front reads replies as messages
+	WritesNoErrors               // prometheus is in front: its recorder counts a written reply as NOERROR
+	WritesAll                    // nothing in front reads replies
 )
 
 // bytesThrough are the plugins that pass the writer of a question gatewaydns answers packed (a
@@ -30,14 +30,14 @@ var bytesThrough = map[string]bool{
 	"secondary": true,
 }
 
-// inFront are the names of the handlers of the server block of cfg that run before
-// gatewaydns: in the order of the directives, which is the chain's. A handler not among the
+// InFront are the names of the handlers of the server block of cfg that run before the plugin
+// own: in the order of the directives, which is the chain's. A handler not among the
 // directives (an external plugin compiled in otherwise) counts as in front.
-func inFront(cfg *dnsserver.Config) []string {
-	own := slices.Index(dnsserver.Directives, pluginName)
+func InFront(cfg *dnsserver.Config, own string) []string {
+	at := slices.Index(dnsserver.Directives, own)
 	var out []string
 	for _, h := range cfg.Handlers() {
-		if i := slices.Index(dnsserver.Directives, h.Name()); i < own {
+		if i := slices.Index(dnsserver.Directives, h.Name()); i < at {
 			out = append(out, h.Name())
 		}
 	}
@@ -47,16 +47,16 @@ func inFront(cfg *dnsserver.Config) []string {
 	return out
 }
 
-// writesFor is how the handler writes behind the plugins in front.
-func writesFor(front []string) chainWrites {
-	w := writesAll
+// WritesFor is how the handler writes behind the plugins in front.
+func WritesFor(front []string) Writes {
+	w := WritesAll
 	for _, name := range front {
 		switch {
 		case bytesThrough[name]:
 		case name == "prometheus":
-			w = writesNoErrors
+			w = WritesNoErrors
 		default:
-			return writesMsgs
+			return WritesMsgs
 		}
 	}
 	return w

@@ -1,4 +1,19 @@
-package gatewaydns
+// Package batchrun runs the batched UDP path (package udpbatch) of a stanza in its CoreDNS
+// server block: its own sockets on the server block's
+// UDP addresses, answering from packed replies and handing everything else to the CoreDNS
+// server of the address, whose listener it shares the port with.
+//
+// The kernel gives a datagram to a socket bound to its destination address before a socket
+// bound to the wildcard, which is where CoreDNS listens unless `bind` says otherwise: so the
+// path binds each address of the machine's interfaces, and takes every datagram sent to
+// them, while CoreDNS's own socket answers those sent to an address added later (a link-local
+// one among them), at its usual cost. Under `bind`, the path's sockets join the group of
+// CoreDNS's socket of the same address (SO_REUSEPORT), which spreads clients over them by
+// their address and port: CoreDNS's share is answered correctly, at its cost. A BPF program
+// choosing the socket (SO_ATTACH_REUSEPORT_CBPF) would need the sockets' places in the group,
+// which change as sockets come and go on a reload, or eBPF, which needs privileges a pod does
+// not have.
+package batchrun
 
 import (
 	"context"
@@ -15,54 +30,51 @@ import (
 	"github.com/coredns/coredns/core/dnsserver"
 	"github.com/miekg/dns"
 
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/prepacked"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/udpbatch"
 )
 
-// The batched UDP path (package udpbatch) of a stanza: its own sockets on the server block's
-// UDP addresses, answering from packed replies and handing everything else to the CoreDNS
-// server of the address, whose listener it shares the port with.
-//
-// The kernel gives a datagram to a socket bound to its destination address before a socket
-// bound to the wildcard, which is where CoreDNS listens unless `bind` says otherwise: so the
-// path binds each address of the machine's interfaces, and takes every datagram sent to
-// them, while CoreDNS's own socket answers those sent to an address added later (a link-local
-// one among them), at its usual cost. Under `bind`, the path's sockets join the group of
-// CoreDNS's socket of the same address (SO_REUSEPORT), which spreads clients over them by
-// their address and port: CoreDNS's share is answered correctly, at its cost. A BPF program
-// choosing the socket (SO_ATTACH_REUSEPORT_CBPF) would need the sockets' places in the group,
-// which change as sockets come and go on a reload, or eBPF, which needs privileges a pod does
-// not have.
+// Stanza is what a run answers for: the stanza's zones and metrics label, and its packed
+// replies.
+type Stanza struct {
+	Zones  []string
+	Server string // the server label of the stanza's metrics
+	// Answer appends the packed reply to q for name (lower case, plain) in zone to dst, when
+	// the stanza has one to give: nx tells an NXDOMAIN. ok is false for the server to answer.
+	// With shuffle (loadbalance in front), the reply's addresses are shuffled, or ok is false
+	// where they could not be.
+	Answer func(dst []byte, q *packed.Query, name, zone string, shuffle bool) (out []byte, nx, ok bool)
+}
 
-// batchMode is the udp-batch option: on where nothing in front must see each question (auto,
-// the default), on (an error where something must), or off.
-type batchMode int
+// Mode is the udp-batch option: on where nothing in front must see each question (Auto, the
+// default), On (an error where something must), or Off.
+type Mode int
 
 const (
-	batchAuto batchMode = iota
-	batchOn
-	batchOff
+	Auto Mode = iota
+	On
+	Off
 )
 
-// batchAllowed are the plugins that may run in front of gatewaydns in a server block with the
+// allowed are the plugins that may run in front of gatewaydns in a server block with the
 // batched UDP path: those that do not need to see the questions it answers (plain questions of
 // the zone: they see every other one). Any other, known or not, keeps it off: log, dnstap,
 // acl, rewrite, loadbalance, dns64, minimal, header, dnssec, tsig, trace, bufsize, local,
 // template, the data plugins that could answer a name of the zone first (hosts, file, ...),
 // shed, proxyproto, and plugins not in plugin.cfg (rrl). view is a server block's filter:
 // checked on the block's configuration.
-var batchAllowed = map[string]bool{
+var allowed = map[string]bool{
 	"metadata": true, "geoip": true, "cancel": true, "nsid": true, "bind": true, "debug": true, "ready": true,
 	"health": true, "pprof": true, "prometheus": true, "errors": true, "any": true, "chaos": true, "transfer": true,
 	"dynupdate": true, "cache": true,
 }
 
-// batchRun is a stanza's batched UDP path: one udpbatch.Path per CoreDNS server (address) of
+// Run is a stanza's batched UDP path: one udpbatch.Path per CoreDNS server (address) of
 // its server block, started when the server starts serving UDP.
-type batchRun struct {
-	g          *GatewayDNS
-	server     string // the stanza's metrics labels
-	zones      string
+type Run struct {
+	st         Stanza
+	zones      string              // the stanza's zones, as its metrics label them
 	configs    []*dnsserver.Config // the server block's, one per key
 	blockZones []string            // the server block's zones
 	metrics    bool                // the block has prometheus: the path counts what it answers
@@ -70,19 +82,19 @@ type batchRun struct {
 	readers    int
 	mu         sync.Mutex
 	stopped    bool
-	paths      map[string]*udpbatch.Path // by server address
+	serving    map[string]bool // the server addresses it serves
 }
 
-// batchRuns are the runs waiting for, or running on, the servers of their configurations: a
+// running are the runs waiting for, or running on, the servers of their configurations: a
 // server announces itself (announceServer) to those whose configuration it serves.
-var batchRuns = struct {
+var running = struct {
 	sync.Mutex
-	byConfig map[uintptr]*batchRun
-}{byConfig: map[uintptr]*batchRun{}}
+	byConfig map[uintptr]*Run
+}{byConfig: map[uintptr]*Run{}}
 
-// blockConfigs are the configurations of every key of c's server block: CoreDNS runs a
+// BlockConfigs are the configurations of every key of c's server block: CoreDNS runs a
 // plugin's setup for the first key only.
-func blockConfigs(c *caddy.Controller) []*dnsserver.Config {
+func BlockConfigs(c *caddy.Controller) []*dnsserver.Config {
 	var out []*dnsserver.Config
 	for j := range c.ServerBlockKeys {
 		cc := *c
@@ -94,10 +106,10 @@ func blockConfigs(c *caddy.Controller) []*dnsserver.Config {
 	return out
 }
 
-// announceWith makes the servers of configs announce themselves when they start serving UDP,
+// AnnounceWith makes the servers of configs announce themselves when they start serving UDP,
 // through the writer decorator CoreDNS asks a configuration for then, and keeps the decorator
 // a plugin in front set.
-func announceWith(configs []*dnsserver.Config) {
+func AnnounceWith(configs []*dnsserver.Config) {
 	for _, cfg := range configs {
 		prev := cfg.UDPDecorateWriterFunc
 		cfg.UDPDecorateWriterFunc = func(s *dnsserver.Server) dns.DecorateWriter {
@@ -117,16 +129,16 @@ func announceServer(s *dnsserver.Server) {
 		log.Warningf("Batched UDP path: cannot read the zones of server %s (another CoreDNS?); it stays off there", s.Addr)
 		return
 	}
-	var runs []*batchRun
-	batchRuns.Lock()
+	var runs []*Run
+	running.Lock()
 	for _, cfgs := range zones {
 		for _, c := range cfgs {
-			if r := batchRuns.byConfig[c]; r != nil && !slices.Contains(runs, r) {
+			if r := running.byConfig[c]; r != nil && !slices.Contains(runs, r) {
 				runs = append(runs, r)
 			}
 		}
 	}
-	batchRuns.Unlock()
+	running.Unlock()
 	for _, r := range runs {
 		r.serve(s, zones)
 	}
@@ -169,19 +181,19 @@ func serverZones(s *dnsserver.Server) (map[string][]uintptr, bool) {
 
 func configKey(c *dnsserver.Config) uintptr { return uintptr(unsafe.Pointer(c)) } // #nosec G103 -- compared, never dereferenced
 
-// newBatchRun decides whether the stanza of g runs the batched path in its server block
+// New decides whether the stanza st runs the batched path in its server block
 // (configs, of which the first has the block's handlers), as mode asks: nil when it does not.
 // at is where the option is, for the error of a block where something must see each question.
-func newBatchRun(g *GatewayDNS, mode batchMode, at string, configs []*dnsserver.Config, blockZones []string, server string) (*batchRun, error) {
-	if mode == batchOff {
+func New(st Stanza, mode Mode, at string, configs []*dnsserver.Config, blockZones []string) (*Run, error) {
+	if mode == Off {
 		return nil, nil
 	}
 	var why []string
-	front := inFront(configs[0])
+	front := prepacked.InFront(configs[0], pluginName)
 	shuffle := false
 	for _, name := range front {
 		switch {
-		case batchAllowed[name]:
+		case allowed[name]:
 		case name == "loadbalance" && shufflesOnly(configs[0].Handler(name)):
 			shuffle = true // the path shuffles its replies of addresses as loadbalance does
 		default:
@@ -198,73 +210,73 @@ func newBatchRun(g *GatewayDNS, mode batchMode, at string, configs []*dnsserver.
 	}
 	why = slices.Compact(why)
 	if len(why) > 0 {
-		if mode == batchOn {
+		if mode == On {
 			return nil, fmt.Errorf("%s: udp-batch: %s in this server block must see every question; the batched UDP path would answer most of them without them (remove udp-batch, or them)", at, strings.Join(why, ", "))
 		}
-		log.Infof("Batched UDP path off for %s: %s must see every question", strings.Join(g.Zones, " "), strings.Join(why, ", "))
+		log.Infof("Batched UDP path off for %s: %s must see every question", strings.Join(st.Zones, " "), strings.Join(why, ", "))
 		return nil, nil
 	}
-	r := &batchRun{g: g, server: server, zones: strings.Join(g.Zones, " "), configs: configs, shuffle: shuffle, blockZones: blockZones, metrics: slices.Contains(front, "prometheus"), readers: runtime.GOMAXPROCS(0), paths: map[string]*udpbatch.Path{}}
-	batchRuns.Lock()
+	r := &Run{st: st, zones: strings.Join(st.Zones, " "), configs: configs, shuffle: shuffle, blockZones: blockZones, metrics: slices.Contains(front, "prometheus"), readers: runtime.GOMAXPROCS(0), serving: map[string]bool{}}
+	r.reserve(configs)
+	running.Lock()
 	for _, c := range configs {
-		batchRuns.byConfig[configKey(c)] = r
+		running.byConfig[configKey(c)] = r
 	}
-	batchRuns.Unlock()
+	running.Unlock()
 	return r, nil
 }
 
 // serve starts the path on server s, which serves zones, unless it runs there already or the
 // stanza stopped.
-func (r *batchRun) serve(s *dnsserver.Server, zones map[string][]uintptr) {
+func (r *Run) serve(s *dnsserver.Server, zones map[string][]uintptr) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.stopped || r.paths[s.Addr] != nil {
+	if r.stopped || r.serving[s.Addr] {
 		return
 	}
+	key := pathKey(s.Addr, r.readers, s.TsigSecret)
 	sv := r.served(s, zones)
-	if len(sv.zones) == 0 {
+	addrs, err := sv.bindAddrs(s.Addr)
+	if err != nil || len(addrs) == 0 {
+		if err != nil {
+			log.Warningf("Batched UDP path off for %s: %v", s.Addr, err)
+		}
+		r.letGoOf(key) // another run's path there, if any, must not wait for this one
 		return
 	}
-	addrs, err := batchAddrs(s.Addr)
-	if err != nil {
-		log.Warningf("Batched UDP path off for %s: %v", s.Addr, err)
-		return
-	}
-	if taken := udpbatch.Taken(addrs); len(taken) > 0 {
-		log.Infof("Batched UDP path leaves %s to the other process listening there", strings.Join(taken, " "))
-		addrs = slices.DeleteFunc(addrs, func(a string) bool { return slices.Contains(taken, a) })
-	}
-	if len(addrs) == 0 {
-		return
-	}
-	answered, handed, dropped := udpBatchQuestions.WithLabelValues(r.server, r.zones, "answered"),
-		udpBatchQuestions.WithLabelValues(r.server, r.zones, "handed_off"), udpBatchQuestions.WithLabelValues(r.server, r.zones, "dropped")
-	p, err := udpbatch.Start(udpbatch.Config{
-		Addrs:   addrs,
-		Readers: r.readers,
-		Answer:  sv.answer,
-		Count: func(a, h, d int) {
-			answered.Add(float64(a))
-			handed.Add(float64(h))
-			if d > 0 {
-				dropped.Add(float64(d))
-			}
-		},
+	serving := udpbatch.Serving{
+		Answer: sv.reply,
+		Count:  r.count(),
 		Handler: dns.HandlerFunc(func(w dns.ResponseWriter, m *dns.Msg) {
 			ctx := context.WithValue(context.Background(), dnsserver.Key{}, s)
 			ctx = context.WithValue(ctx, dnsserver.LoopKey{}, 0)
 			s.ServeDNS(ctx, w, m)
 		}),
-		TsigSecret: s.TsigSecret,
-		Accept:     acceptFor(serverOpcodes(s)),
-		Log:        log,
+		Accept: acceptFor(serverOpcodes(s)),
+	}
+	_, err = r.serveOn(key, serving, func() (*udpbatch.Path, error) {
+		return udpbatch.Start(udpbatch.Config{Addrs: addrs, Readers: r.readers, TsigSecret: s.TsigSecret, Serving: serving, Log: log})
 	})
 	if err != nil {
 		log.Warningf("Batched UDP path off for %s: %v", s.Addr, err)
+		r.letGoOf(key)
 		return
 	}
-	r.paths[s.Addr] = p
+	r.serving[s.Addr] = true
 	log.Infof("Batched UDP path on %s (%d readers each): %s", strings.Join(addrs, " "), r.readers, strings.Join(sv.zones, " "))
+}
+
+// count is the path's Serving.Count: the run's questions metric.
+func (r *Run) count() func(a, h, d int) {
+	answered, handed, dropped := questions.WithLabelValues(r.st.Server, r.zones, "answered"),
+		questions.WithLabelValues(r.st.Server, r.zones, "handed_off"), questions.WithLabelValues(r.st.Server, r.zones, "dropped")
+	return func(a, h, d int) {
+		answered.Add(float64(a))
+		handed.Add(float64(h))
+		if d > 0 {
+			dropped.Add(float64(d))
+		}
+	}
 }
 
 // acceptFor is the server's acceptance of a request's header (dnsserver.Server's
@@ -298,39 +310,46 @@ func serverOpcodes(s *dnsserver.Server) map[int]bool {
 	return out
 }
 
-// stop stops the paths, each wait bounded, and forgets the run.
-func (r *batchRun) stop() error {
+// Stop lets go of the paths, stopping those no other run holds (each wait bounded), and
+// forgets the run.
+func (r *Run) Stop() error {
 	if r == nil {
 		return nil
 	}
 	r.mu.Lock()
 	r.stopped = true
-	paths := r.paths
-	r.paths = nil
 	r.mu.Unlock()
-	batchRuns.Lock()
+	running.Lock()
 	for _, c := range r.configs {
-		if batchRuns.byConfig[configKey(c)] == r {
-			delete(batchRuns.byConfig, configKey(c))
+		if running.byConfig[configKey(c)] == r {
+			delete(running.byConfig, configKey(c))
 		}
 	}
-	batchRuns.Unlock()
-	var errs []error
-	for _, p := range paths {
-		if err := p.Stop(handover.StopWait); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%s: %v", pluginName, errs)
-	}
-	return nil
+	running.Unlock()
+	return r.letGo()
 }
 
-// batchAddrs are the addresses the path binds for the server address addr ("dns://host:port"):
+// bindAddrs are the addresses the path binds on the server of addr, if it answers there: none
+// when it serves no zone of its own there, and none that another process listens on.
+func (sv *server) bindAddrs(addr string) ([]string, error) {
+	if len(sv.zones) == 0 {
+		return nil, nil
+	}
+	addrs, err := bindAddrs(addr)
+	if err != nil {
+		return nil, err
+	}
+	if taken := udpbatch.Taken(addrs); len(taken) > 0 {
+		log.Infof("Batched UDP path leaves %s to the other process listening there", strings.Join(taken, " "))
+		addrs = slices.DeleteFunc(addrs, func(a string) bool { return slices.Contains(taken, a) })
+	}
+	return addrs, nil
+}
+
+// bindAddrs are the addresses the path binds for the server address addr ("dns://host:port"):
 // the host, or for the wildcard every unicast address of the machine's interfaces but IPv6
 // link-local ones (which need a zone; the server's own socket answers them).
-func batchAddrs(addr string) ([]string, error) {
+func bindAddrs(addr string) ([]string, error) {
 	hostPort, ok := strings.CutPrefix(addr, "dns://")
 	if !ok {
 		return nil, fmt.Errorf("not a plain DNS server")

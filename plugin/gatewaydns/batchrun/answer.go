@@ -1,7 +1,6 @@
-package gatewaydns
+package batchrun
 
 import (
-	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -11,19 +10,19 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/udpbatch"
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
 
-// batchServer is what the batched path answers on one CoreDNS server: the stanza's zones that
+// server is what the batched path answers on one CoreDNS server: the stanza's zones that
 // the server routes to its server block alone.
-type batchServer struct {
-	g     *GatewayDNS
+type server struct {
+	st    Stanza
 	zones []string
 	// below are zones of other server blocks inside those: the server routes their names to
 	// those blocks, and so does the path.
 	below   []string
-	metrics *batchMetrics // nil without prometheus in the server block
+	metrics *requestMetrics // nil without prometheus in the server block
 	// shuffle: loadbalance is in front, and the path shuffles what it would (replies of
 	// addresses); replies of other records are its to shuffle, and go to the server.
 	shuffle bool
@@ -33,7 +32,7 @@ type batchServer struct {
 }
 
 // served is what the path answers on s, which serves zones (configurations by address).
-func (r *batchRun) served(s interface{ Address() string }, zones map[string][]uintptr) *batchServer {
+func (r *Run) served(s interface{ Address() string }, zones map[string][]uintptr) *server {
 	own := func(cfgs []uintptr) bool {
 		if len(cfgs) != 1 {
 			return false // views or another block of the same zone: the server chooses
@@ -45,8 +44,8 @@ func (r *batchRun) served(s interface{ Address() string }, zones map[string][]ui
 		}
 		return false
 	}
-	sv := &batchServer{g: r.g, blockZones: r.blockZones, shuffle: r.shuffle}
-	for _, z := range r.g.Zones {
+	sv := &server{st: r.st, blockZones: r.blockZones, shuffle: r.shuffle}
+	for _, z := range r.st.Zones {
 		// The server routes z's names to the block of the longest of its zones above z.
 		route := ""
 		for sz := range zones {
@@ -65,7 +64,7 @@ func (r *batchRun) served(s interface{ Address() string }, zones map[string][]ui
 		}
 	}
 	if r.metrics {
-		sv.metrics = &batchMetrics{server: s.Address(), zones: map[string]*zoneMetrics{".": {}}}
+		sv.metrics = &requestMetrics{server: s.Address(), zones: map[string]*zoneMetrics{".": {}}}
 		for _, z := range r.blockZones {
 			sv.metrics.zones[z] = &zoneMetrics{}
 		}
@@ -73,14 +72,14 @@ func (r *batchRun) served(s interface{ Address() string }, zones map[string][]ui
 	return sv
 }
 
-// answer is the path's udpbatch.Config.Answer: the packed reply to a plain question of one of
+// reply is the path's udpbatch.Config.Answer: the packed reply to a plain question of one of
 // the zones, with the server's metrics of it; false for anything the server is to answer.
-func (sv *batchServer) answer(uq *udpbatch.Question, dst []byte) ([]byte, bool) {
+func (sv *server) reply(uq *udpbatch.Question, dst []byte) ([]byte, bool) {
 	if len(uq.Name) == 0 {
 		return dst, false
 	}
 	name := unsafe.String(&uq.Name[0], len(uq.Name)) // the reader's buffer: not kept past the answer
-	zone := matchZone(sv.zones, name)
+	zone := answer.MatchZone(sv.zones, name)
 	if zone == "" {
 		return dst, false
 	}
@@ -89,43 +88,26 @@ func (sv *batchServer) answer(uq *udpbatch.Question, dst []byte) ([]byte, bool) 
 			return dst, false
 		}
 	}
-	g := sv.g
-	b := g.stanza.answering()
-	if b == nil || !b.Loaded() || !b.Serves(zone) {
-		return dst, false
-	}
-	pq := packedQuestion{q: uq.Query}
-	a, neg, ok := g.packedAnswer(&pq, name, zone, b, writesAll)
+	out, nx, ok := sv.st.Answer(dst, &uq.Query, name, zone, sv.shuffle)
 	if !ok {
 		return dst, false
 	}
-	if sv.shuffle && a != nil && !a.Negative() && !a.Shufflable() {
-		return dst, false
-	}
-	out, ok := appendPacked(dst, &uq.Query, a, neg)
-	if !ok {
-		return dst, false
-	}
-	if sv.shuffle && a != nil {
-		a.Shuffle(out, rand.Uint32)
-	}
-	xfr.Queried()
 	if sv.metrics != nil {
-		label := matchZone(sv.blockZones, name)
+		label := answer.MatchZone(sv.blockZones, name)
 		if label == "" {
 			label = "."
 		}
-		sv.metrics.report(label, uq, a == nil, len(out))
+		sv.metrics.report(label, uq, nx, len(out))
 	}
 	return out, true
 }
 
-// batchMetrics are CoreDNS's request metrics (plugin/metrics/vars) of what the path answers,
+// requestMetrics are CoreDNS's request metrics (plugin/metrics/vars) of what the path answers,
 // as the prometheus plugin counts the questions the server answers: by server, zone (the
 // stanza's, which the server block's is), protocol and family, type, rcode, with
 // gatewaydns as the plugin that wrote the reply. Their series are made on first use, as the
 // plugin makes them, and kept: one WithLabelValues per question would cost more than the rest.
-type batchMetrics struct {
+type requestMetrics struct {
 	server string
 	zones  map[string]*zoneMetrics // read-only once made
 }
@@ -164,7 +146,7 @@ func typeSlot(qtype uint16) (int, string) {
 }
 
 // report counts one answered question of zone, as vars.Report does.
-func (m *batchMetrics) report(zone string, uq *udpbatch.Question, nxdomain bool, size int) {
+func (m *requestMetrics) report(zone string, uq *udpbatch.Question, nxdomain bool, size int) {
 	z := m.zones[zone]
 	const view, proto = "", "udp"
 	fam, family := 0, "1"

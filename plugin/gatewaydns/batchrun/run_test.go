@@ -1,4 +1,4 @@
-package gatewaydns
+package batchrun
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package gatewaydns
+package answer
 
 import (
 	"testing"
@@ -21,7 +21,7 @@ func TestMatchZoneIsPluginZonesMatches(t *testing.T) {
 	}
 	for _, zones := range zoneSets {
 		for _, name := range names {
-			if got, want := matchZone(zones, name), plugin.Zones(zones).Matches(name); got != want {
+			if got, want := MatchZone(zones, name), plugin.Zones(zones).Matches(name); got != want {
 				t.Errorf("zones %q, name %q: got %q, want %q", zones, name, got, want)
 			}
 		}
