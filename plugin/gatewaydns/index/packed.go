@@ -28,7 +28,16 @@ type Probe struct {
 	Serial uint32
 	// Ref is what Keep takes to keep a reply for the name made since.
 	Ref PackRef
+	// steer is the steering of the name's answer set, when one is cached and no reply is
+	// packed (Steered).
+	steer *setSteer
 }
+
+// Steered reports whether the name is answered from a choice among its owners per question,
+// for a stanza that places its clients or not (placing), as far as its cached answer set
+// tells: then no reply made for one question may be kept for the next, and the caller need
+// not make one to offer Keep.
+func (p Probe) Steered(placing bool) bool { return p.steer.steered(placing) }
 
 // PackRef is a name found by Packed, for Keep: where it is, at which generation.
 type PackRef struct {
@@ -58,7 +67,9 @@ func (ix *Index) Packed(name, zonePrefix string) (p Probe) {
 	case depth == len(labels):
 		p.Ref = PackRef{id: id, gen: ix.gen}
 		if sets := ix.tree.sets.load(id); sets != nil {
-			p.Name = sets.packed.Load()
+			if p.Name = sets.packed.Load(); p.Name == nil {
+				p.steer = sets.steering(ix.opts.ExactNames)
+			}
 		}
 	}
 	return p

@@ -129,3 +129,16 @@ func (t *tree) drop(id nodeID, k setKind) {
 		sets.packed.Store(nil)
 	}
 }
+
+// steering is the steering of the name's cached answer set (steerset.go), nil when none is
+// cached or it has none.
+func (ns *nodeSets) steering(exactNames bool) *setSteer {
+	k := belowSet
+	if exactNames {
+		k = namesSet
+	}
+	if s := ns.sets[k].Load(); s != nil && s.rare != nil {
+		return s.rare.steer
+	}
+	return nil
+}

@@ -68,7 +68,7 @@ func (p *Packer) negative(z *zone, serial uint32, ix *index.Index, zoneName stri
 // Keep packs m, the reply the usual path made to pq (nil: a negative reply of rcode), for the
 // next question of its name and type.
 func (p *Packer) Keep(ix *index.Index, pq *Question, m *dns.Msg, rcode int) {
-	if p == nil || pq.zone == nil || !pq.probe.Ref.Valid() {
+	if p == nil || pq.zone == nil || !pq.probe.Ref.Valid() || pq.probe.Steered(p.rules.Placing) {
 		return
 	}
 	var a packed.Answer
