@@ -118,6 +118,8 @@ func TestSteeringAcrossTwoClusters(t *testing.T) {
 
 func (l *steeringLandscape) weights(t *testing.T) {
 	const n = 10000
+	const batched = `coredns_gatewaydns_udp_batch_questions_total{outcome="answered"}`
+	before, _ := l.central.metric(batched)
 	count := map[string]int{}
 	for i := range n {
 		netw := "udp"
@@ -130,6 +132,13 @@ func (l *steeringLandscape) weights(t *testing.T) {
 	t.Logf("eu1 %.4f, us1 %.4f of %d questions (%v)", eu, us, n, count)
 	if eu < 0.87 || eu > 0.93 || us < 0.07 || us > 0.13 || count[steeringAddr["eu1"]]+count[steeringAddr["us1"]] != n {
 		t.Errorf("shares eu1 %.4f, us1 %.4f: want 0.90 and 0.10 within 0.03, one owner per answer (%v)", eu, us, count)
+	}
+	// The UDP questions are answered by the batched path, from the packed reply of each
+	// question's choice (the first of each choice aside).
+	after, _ := l.central.metric(batched)
+	t.Logf("%.0f of the %d UDP questions answered by the batched path", after-before, n*4/5)
+	if after-before < n*4/5-10 {
+		t.Errorf("the batched UDP path answered %.0f of the %d UDP questions, want all but the first of each choice", after-before, n*4/5)
 	}
 }
 

@@ -54,7 +54,7 @@ func TestReloadsLeaveNoHealthCheckBehind(t *testing.T) {
 	p.waitReady(t, 10*time.Second)
 	p.waitMetric(t, 10*time.Second, `coredns_gatewaydns_healthcheck_targets{state="up"}`, isOne)
 	const passed = `coredns_gatewaydns_healthcheck_checks_total{scheme="tcp",result="pass"}`
-	from, _ := p.metric(passed) // every checker of the process counts here
+	from, _ := p.metric(passed)           // every checker of the process counts here
 	window := time.After(2 * time.Second) // a rate, measured over a window
 	<-window
 	to, _ := p.metric(passed)

@@ -32,20 +32,23 @@ func newBackend(ix *index.Index, loc *steer.Locality) *backend {
 	return &backend{Index: ix, upstream: upstream.New(), locality: loc}
 }
 
-// asker is who asks the question of state, as steering places them.
-func (b *backend) asker(state request.Request) index.Asker {
-	return index.Asker{Locality: b.locality, W: state.W, Req: state.Req}
+// asker is who asks the question of state, as steering places them, with the draw ctx carries
+// (index.WithDraw).
+func (b *backend) asker(ctx context.Context, state request.Request) index.Asker {
+	a := index.Asker{Locality: b.locality, W: state.W, Req: state.Req}
+	a.Draw, a.Drawn = index.DrawOf(ctx)
+	return a
 }
 
 // Services implements plugin.ServiceBackend: a steered name gives the records of the owners
 // chosen for the asker.
-func (b *backend) Services(_ context.Context, state request.Request, exact bool, _ plugin.Options) ([]msg.Service, error) {
-	return b.ServicesAsked(state, exact, b.asker(state))
+func (b *backend) Services(ctx context.Context, state request.Request, exact bool, _ plugin.Options) ([]msg.Service, error) {
+	return b.ServicesAsked(state, exact, b.asker(ctx, state))
 }
 
 // Records implements plugin.ServiceBackend, as Services.
-func (b *backend) Records(_ context.Context, state request.Request, exact bool) ([]msg.Service, error) {
-	return b.RecordsAsked(state, exact, b.asker(state))
+func (b *backend) Records(ctx context.Context, state request.Request, exact bool) ([]msg.Service, error) {
+	return b.RecordsAsked(state, exact, b.asker(ctx, state))
 }
 
 // Reverse implements plugin.ServiceBackend.
@@ -54,8 +57,8 @@ func (b *backend) Reverse(ctx context.Context, state request.Request, exact bool
 }
 
 // AppendAsked implements answer.Indexed for the stanza's clients.
-func (b *backend) AppendAsked(dst []index.Address, state request.Request, qtype uint16) ([]index.Address, bool, error) {
-	return b.AppendAnswer(dst, state.Name(), qtype, b.asker(state))
+func (b *backend) AppendAsked(ctx context.Context, dst []index.Address, state request.Request, qtype uint16) ([]index.Address, bool, error) {
+	return b.AppendAnswer(dst, state.Name(), qtype, b.asker(ctx, state))
 }
 
 // Serves reports whether b answers zone.

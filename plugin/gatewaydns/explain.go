@@ -48,7 +48,7 @@ func explain(ctx context.Context, b *backend, a *answer.Apex, zone string, state
 		}
 		m.Answer = append(m.Answer, explainTXT(state, txt))
 	}
-	if res, reports, ok := b.ExplainSteering(state, b.asker(state)); ok {
+	if res, reports, ok := b.ExplainSteering(state, b.asker(ctx, state)); ok {
 		for _, txt := range steeringTXT(res, reports) {
 			m.Answer = append(m.Answer, explainTXT(state, txt))
 		}

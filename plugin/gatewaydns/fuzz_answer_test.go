@@ -66,7 +66,7 @@ func checkPacked(t *testing.T, ix *index.Index, q *dns.Msg) {
 	t.Helper()
 	plain := answering(ix, queryfuzz.Zones)
 	g := answering(ix, queryfuzz.Zones)
-	g.packer = prepacked.New("/skydns", g.Zones, g.packedRules(false))
+	g.packer = prepacked.New("/skydns", g.Zones, g.packedRules(nil))
 	g.packer.SetWrites(prepacked.WritesAll)
 	remote := &net.UDPAddr{IP: net.IPv4(10, 1, 1, 1), Port: 4000}
 	edns := q.Copy()

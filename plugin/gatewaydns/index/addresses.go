@@ -1,6 +1,7 @@
 package index
 
 import (
+	"context"
 	"net"
 
 	"github.com/coredns/coredns/request"
@@ -56,9 +57,12 @@ func (ix *Index) AppendAnswer(dst []Address, name string, qtype uint16, a Asker)
 	return append(dst, as.v4...), true, nil
 }
 
-// AppendAsked is AppendAnswer for the asker of the question of state, placed by no locality.
-func (ix *Index) AppendAsked(dst []Address, state request.Request, qtype uint16) (addrs []Address, ok bool, err error) {
-	return ix.AppendAnswer(dst, state.Name(), qtype, Asker{W: state.W, Req: state.Req})
+// AppendAsked is AppendAnswer for the asker of the question of state, placed by no locality,
+// drawing with the draw ctx carries (WithDraw) where it carries one.
+func (ix *Index) AppendAsked(ctx context.Context, dst []Address, state request.Request, qtype uint16) (addrs []Address, ok bool, err error) {
+	a := Asker{W: state.W, Req: state.Req}
+	a.Draw, a.Drawn = DrawOf(ctx)
+	return ix.AppendAnswer(dst, state.Name(), qtype, a)
 }
 
 // Addresses is AppendAddresses to a new slice.

@@ -158,6 +158,9 @@ func newAnswerSet(recs []rec) *answerSet {
 	s.addAll(recs, &hosts)
 	s.setSteering(newSetSteer(recs))
 	s.applyCNAMERule(func(i int) int64 { return recs[i].e.created })
+	if s.rare != nil && s.rare.steer != nil && s.rare.ruled != nil {
+		s.rare.steer.ruled = true
+	}
 	return s
 }
 

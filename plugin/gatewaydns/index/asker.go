@@ -18,6 +18,19 @@ type Asker struct {
 	Locality *steer.Locality // the stanza's; nil: it places no one
 	W        dns.ResponseWriter
 	Req      *dns.Msg
+	From     net.Addr // the client's address where there is no W (the batched UDP path)
+	// Draw, when Drawn, is the random number the choice is drawn with: the probe's of the
+	// question (Probe.Draw), so that the reply made is of the variant it probed.
+	Draw  uint64
+	Drawn bool
+}
+
+// draw is the random number of a's choice.
+func (a *Asker) draw() uint64 {
+	if a.Drawn {
+		return a.Draw
+	}
+	return rand.Uint64()
 }
 
 // placing reports whether the asker's stanza places clients at all: a name that several owners
@@ -34,10 +47,11 @@ func (a *Asker) client() steer.Client {
 			return a.Locality.Client(addr, bits)
 		}
 	}
-	if a.W == nil {
-		return steer.Client{}
+	from := a.From
+	if a.W != nil {
+		from = a.W.RemoteAddr()
 	}
-	addr, ok := addrOf(a.W.RemoteAddr())
+	addr, ok := addrOf(from)
 	if !ok {
 		return steer.Client{}
 	}
@@ -79,7 +93,7 @@ func (ix *Index) chosenSet(set *answerSet, qtype uint16, a *Asker) *answerSet {
 	if a.placing() {
 		loc = a.Locality
 	}
-	return st.prepared(qs, ix.view(), loc).chosen(qs, a.client(), rand.Uint64())
+	return st.prepared(qs, ix.view(), loc).chosen(qs, a.client(), a.draw())
 }
 
 // steeredAddresses appends the addresses of set's owners chosen for a question of qtype asked
@@ -98,7 +112,7 @@ func (ix *Index) steeredAddresses(dst []Address, set *answerSet, qtype uint16, a
 	if !p.plain {
 		return dst, true, false
 	}
-	return p.appendAddresses(dst, qtype, a.client(), rand.Uint64()), true, true
+	return p.appendAddresses(dst, qtype, a.client(), a.draw()), true, true
 }
 
 // ExplainSteering is how an A question for the name of state, asked by a, is answered where
@@ -129,6 +143,6 @@ func (ix *Index) ExplainSteering(state request.Request, a Asker) (res steer.Resu
 	if a.placing() {
 		loc = a.Locality
 	}
-	res, reports = st.prepared(qs, ix.view(), loc).name.Explain(a.client(), rand.Uint64())
+	res, reports = st.prepared(qs, ix.view(), loc).name.Explain(a.client(), a.draw())
 	return res, reports, true
 }

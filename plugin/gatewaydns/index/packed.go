@@ -28,6 +28,12 @@ type Probe struct {
 	Serial uint32
 	// Ref is what Keep takes to keep a reply for the name made since.
 	Ref PackRef
+	// Variant is, for a name answered from a choice among its owners (steerpacked.go), the
+	// choice this question gets, which its packed replies are told apart by (packed.Key);
+	// Draw is the random number that drew it, which the question's lookup must draw with
+	// (WithDraw) for its reply to be the variant's. 0 for any other name.
+	Variant uint32
+	Draw    uint64
 	// steer is the steering of the name's answer set, when one is cached and no reply is
 	// packed (Steered).
 	steer *setSteer
@@ -35,14 +41,16 @@ type Probe struct {
 
 // Steered reports whether the name is answered from a choice among its owners per question,
 // for a stanza that places its clients or not (placing), as far as its cached answer set
-// tells: then no reply made for one question may be kept for the next, and the caller need
-// not make one to offer Keep.
-func (p Probe) Steered(placing bool) bool { return p.steer.steered(placing) }
+// tells, and no variant of the choice may be packed: then no reply made for one question may
+// be kept for the next, and the caller need not make one to offer Keep.
+func (p Probe) Steered(placing bool) bool { return p.Variant == 0 && p.steer.steered(placing) }
 
-// PackRef is a name found by Packed, for Keep: where it is, at which generation.
+// PackRef is a name found by Packed, for Keep: where it is, at which generation, and for a
+// steered name the choice prepared that its variant is of.
 type PackRef struct {
-	id  nodeID
-	gen uint64
+	id   nodeID
+	gen  uint64
+	prep *steerPrep
 }
 
 // Valid reports whether the name can keep packed replies: it is a node of its own in the tree.
@@ -50,8 +58,15 @@ func (r PackRef) Valid() bool { return r.id != 0 }
 
 // Packed is what the index holds for a question for name (lower case) in the zone with the key
 // prefix zonePrefix (e.g. "/skydns/cluster/openmcp/"): its packed replies, whether it exists,
-// the zone's serial. It allocates nothing.
+// the zone's serial. It allocates nothing. A steered name's replies are PackedAsked's.
 func (ix *Index) Packed(name, zonePrefix string) (p Probe) {
+	return ix.PackedAsked(name, zonePrefix, nil)
+}
+
+// PackedAsked is Packed for a question asked by a (nil: nobody the index may place): a name
+// answered from a choice among its owners gives the packed replies of the choice a gets now,
+// its Variant and Draw.
+func (ix *Index) PackedAsked(name, zonePrefix string, a *Asker) (p Probe) {
 	var buf [maxLabels]string
 	labels, star := ix.labels(buf[:0], name)
 	ix.mu.RLock()
@@ -68,7 +83,7 @@ func (ix *Index) Packed(name, zonePrefix string) (p Probe) {
 		p.Ref = PackRef{id: id, gen: ix.gen}
 		if sets := ix.tree.sets.load(id); sets != nil {
 			if p.Name = sets.packed.Load(); p.Name == nil {
-				p.steer = sets.steering(ix.opts.ExactNames)
+				ix.probeChoice(&p, sets, a)
 			}
 		}
 	}
@@ -99,6 +114,9 @@ func (ix *Index) KeepFor(ref PackRef, name string, p *packed.Name, placing bool)
 	defer ix.mu.RUnlock()
 	if ix.gen != ref.gen || star >= 0 {
 		return false
+	}
+	if ref.prep != nil {
+		return ix.keepChoice(ref, labels, p)
 	}
 	if id, depth := ix.tree.find(labels); id != ref.id || depth != len(labels) || !ix.ownAnswers(id, labels, placing) {
 		return false

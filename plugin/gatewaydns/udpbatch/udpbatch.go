@@ -34,6 +34,8 @@ type Question struct {
 	Name  []byte    // the question's name in lower case, text form; good during Answer only
 	Len   int       // the request's length
 	Read  time.Time // when its batch was read
+	// From is the client's address, which steering places clients by; good during Answer only.
+	From net.Addr
 }
 
 // Config is what a path runs.
@@ -271,6 +273,7 @@ func (p *Path) read(c net.PacketConn, h *handoff) {
 		for i := range in[:n] {
 			m := &in[i]
 			req := m.Buffers[0][:m.N]
+			q.From = m.Addr
 			reply, ok := sv.answer(req, &q, &name, family, replies[i][:0])
 			switch {
 			case ok:
@@ -297,5 +300,6 @@ func (p *Path) read(c net.PacketConn, h *handoff) {
 		for i := range out[:k] {
 			out[i].Addr = nil // no reference to a client's address past its reply
 		}
+		q.From = nil
 	}
 }
