@@ -19,9 +19,11 @@ import (
 type nodeSets struct {
 	sets   [3]atomic.Pointer[answerSet]
 	packed atomic.Pointer[packed.Name]
-	// steer is the steering of the name's set (belowSet or namesSet), where it has one: what
-	// a probe reads of a steered name (steerpacked.go), one load away.
+	// steer is the steering of the name's set (belowSet or namesSet), where it has one, and
+	// prep its choice as a probe last prepared it: what a probe reads of a steered name
+	// (steerpacked.go), one load away.
 	steer atomic.Pointer[setSteer]
+	prep  atomic.Pointer[steerPrep]
 }
 
 type setKind int
@@ -125,7 +127,7 @@ func (t *tree) forget(id nodeID, k setKind, key string) {
 		if s := p.Load(); s != nil && !s.cutBefore(key) {
 			p.Store(nil)
 			if k != exactSet {
-				sets.steer.Store(nil)
+				sets.forgetSteer()
 			}
 		}
 		sets.packed.Store(nil)
@@ -138,7 +140,7 @@ func (t *tree) drop(id nodeID, k setKind) {
 		sets.sets[k].Store(nil)
 		sets.packed.Store(nil)
 		if k != exactSet {
-			sets.steer.Store(nil)
+			sets.forgetSteer()
 		}
 	}
 }
@@ -154,4 +156,10 @@ func (ns *nodeSets) steered(exactNames bool) (*answerSet, *setSteer) {
 		return s, s.rare.steer
 	}
 	return nil, nil
+}
+
+// forgetSteer drops the steering of the name's set, which a write dropped.
+func (ns *nodeSets) forgetSteer() {
+	ns.steer.Store(nil)
+	ns.prep.Store(nil)
 }

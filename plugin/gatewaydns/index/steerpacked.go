@@ -39,9 +39,8 @@ func variantOf(res steer.Result) uint32 {
 // probeChoice fills in p, the probe of a name whose node has sets and no packed reply, where
 // its cached set is steered for a: the choice's variant, its draw, and its packed replies.
 func (ix *Index) probeChoice(p *Probe, sets *nodeSets, a *Asker) {
-	st := sets.steer.Load()
-	p.steer = st
-	if a == nil || !st.steered(a.placing()) || st.ruled {
+	if a == nil {
+		p.steer = sets.steer.Load()
 		return
 	}
 	var loc *steer.Locality
@@ -49,15 +48,15 @@ func (ix *Index) probeChoice(p *Probe, sets *nodeSets, a *Asker) {
 		loc = a.Locality
 	}
 	view := ix.view()
-	prep := st.prep.Load()
+	prep := sets.prep.Load()
 	if prep == nil || prep.view != view || prep.locality != loc {
-		set, _ := sets.steered(ix.opts.ExactNames)
-		if set == nil || set.rare.steer != st {
+		if prep = ix.prepareProbed(sets, view, loc); prep == nil {
+			p.steer = sets.steer.Load()
 			return
 		}
-		prep = st.prepared(set, view, loc)
 	}
-	if !prep.plain {
+	p.steer = prep.st
+	if !prep.packable {
 		return
 	}
 	p.Draw = rand.Uint64()
@@ -66,6 +65,18 @@ func (ix *Index) probeChoice(p *Probe, sets *nodeSets, a *Asker) {
 	}
 	p.Name = prep.packed.Load()
 	p.Ref.prep = prep
+}
+
+// prepareProbed is the choice of the name's steered set prepared for view and loc, kept for the
+// next probe; nil when the name has no steered set.
+func (ix *Index) prepareProbed(sets *nodeSets, view *healthView, loc *steer.Locality) *steerPrep {
+	set, st := sets.steered(ix.opts.ExactNames)
+	if st == nil || sets.steer.Load() != st {
+		return nil
+	}
+	prep := st.prepared(set, view, loc)
+	sets.prep.Store(prep)
+	return prep
 }
 
 // variant is the variant of the choice a gets with the draw rnd.

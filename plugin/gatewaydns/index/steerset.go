@@ -150,8 +150,12 @@ type steerPrep struct {
 	// where they are at most maxAny.
 	view     *healthView
 	locality *steer.Locality
+	st       *setSteer // the steering it is the choice of
 	packed   atomic.Pointer[packed.Name]
 	plain    bool
+	// packable: the set is steered for its locality, plain and not ruled, so that each choice's
+	// reply may be packed.
+	packable bool
 	anyN     uint8
 	anyV     [maxAny]uint32
 	anyCum   [maxAny]uint64
@@ -181,7 +185,7 @@ func (st *setSteer) prepared(s *answerSet, view *healthView, loc *steer.Locality
 }
 
 func newSteerPrep(st *setSteer, s *answerSet, view *healthView, loc *steer.Locality) *steerPrep {
-	p := &steerPrep{view: view, locality: loc, owner: make([]int, len(st.recs)), down: make([]bool, len(st.recs))}
+	p := &steerPrep{view: view, locality: loc, st: st, owner: make([]int, len(st.recs)), down: make([]bool, len(st.recs))}
 	var g steer.Group
 	for i, r := range st.recs {
 		if s.services[i].Host == "" {
@@ -198,6 +202,7 @@ func newSteerPrep(st *setSteer, s *answerSet, view *healthView, loc *steer.Local
 	if p.plain = a.plain && !a.text && !grouped(s.services) && len(s.leased()) == 0; p.plain {
 		p.addresses(s)
 	}
+	p.packable = p.plain && !st.ruled && st.steered(loc != nil)
 	return p
 }
 
