@@ -169,33 +169,35 @@ func (l *steeringLandscape) priorities(t *testing.T) {
 func (l *steeringLandscape) tcpFailover(t *testing.T) {
 	name, eu1, us1 := fqdn("checked"), steeringAddr["eu1"], steeringAddr["us1"]
 	waitFor(t, 5*time.Second, l.knot.DNS, name, dns.TypeA, answersWith(eu1))
-	poll := pollAnswers(l.central.DNS, name, eu1, us1)
+	poll := pollDNSFor(l.central.DNS, name, among(eu1, us1))
 	closed := time.Now()
 	l.tcp["checked eu1"].close()
-	took := untilAnswered(t, l.central.DNS, name, us1, closed, 5*time.Second)
-	knot := untilAnswered(t, l.knot.DNS, name, us1, closed, 5*time.Second)
-	t.Logf("listener closed: us1 after %s, at Knot after %s", took.Round(time.Millisecond), knot.Round(time.Millisecond))
-	if took > 2*time.Second || knot > 2*time.Second {
-		t.Errorf("failover took %s (Knot %s), want both within 2s", took, knot)
-	}
+	l.followedWithin2s(t, "listener closed", name, us1, closed)
 	explained := explainLines(t, l.central.DNS, name)
 	if !strings.Contains(explained, "owner=eu1 weight=none tier=1 health=down") || !strings.Contains(explained, "left out: every address fails its health check") {
 		t.Errorf("explain does not say eu1 is down and left out:\n%s", explained)
 	}
 	reopened := time.Now()
 	l.tcp["checked eu1"].open(t)
-	took = untilAnswered(t, l.central.DNS, name, eu1, reopened, 5*time.Second)
-	knot = untilAnswered(t, l.knot.DNS, name, eu1, reopened, 5*time.Second)
-	t.Logf("listener reopened: eu1 after %s, at Knot after %s", took.Round(time.Millisecond), knot.Round(time.Millisecond))
+	l.followedWithin2s(t, "listener reopened", name, eu1, reopened)
+	poll.finish(t, "answers meanwhile")
+}
+
+// followedWithin2s waits until the central server and Knot answer name with want, and fails
+// the test when either took more than 2 s from since.
+func (l *steeringLandscape) followedWithin2s(t *testing.T, what, name, want string, since time.Time) {
+	t.Helper()
+	took := untilAnswered(t, l.central.DNS, name, want, since, 5*time.Second)
+	knot := untilAnswered(t, l.knot.DNS, name, want, since, 5*time.Second)
+	t.Logf("%s: %s after %s, at Knot after %s", what, want, took.Round(time.Millisecond), knot.Round(time.Millisecond))
 	if took > 2*time.Second || knot > 2*time.Second {
-		t.Errorf("failback took %s (Knot %s), want both within 2s", took, knot)
+		t.Errorf("%s: %s answered after %s (Knot %s), want both within 2s", what, want, took, knot)
 	}
-	poll.finish(t)
 }
 
 func (l *steeringLandscape) httpFailover(t *testing.T) {
 	name, eu1, us1 := fqdn("httpchk"), steeringAddr["eu1"], steeringAddr["us1"]
-	poll := pollAnswers(l.central.DNS, name, eu1, us1)
+	poll := pollDNSFor(l.central.DNS, name, among(eu1, us1))
 	for _, step := range []struct {
 		status int
 		want   string
@@ -208,5 +210,5 @@ func (l *steeringLandscape) httpFailover(t *testing.T) {
 			t.Errorf("health endpoint answering %d: %s answered after %s, want within 2s", step.status, step.want, took)
 		}
 	}
-	poll.finish(t)
+	poll.finish(t, "answers meanwhile")
 }

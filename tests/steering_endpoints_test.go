@@ -2,7 +2,6 @@ package tests
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"slices"
@@ -120,61 +119,16 @@ func addressesFrom(t *testing.T, netw, local, addr, name string) string {
 	return strings.Join(addresses(r), ",")
 }
 
-// answerPoller asks one name continuously while a failover happens and keeps every reply that
-// is not NOERROR with addresses all of them among allowed: a SERVFAIL, an empty answer, no
-// reply.
-type answerPoller struct {
-	stop, done chan struct{}
-	asked      atomic.Int64
-	mu         sync.Mutex
-	bad        []string
-}
-
-func pollAnswers(addr, name string, allowed ...string) *answerPoller {
-	p := &answerPoller{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			r, err := exchange("udp", addr, name, dns.TypeA)
-			p.asked.Add(1)
-			var why string
-			switch {
-			case err != nil:
-				why = "no reply: " + err.Error()
-			case r.Rcode != dns.RcodeSuccess || len(r.Answer) == 0:
-				why = fmt.Sprintf("%s with %d answers", dns.RcodeToString[r.Rcode], len(r.Answer))
-			default:
-				for _, a := range addresses(r) {
-					if !slices.Contains(allowed, a) {
-						why = "answered " + a
-					}
-				}
-			}
-			if why != "" {
-				p.mu.Lock()
-				p.bad = append(p.bad, time.Now().Format("15:04:05.000 ")+why)
-				p.mu.Unlock()
+// among accepts an answer of at least one address, every one of them among allowed: no
+// empty answer while a failover happens.
+func among(allowed ...string) func(seen map[string]bool) bool {
+	return func(seen map[string]bool) bool {
+		for a := range seen {
+			if !slices.Contains(allowed, a) {
+				return false
 			}
 		}
-	}()
-	return p
-}
-
-// finish stops the poller and fails the test for each reply that was a SERVFAIL, empty or wrong.
-func (p *answerPoller) finish(t *testing.T) {
-	t.Helper()
-	close(p.stop)
-	<-p.done
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	t.Logf("%d questions meanwhile, %d SERVFAIL, empty or wrong", p.asked.Load(), len(p.bad))
-	if len(p.bad) > 0 {
-		t.Errorf("replies meanwhile that were not an answer: %q", p.bad[:min(len(p.bad), 10)])
+		return len(seen) > 0
 	}
 }
 

@@ -181,11 +181,18 @@ type dnsPoller struct {
 // pollDNS starts asking addr for name A every few milliseconds; every reply must be NOERROR
 // with exactly the addresses want (a repeated address is tolerated and counted).
 func pollDNS(addr, name string, want ...string) *dnsPoller {
+	return pollDNSFor(addr, name, func(seen map[string]bool) bool {
+		ok := len(seen) == len(want)
+		for _, w := range want {
+			ok = ok && seen[w]
+		}
+		return ok
+	})
+}
+
+// pollDNSFor is pollDNS for replies whose set of addresses accept takes.
+func pollDNSFor(addr, name string, accept func(seen map[string]bool) bool) *dnsPoller {
 	p := &dnsPoller{stop: make(chan struct{}), done: make(chan struct{})}
-	wantSet := map[string]bool{}
-	for _, w := range want {
-		wantSet[w] = true
-	}
 	go func() {
 		defer close(p.done)
 		for {
@@ -208,11 +215,7 @@ func pollDNS(addr, name string, want ...string) *dnsPoller {
 				for _, a := range got {
 					seen[a] = true
 				}
-				ok := len(seen) == len(wantSet)
-				for a := range seen {
-					ok = ok && wantSet[a]
-				}
-				if !ok {
+				if !accept(seen) {
 					p.bad = append(p.bad, fmt.Sprintf("%s: NOERROR with %v", time.Now().Format("15:04:05.000"), got))
 				} else if len(got) > len(seen) {
 					p.dupReps++
