@@ -224,3 +224,38 @@ func TestALocalityAnswersNamesOfSeveralOwnersByPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestAWriteDropsTheChoicesPacked: once a steered name's choices are packed, a write to its
+// records (eu1 moves to another address, us1 drains to weight 0) is answered from the next
+// question on, never from a reply packed before it.
+func TestAWriteDropsTheChoicesPacked(t *testing.T) {
+	g := loadedStanza(t, "gatewaydns example.org", []record.KV{
+		steered("app.example.org", "eu1", "10.0.1.1", `{"weight":50}`),
+		steered("app.example.org", "us1", "10.0.2.1", `{"weight":50}`),
+	})
+	g.packer.SetWrites(prepacked.WritesAll)
+	seen := map[string]bool{}
+	for range 200 {
+		got, _ := askFrom(t, g, "192.0.2.9", "app.example.org.")
+		seen[got] = true
+	}
+	if !seen["10.0.1.1"] || !seen["10.0.2.1"] {
+		t.Fatalf("answers before the write: %v, want both owners", seen)
+	}
+	old := steered("app.example.org", "eu1", "10.0.1.1", "")
+	g.stanza.answering().Apply([]record.Change{
+		{KV: record.KV{Key: old.Key, Revision: 10}, Deleted: true},
+		{KV: withRevision(steered("app.example.org", "eu1", "10.0.1.9", `{"weight":50}`), 10)},
+		{KV: withRevision(steered("app.example.org", "us1", "10.0.2.1", `{"weight":0}`), 10)},
+	})
+	for range 200 {
+		if got, _ := askFrom(t, g, "192.0.2.9", "app.example.org."); got != "10.0.1.9" {
+			t.Fatalf("after the write: %s, want eu1's new address alone (us1 drained)", got)
+		}
+	}
+}
+
+func withRevision(kv record.KV, rev int64) record.KV {
+	kv.Revision, kv.Created = rev, rev
+	return kv
+}

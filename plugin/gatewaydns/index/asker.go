@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 
@@ -75,6 +76,22 @@ func addrOf(a net.Addr) (netip.Addr, bool) {
 	}
 	addr, ok := netip.AddrFromSlice(ip)
 	return addr.Unmap(), ok
+}
+
+// RecordsAsked is Records for a question asked by a: a name answered from a choice among its
+// owners (steerset.go) gives the records of the owners chosen for a.
+func (ix *Index) RecordsAsked(state request.Request, exact bool, a Asker) ([]msg.Service, error) {
+	sx, _, err := ix.records(state.Name(), state.QType(), exact, answered, &a)
+	return sx, err
+}
+
+// ServicesAsked is Services for a question asked by a.
+func (ix *Index) ServicesAsked(state request.Request, exact bool, a Asker) ([]msg.Service, error) {
+	sx, err := ix.RecordsAsked(state, exact, a)
+	if err != nil {
+		return nil, err
+	}
+	return group(sx), nil
 }
 
 // chosenSet is what a question of qtype asked by a is answered from, of set: the records of

@@ -219,22 +219,6 @@ func (ix *Index) Records(_ context.Context, state request.Request, exact bool) (
 	return ix.RecordsAsked(state, exact, Asker{W: state.W, Req: state.Req})
 }
 
-// RecordsAsked is Records for a question asked by a: a name answered from a choice among its
-// owners (steerset.go) gives the records of the owners chosen for a.
-func (ix *Index) RecordsAsked(state request.Request, exact bool, a Asker) ([]msg.Service, error) {
-	sx, _, err := ix.records(state.Name(), state.QType(), exact, answered, &a)
-	return sx, err
-}
-
-// ServicesAsked is Services for a question asked by a.
-func (ix *Index) ServicesAsked(state request.Request, exact bool, a Asker) ([]msg.Service, error) {
-	sx, err := ix.RecordsAsked(state, exact, a)
-	if err != nil {
-		return nil, err
-	}
-	return group(sx), nil
-}
-
 // view says which records of a read to return.
 type view uint8
 

@@ -92,25 +92,31 @@ func TestSteeredNamesAnswerByPolicyHealthAndPlace(t *testing.T) {
 			ix := New(Options{Prefix: record.DefaultPrefix})
 			ix.Load(ix.Root(), tc.records)
 			ix.ApplyHealth(tc.changes)
-			for range 20 { // the same whatever the draw
-				if got := hosts(t, ix, "app.zone.test.", tc.asker); got != tc.want {
-					t.Fatalf("A app.zone.test: %s, want %s", got, tc.want)
-				}
-			}
-			// plugin.A's way, the records, agrees.
-			sx, err := ix.RecordsAsked(query("app.zone.test.", dns.TypeA), false, tc.asker)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, s := range sx {
-				got = append(got, s.Host)
-			}
-			slices.Sort(got)
-			if strings.Join(got, ",") != tc.want {
-				t.Fatalf("records of app.zone.test: %v, want %s", got, tc.want)
-			}
+			checkSteeredAnswers(t, ix, "app.zone.test.", tc.asker, tc.want)
 		})
+	}
+}
+
+// checkSteeredAnswers checks that an A question for name asked by a answers want every time
+// (whatever the draw), by the addresses and by the records (plugin.A's way).
+func checkSteeredAnswers(t *testing.T, ix *Index, name string, a Asker, want string) {
+	t.Helper()
+	for range 20 {
+		if got := hosts(t, ix, name, a); got != want {
+			t.Fatalf("A %s: %s, want %s", name, got, want)
+		}
+	}
+	sx, err := ix.RecordsAsked(query(name, dns.TypeA), false, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range sx {
+		got = append(got, s.Host)
+	}
+	slices.Sort(got)
+	if strings.Join(got, ",") != want {
+		t.Fatalf("records of %s: %v, want %s", name, got, want)
 	}
 }
 
