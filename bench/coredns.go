@@ -32,7 +32,11 @@ type serverSpec struct {
 	pprof   bool   // add the pprof plugin
 	env     []string
 	bin     string // the coredns binary; ./coredns when empty
+	port    int    // the DNS port, which replicas may share (SO_REUSEPORT); a free one when 0
 }
+
+// addr is the DNS address of a spec with a port.
+func (s serverSpec) addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
 
 // startCoreDNS writes the Corefile into the run directory and starts ./coredns with it. It
 // does not wait for readiness: see waitReady.
@@ -40,6 +44,9 @@ func (h *harness) startCoreDNS(s serverSpec) (*coreDNS, error) {
 	ports, err := freeport.Take(4)
 	if err != nil {
 		return nil, fmt.Errorf("coredns %s: %w", s.name, err)
+	}
+	if s.port != 0 {
+		ports[0] = s.port
 	}
 	c := &coreDNS{
 		DNS:      fmt.Sprintf("127.0.0.1:%d", ports[0]),

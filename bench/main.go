@@ -49,6 +49,7 @@ type options struct {
 	podSteady    time.Duration
 	xrecords     int
 	inames       []int
+	rnames       int
 	secondaries  bool
 	secRate      int
 	secDuration  time.Duration
@@ -85,6 +86,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.podSteady, "pod-steady", 30*time.Second, "phase B: how long the pod runs on, transferring the zone, after its last name is published")
 	fs.IntVar(&o.xrecords, "xrecords", 100000, "phase X: records in etcd, transferred by AXFR while queries are measured")
 	inames := fs.String("inames", "1000000", "phase I: names in the zone (comma-separated sizes), one record of which changes before the IXFR")
+	fs.IntVar(&o.rnames, "rnames", 100000, "phase I: names in the zone of the restarts (a replica restarts, then two behind one address, with Knot and NSD as secondaries); 0 skips them")
 	fs.BoolVar(&o.secondaries, "secondaries", true, "phase X: a third condition, Knot and NSD following the zone as secondaries while it changes (apt-get install knot nsd; `make bench` does)")
 	fs.IntVar(&o.secRate, "secondaries-rate", 100, "phase X: changes a second while the secondaries follow")
 	fs.DurationVar(&o.secDuration, "secondaries-duration", time.Minute, "phase X: length of each latency run while the secondaries follow")

@@ -12,7 +12,8 @@ import (
 
 // iResults: phase I, the size of an IXFR after a change of one record, by zone size.
 type iResults struct {
-	rows []iRow
+	rows     []iRow
+	restarts *iRestarts // across restarts (phase_i_restart.go); nil when not run
 }
 
 type iRow struct {
@@ -56,7 +57,12 @@ func (h *harness) phaseI() error {
 			return err
 		}
 	}
-	return nil
+	if h.opt.rnames <= 0 {
+		return nil
+	}
+	r, err := h.ixfrAcrossRestarts(h.opt.rnames)
+	h.res.i.restarts = r
+	return err
 }
 
 func (h *harness) ixfrAt(names int) (*iRow, error) {
@@ -133,7 +139,7 @@ func (h *harness) ixfrAt(names int) (*iRow, error) {
 		return row, srv.failure(err)
 	}
 	row.kinds = map[string]float64{}
-	for _, kind := range []string{"full", "incremental", "current", "busy"} {
+	for _, kind := range transferKinds {
 		b, _ := metricSum(before, "coredns_gatewaydns_transfers_total", `kind="`+kind+`"`)
 		a, _ := metricSum(after, "coredns_gatewaydns_transfers_total", `kind="`+kind+`"`)
 		if a > b {
@@ -198,13 +204,16 @@ func datasetNames(d *dataset) map[string]bool {
 	return want
 }
 
+// transferKinds are the kinds coredns_gatewaydns_transfers_total counts (package xfr).
+var transferKinds = []string{"incremental", "history", "full", "current", "busy"}
+
 // kindsString is "full 1, incremental 0": the server's count of the transfers it answered.
 func kindsString(m map[string]float64) string {
 	if len(m) == 0 {
 		return "none counted"
 	}
 	var out []string
-	for _, k := range []string{"incremental", "full", "current", "busy"} {
+	for _, k := range transferKinds {
 		if v, ok := m[k]; ok {
 			out = append(out, fmt.Sprintf("%s %.0f", k, v))
 		}
@@ -233,6 +242,9 @@ func ixfrTargets(i *iResults) []target {
 		t.measured = fmt.Sprintf("%d records + %d SOAs, %s in %s (the AXFR: %d records, %s in %s); %s", row.moved, row.soas,
 			sizeString(row.ixfr.bytes), ms(row.ixfr.took.Seconds()), row.axfr.records, sizeString(row.axfr.bytes), ms(row.axfr.took.Seconds()), answerKind(row))
 		t.status = status(true, row.moved <= ixfrLimit && row.incremental)
+	}
+	if i != nil && i.restarts != nil {
+		return append([]target{t}, restartTargets(i.restarts)...)
 	}
 	return []target{t}
 }

@@ -134,7 +134,7 @@ func (h *harness) whileSecondariesFollow(srv *coreDNS, secs []*secondaryProc, ch
 			into[v] += a - b
 		}
 	}
-	count("coredns_gatewaydns_transfers_total", "kind", sx.kinds, "full", "incremental", "current", "busy")
+	count("coredns_gatewaydns_transfers_total", "kind", sx.kinds, transferKinds...)
 	count("coredns_gatewaydns_notifies_total", "result", sx.notifies, "ok", "failed")
 	return res, nil
 }

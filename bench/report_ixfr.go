@@ -31,6 +31,9 @@ func renderIXFR(p func(string, ...any), i *iResults) {
 		p("```")
 		p("")
 	}
+	if i.restarts != nil {
+		renderRestarts(p, i.restarts)
+	}
 }
 
 func yesNo(b bool) string {

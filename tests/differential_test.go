@@ -74,6 +74,9 @@ var differentialRecords = []struct {
 	// NS and apex.
 	{"a.ns.dns.skydns.test.", "", `{"host":"10.0.10.1"}`},
 	{"b.ns.dns.skydns.test.", "", `{"host":"10.0.10.2"}`},
+	// The stock plugin's own targetstrip NS case (plugin/etcd lookup_test.go): NS c.ns.dns.
+	{"ns1.c.ns.dns.skydns.test.", "", `{"host":"10.0.10.4","targetstrip":1}`},
+	{"ns2.c.ns.dns.skydns.test.", "", `{"host":"10.0.10.5","targetstrip":1}`},
 	{"apex.dns.skydns.test.", "", `{"host":"10.0.10.3"}`},
 	// PTR.
 	{"1.0.0.10.in-addr.arpa.", "", `{"host":"ptr.skydns.test"}`},
@@ -187,6 +190,7 @@ func differentialCases() []differentialCase {
 	}
 	return append(cases,
 		differentialCase{"skydns.test.", dns.TypeNS},
+		differentialCase{"c.ns.dns.skydns.test.", dns.TypeA},
 		differentialCase{"skydns.test.", dns.TypeSOA},
 		differentialCase{"a.skydns.test.", dns.TypeNS},
 		differentialCase{"a.skydns.test.", dns.TypeSOA},

@@ -19,7 +19,8 @@ type enterpriseSecondary struct {
 	DNS     string // host:port
 	primary string // host:port
 	tsig    *tsigKey
-	persist bool // Knot keeps its copy across a restart (in its journal), and its timers
+	persist bool   // Knot keeps its copy across a restart (in its journal), and its timers
+	catalog string // Knot serves the member zones of this catalog, not openmcp.cluster
 	dir     string
 	cmd     *exec.Cmd
 	log     *processLog
@@ -47,7 +48,7 @@ func (s *enterpriseSecondary) start(t *testing.T) {
 	t.Helper()
 	_, port, _ := strings.Cut(s.DNS, ":")
 	_, pport, _ := strings.Cut(s.primary, ":")
-	c := secondary.Config{Kind: s.kind, Dir: s.dir, Port: port, PrimaryPort: pport, Persist: s.persist}
+	c := secondary.Config{Kind: s.kind, Dir: s.dir, Port: port, PrimaryPort: pport, Persist: s.persist, Catalog: s.catalog}
 	if s.tsig != nil {
 		c.Key = &secondary.Key{Name: s.tsig.name, Secret: s.tsig.secret}
 	}

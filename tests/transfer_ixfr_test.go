@@ -73,10 +73,11 @@ func axfr() *dns.Msg {
 
 // TestIXFRAndTheAccessListThroughTheStockTransferPlugin runs the binary with the transfer
 // plugin allowing 127.0.0.2 only, without and with the tsig plugin requiring signed
-// transfers. An IXFR from the current serial (or a newer one) is answered with the SOA alone,
-// from an older one with the whole zone, AXFR-style (the SOA, every record of an AXFR, the
-// SOA); an AXFR or IXFR from 127.0.0.1, outside `to`, is refused, as is an unsigned one when
-// TSIG is required.
+// transfers. An IXFR from the current serial (or a newer one) is answered with the SOA alone;
+// from an older one, before the server started, with the difference read from etcd's history
+// (the names put since); from one that etcd has compacted away with the whole zone, AXFR-style
+// (the SOA, every record of an AXFR, the SOA); an AXFR or IXFR from 127.0.0.1, outside `to`, is
+// refused, as is an unsigned one when TSIG is required.
 func TestIXFRAndTheAccessListThroughTheStockTransferPlugin(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	cli := etcd.Client(t)
@@ -88,6 +89,9 @@ func TestIXFRAndTheAccessListThroughTheStockTransferPlugin(t *testing.T) {
 			t.Fatal(err)
 		}
 		rev = put.Header.Revision
+	}
+	if _, err := cli.Compact(ctx, rev-10); err != nil { // the first 10 names' revisions
+		t.Fatal(err)
 	}
 	const key, secret = "xfr.openmcp.cluster.", "c2VjcmV0LWZvci10aGUtdGVzdA=="
 	for _, tc := range []struct {
@@ -137,8 +141,15 @@ func TestIXFRAndTheAccessListThroughTheStockTransferPlugin(t *testing.T) {
 			if err != nil {
 				t.Fatalf("IXFR from an older serial: %v", err)
 			}
-			if got, want := xfrShape(older), xfrShape(full); !slices.Equal(got, want) {
-				t.Errorf("IXFR from %d: %d records, want the AXFR's %d, the SOA first and last:\n got %v\nwant %v", soa.Serial-5, len(got), len(want), got, want)
+			if old, ok := older[min(1, len(older)-1)].(*dns.SOA); len(older) != 4+5 || !ok || old.Serial != soa.Serial-5 {
+				t.Errorf("IXFR from %d, 5 names back: %v; want the difference, the 5 names put since between 4 SOAs", soa.Serial-5, older)
+			}
+			compacted, err := xfrFrom("127.0.0.2", p.DNS, sign(ixfr(soa.Serial-15)), tc.secret)
+			if err != nil {
+				t.Fatalf("IXFR from a compacted serial: %v", err)
+			}
+			if got, want := xfrShape(compacted), xfrShape(full); !slices.Equal(got, want) {
+				t.Errorf("IXFR from %d, compacted: %d records, want the AXFR's %d, the SOA first and last:\n got %v\nwant %v", soa.Serial-15, len(got), len(want), got, want)
 			}
 
 			for _, m := range []*dns.Msg{axfr(), ixfr(soa.Serial - 5)} {

@@ -23,6 +23,9 @@ type Config struct {
 	PrimaryPort string // the primary, 127.0.0.1:PrimaryPort, which it transfers from (no TSIG)
 	Key         *Key   // when set, it requires NOTIFY signed with this key
 	Persist     bool   // Knot keeps its copy across a restart (in its journal), and its timers
+	// Catalog, when set, is the catalog zone (RFC 9432) Knot reads from the primary and serves
+	// the member zones of, each transferred from the primary, instead of openmcp.cluster.
+	Catalog string
 }
 
 // Key is a TSIG key (HMAC-SHA256) that a secondary requires on NOTIFY.
@@ -61,10 +64,26 @@ template:
     zonefile-sync: -1
     zonefile-load: none
     journal-content: {{if .Persist}}all{{else}}none{{end}}
+{{- if .Catalog}}
+  - id: member
+    storage: "{{.Dir}}"
+    zonefile-sync: -1
+    zonefile-load: none
+    journal-content: none
+    master: primary
+    acl: [notify, transfer]
+zone:
+  - domain: {{.Catalog}}
+    master: primary
+    acl: [notify, transfer]
+    catalog-role: interpret
+    catalog-template: member
+{{- else}}
 zone:
   - domain: openmcp.cluster
     master: primary
     acl: [notify, transfer]
+{{- end}}
 `))
 
 // nsdServer is the server section of NSD's configuration, a secondary's or a primary's.
@@ -140,6 +159,9 @@ zone:
 // Command writes the secondary's configuration into c.Dir and returns the command that runs it
 // in the foreground, its log on standard output and error.
 func Command(c Config) (*exec.Cmd, error) {
+	if c.Catalog != "" && c.Kind != "knot" {
+		return nil, fmt.Errorf("secondary: only Knot reads catalogs here (NSD 4.6 does not), not %s", c.Kind)
+	}
 	tmpl := map[string]*template.Template{"knot": knotConf, "nsd": nsdConf}[c.Kind]
 	return command(c.Kind, c.Dir, tmpl, c)
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/coredns/caddy"
-	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/internal/zonefixture"
@@ -86,37 +85,5 @@ func TestTheApexOptionsRefuseWhatTheyCannotMean(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "Testfile:") {
 			t.Errorf("%q: error %v, want one naming the line and saying %q", tc.stanza, err, tc.wantErr)
 		}
-	}
-}
-
-// TestNSKeysWithTargetstripAnswerAsTheStockPlugin is the stock etcd plugin's own NS case
-// (plugin/etcd lookup_test.go): ns1 and ns2 below c.ns.dns, each with targetstrip 1, name the
-// one nameserver c.ns.dns.skydns.test., glued with both addresses.
-func TestNSKeysWithTargetstripAnswerAsTheStockPlugin(t *testing.T) {
-	g := loadedStanza(t, "gatewaydns skydns.test", []record.KV{
-		zonefixture.At(2, "/skydns/test/skydns/dns/ns/a", `{"host":"10.0.0.2"}`),
-		zonefixture.At(3, "/skydns/test/skydns/dns/ns/b", `{"host":"10.0.0.3"}`),
-		zonefixture.At(4, "/skydns/test/skydns/dns/ns/c/ns1", `{"host":"10.0.0.4","targetstrip":1}`),
-		zonefixture.At(5, "/skydns/test/skydns/dns/ns/c/ns2", `{"host":"10.0.0.5","targetstrip":1}`),
-	})
-	q := new(dns.Msg)
-	q.SetQuestion("skydns.test.", dns.TypeNS)
-	m := reply(t, g, q)
-	tc := test.Case{
-		Qname: "skydns.test.", Qtype: dns.TypeNS,
-		Answer: []dns.RR{
-			test.NS("skydns.test. 300 NS a.ns.dns.skydns.test."),
-			test.NS("skydns.test. 300 NS b.ns.dns.skydns.test."),
-			test.NS("skydns.test. 300 NS c.ns.dns.skydns.test."),
-		},
-		Extra: []dns.RR{
-			test.A("a.ns.dns.skydns.test. 300 A 10.0.0.2"),
-			test.A("b.ns.dns.skydns.test. 300 A 10.0.0.3"),
-			test.A("c.ns.dns.skydns.test. 300 A 10.0.0.4"),
-			test.A("c.ns.dns.skydns.test. 300 A 10.0.0.5"),
-		},
-	}
-	if err := test.SortAndCheck(m, tc); err != nil {
-		t.Errorf("%v\n%v", err, m)
 	}
 }

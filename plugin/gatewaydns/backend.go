@@ -10,6 +10,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/history"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/steer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
@@ -20,6 +21,7 @@ import (
 type backend struct {
 	*index.Index
 	upstream *upstream.Upstream
+	history  *history.Reader // the feed's etcd's, for IXFRs from before the journal; nil: none
 	// only, when set, are the zones the backend answers: a bridge from a configuration that
 	// served some of the stanza's zones. The others answer SERVFAIL, as before a load.
 	only map[string]bool
@@ -28,8 +30,16 @@ type backend struct {
 	locality *steer.Locality
 }
 
-func newBackend(ix *index.Index, loc *steer.Locality) *backend {
-	return &backend{Index: ix, upstream: upstream.New(), locality: loc}
+func newBackend(ix *index.Index, h *history.Reader, loc *steer.Locality) *backend {
+	return &backend{Index: ix, upstream: upstream.New(), history: h, locality: loc}
+}
+
+// History implements xfr.Records.
+func (b *backend) History() xfr.History {
+	if b.history == nil {
+		return nil
+	}
+	return b.history
 }
 
 // asker is who asks the question of state, as steering places them, with the draw ctx carries

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/healthcheck"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/history"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/store"
@@ -39,9 +40,10 @@ type feed struct {
 	loaded     chan struct{} // closed once the index holds a full load of every prefix
 	loadedOnce sync.Once
 
-	client *clientv3.Client
-	cancel context.CancelFunc
-	done   chan struct{} // closed when every watcher returned
+	client  *clientv3.Client
+	history *history.Reader // the client's history, for IXFRs from before the index's journal
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when every watcher returned
 }
 
 // start connects and starts one watcher per zone prefix. It does not wait for etcd.
@@ -53,6 +55,7 @@ func (f *feed) start() error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	f.history = &history.Reader{Client: client, MaxKeys: index.MaxDiffKeys}
 	var watchers sync.WaitGroup
 	if err := f.health.start(ctx, &watchers, f.index, f.server); err != nil {
 		cancel()

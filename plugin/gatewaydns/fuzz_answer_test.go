@@ -95,7 +95,7 @@ func ruledQuestion(qtype uint16) bool {
 // loaded, with the stock apex: what ServeDNS answers from, without etcd.
 func answering(ix *index.Index, zones []string) *GatewayDNS {
 	st := &stanza{cfg: &config{}}
-	st.serving.Store(newBackend(ix, nil))
+	st.serving.Store(newBackend(ix, nil, nil))
 	return &GatewayDNS{Zones: zones, stanza: st}
 }
 

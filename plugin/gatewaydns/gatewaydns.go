@@ -60,6 +60,10 @@ func (g *GatewayDNS) Ready() bool { return g.stanza.ready() }
 // ServeDNS implements plugin.Handler.
 func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
+	if c := g.stanza.catalog; c != nil && c.Holds(state.Name()) {
+		w.WriteMsg(c.Reply(r))
+		return dns.RcodeSuccess, nil
+	}
 	zone := answer.MatchZone(g.Zones, state.Name())
 	b := g.stanza.answering()
 	if zone == "" || b == nil {

@@ -69,8 +69,8 @@ func setup(c *caddy.Controller) error {
 			}
 			st.batchThrough(run)
 		}
-		if t, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && !cfg.publishOnly {
-			if err := st.transfers.NotifyThrough(t, dnsserver.GetConfig(c).TsigSecret); err != nil {
+		if _, ok := dnsserver.GetConfig(c).Handler("transfer").(*transfer.Transfer); ok && !cfg.publishOnly {
+			if err := st.transfers.StartNotifying(dnsserver.GetConfig(c).TsigSecret); err != nil {
 				return plugin.Error(pluginName, fmt.Errorf("%s: %w", cfg.notifyAt, err))
 			}
 		}
@@ -116,6 +116,11 @@ func parse(c *caddy.Controller) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.xfr.Catalog != "" {
+		if cfg.zones, err = xfr.CatalogMembers(cfg.xfr.Catalog, cfg.zones, c.ServerBlockKeys); err != nil {
+			return nil, c.Errf("%v", err)
+		}
+	}
 	if publishing || cfg.publishOnly {
 		if err := pc.Finish(cfg.publishStanza()); err != nil {
 			return nil, c.Errf("%v", err)
@@ -124,6 +129,9 @@ func parse(c *caddy.Controller) (*config, error) {
 	}
 	if c.Next() {
 		return nil, c.Errf("%s may be used once per server block", pluginName)
+	}
+	if cfg.xfr.Transfer, err = xfr.StanzasOf(c); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }

@@ -189,3 +189,39 @@ func TestTheNotifyOptionsNameTheSecondariesAndTheKey(t *testing.T) {
 		}
 	}
 }
+
+// TestTheCatalogIsServedByTheBlockAndListsTheOtherZones: the catalog option takes its zone out
+// of the stanza's zones (the block's, by default), which it lists; a catalog the block does not
+// serve, one inside a member zone, or one with nothing to list is refused, naming the line.
+func TestTheCatalogIsServedByTheBlockAndListsTheOtherZones(t *testing.T) {
+	for _, tc := range []struct {
+		keys    []string
+		stanza  string
+		members string
+		wantErr string
+	}{
+		{[]string{"openmcp.cluster.", "second.test.", "catalog.invalid."}, "gatewaydns {\ncatalog Catalog.Invalid\n}", "[openmcp.cluster. second.test.]", ""},
+		{[]string{"openmcp.cluster.", "invalid."}, "gatewaydns openmcp.cluster {\ncatalog catalog.invalid\n}", "[openmcp.cluster.]", ""},
+		{[]string{"openmcp.cluster."}, "gatewaydns {\ncatalog catalog.invalid\n}", "", "the server block does not serve it"},
+		{[]string{"openmcp.cluster."}, "gatewaydns {\ncatalog catalog.openmcp.cluster\n}", "", "inside the zone openmcp.cluster."},
+		{[]string{"catalog.invalid."}, "gatewaydns {\ncatalog catalog.invalid\n}", "", "no zone left"},
+		{[]string{"openmcp.cluster."}, "gatewaydns {\ncatalog\n}", "", "catalog needs the NAME"},
+	} {
+		c := caddy.NewTestController("dns", tc.stanza)
+		c.ServerBlockKeys = tc.keys
+		cfg, err := parse(c)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "Testfile:") {
+				t.Errorf("%v %q: error %v, want one naming the line and saying %q", tc.keys, tc.stanza, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v %q: %v", tc.keys, tc.stanza, err)
+		}
+		st := newStanza(cfg)
+		if got := fmt.Sprint(st.catalog.Members); got != tc.members || fmt.Sprint(cfg.zones) != tc.members {
+			t.Errorf("%v %q: the catalog lists %s, the stanza serves %v; want %s", tc.keys, tc.stanza, got, cfg.zones, tc.members)
+		}
+	}
+}

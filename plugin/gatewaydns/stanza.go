@@ -14,6 +14,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/batchrun"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/catalog"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/publish"
@@ -44,15 +45,19 @@ type stanza struct {
 	batch   *batchrun.Run      // the batched UDP path; nil when off
 
 	// transfers send the zones to secondaries (AXFR, IXFR) and NOTIFY them of changes, from
-	// what the stanza answers from (records).
+	// what the stanza answers from (records), and the catalog of the zones (nil: none).
 	transfers *xfr.Transfers
+	catalog   *catalog.Zone
 }
 
 // newStanza prepares the roles of the stanza cfg; nothing runs until start.
 func newStanza(cfg *config) *stanza {
 	st := &stanza{cfg: cfg}
+	if cfg.xfr.Catalog != "" {
+		st.catalog = catalog.New(cfg.xfr.Catalog, cfg.zones)
+	}
 	st.transfers = xfr.New(xfr.Stanza{Server: cfg.server, Zones: cfg.zones, Apex: cfg.apex, NegativeTTL: cfg.negativeTTL,
-		Options: plugin.Options{NoApexFallback: cfg.noApexFallback}, Records: st.records}, cfg.xfr)
+		Options: plugin.Options{NoApexFallback: cfg.noApexFallback}, Records: st.records, Catalog: st.catalog}, cfg.xfr)
 	if cfg.publish != nil {
 		st.publish = publish.NewRole(cfg.publish)
 	}
@@ -90,7 +95,7 @@ func newStanza(cfg *config) *stanza {
 	own.health.cfg = cfg.steering.health
 	own.path = cfg.prefix
 	st.own = own
-	st.serving.Store(newBackend(st.index, cfg.steering.loc))
+	st.serving.Store(newBackend(st.index, nil, cfg.steering.loc))
 	return st
 }
 
@@ -142,7 +147,7 @@ func (s *stanza) start(reloading bool) error {
 		// an outage keeps answering from the last records loaded.
 		bridged := !f.index.Loaded() && s.bridgeUntilLoaded(f)
 		if !bridged {
-			s.serving.Store(newBackend(f.index, s.cfg.steering.loc))
+			s.serving.Store(newBackend(f.index, f.history, s.cfg.steering.loc))
 		}
 		s.mu.Lock()
 		s.feed = f
@@ -177,7 +182,7 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 	s.mu.Lock()
 	s.bridge, s.cancel, s.stopped = b, cancel, stopped
 	s.mu.Unlock()
-	bridge := newBackend(b.index, s.cfg.steering.loc)
+	bridge := newBackend(b.index, b.history, s.cfg.steering.loc)
 	bridge.only = shared
 	s.serving.Store(bridge)
 	log.Infof("Answering %s from the previous configuration's records until the new one has loaded them", strings.Join(slices.Sorted(maps.Keys(shared)), " "))
@@ -188,7 +193,7 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 			return
 		case <-f.loaded:
 		}
-		s.serving.Store(newBackend(f.index, s.cfg.steering.loc))
+		s.serving.Store(newBackend(f.index, f.history, s.cfg.steering.loc))
 		s.mu.Lock()
 		b, s.bridge = s.bridge, nil
 		s.mu.Unlock()
@@ -257,7 +262,7 @@ func (s *stanza) forgetRecords() {
 }
 
 // stoppedBackend is what a stopped stanza answers from: an index that never loads.
-var stoppedBackend = newBackend(index.New(index.Options{}), nil)
+var stoppedBackend = newBackend(index.New(index.Options{}), nil, nil)
 
 // ready: the index answered from holds a full load, and the sources have synced. etcd
 // being unreachable later never makes a stanza unready: it answers from memory meanwhile.

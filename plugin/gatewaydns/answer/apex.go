@@ -79,7 +79,7 @@ func (a *Apex) SOAAt(zone string, serial, minTTL uint32) *dns.SOA {
 // apex of a zone always has NS records, so an NS question there is never NXDOMAIN.
 func (a *Apex) NS(ctx context.Context, b plugin.ServiceBackend, zone string, state request.Request, opt plugin.Options) (records, extra []dns.RR, err error) {
 	ask := state.NewWithQuestion(dnsutil.Join("ns.dns", zone), dns.TypeNS)
-	services, err := b.Services(ctx, ask, false, opt)
+	services, err := Storage(ctx, b, ask, opt)
 	if err != nil && !b.IsNameError(err) {
 		return nil, nil, err
 	}

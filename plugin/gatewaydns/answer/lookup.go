@@ -52,7 +52,11 @@ func Lookup(ctx context.Context, b plugin.ServiceBackend, a *Apex, zone string, 
 // LookupBackend is Lookup without the nameservers' glue: the records the backend holds for the
 // question, and the apex's SOA and NS records.
 func LookupBackend(ctx context.Context, b plugin.ServiceBackend, a *Apex, zone string, state request.Request, opt plugin.Options) (records, extra []dns.RR, truncated bool, err error) {
-	switch qtype := state.QType(); qtype {
+	qtype := state.QType()
+	if exactApex(b, zone, state) {
+		b = apexRecords{ServiceBackend: b, zone: zone} // apexrecords.go
+	}
+	switch qtype {
 	case dns.TypeA, dns.TypeAAAA:
 		if live, ok := b.(Indexed); ok && state.Name() != zone {
 			if records, ok, err := addressRecords(ctx, live, state, qtype); ok {

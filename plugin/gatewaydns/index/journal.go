@@ -72,16 +72,34 @@ func (j *journal) newest() int64 {
 // zone under prefix whose serial is now the revision rev: ok is false when the journal does not
 // hold every change of the zone since then, or when serial is not before rev (RFC 1982).
 func (j *journal) since(prefix string, rev int64, serial uint32) (int, bool) {
-	if j.limit <= 0 || !SerialAfter(uint32(rev), serial) { // #nosec G115 -- RFC 1982: the low 32 bits
+	from, ok := serialRevision(rev, serial)
+	if !ok {
 		return 0, false
 	}
-	back := uint32(rev) - serial // #nosec G115 -- as above
-	from := rev - int64(back)
-	if from < max(j.floor, j.base[prefix]) || from < 0 {
+	return j.after(prefix, from)
+}
+
+// serialRevision is the revision that serial stands for in a zone whose serial is now the
+// revision rev; ok is false when serial is not before rev (RFC 1982).
+func serialRevision(rev int64, serial uint32) (int64, bool) {
+	if !SerialAfter(uint32(rev), serial) { // #nosec G115 -- RFC 1982: the low 32 bits
+		return 0, false
+	}
+	from := rev - int64(uint32(rev)-serial) // #nosec G115 -- as above
+	return from, from >= 0
+}
+
+// after is the position of the first change after revision from: ok is false when the journal
+// does not hold every change of the zone under prefix since from (start).
+func (j *journal) after(prefix string, from int64) (int, bool) {
+	if j.limit <= 0 || from < j.start(prefix) {
 		return 0, false
 	}
 	return sort.Search(len(j.changes), func(i int) bool { return j.changes[i].rev > from }), true
 }
+
+// start is the revision since which the journal holds every change of the zone under prefix.
+func (j *journal) start(prefix string) int64 { return max(j.floor, j.base[prefix]) }
 
 // pastValues are the keys under dir ("/" at its end) changed from the position first on, each
 // with the value it had before the first of its changes.

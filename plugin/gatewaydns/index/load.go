@@ -87,7 +87,7 @@ func (ix *Index) StartLoad(prefix string) *Loading {
 func (ix *Index) Load(prefix string, kvs []record.KV) {
 	l := ix.StartLoad(prefix)
 	l.Add(kvs)
-	l.Finish()
+	l.Finish(0)
 }
 
 // Add adds the next keys of the read; what is not under the prefix is ignored.
@@ -167,8 +167,9 @@ func (l *Loading) Abort() {
 	}
 }
 
-// Finish swaps what was added in for everything the index held under the prefix.
-func (l *Loading) Finish() {
+// Finish swaps what was added in for everything the index held under the prefix, read at the
+// revision read (0: not known, the newest key's then).
+func (l *Loading) Finish(read int64) {
 	ix := l.ix
 	t := ix.tree
 	clashes := t.clashesIn(l.sub, l.base)
@@ -193,10 +194,13 @@ func (l *Loading) Finish() {
 		checked = append(checked, ix.checks.set(key, e)...)
 	}
 	ix.checkedChangedLocked(checked)
-	// The zones under the prefix changed without the journal, up to the revision read.
+	// The zones under the prefix changed without the journal, up to the revision read: the
+	// read's, not the newest key's, which a delete after it may follow (the watcher replays
+	// those for the serial: Replayed), so that an IXFR from before the load reads them from
+	// etcd's history too (gap.go).
 	for _, p := range ix.opts.ZonePrefixes {
 		if strings.HasPrefix(p, l.prefix) || strings.HasPrefix(l.prefix, p) {
-			ix.journal.rebase(p, max(ix.serials[p], ix.journal.newest()))
+			ix.journal.rebase(p, max(ix.serials[p], ix.journal.newest(), read))
 		}
 	}
 	ix.loadedPrefixes[l.prefix] = true

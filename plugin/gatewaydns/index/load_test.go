@@ -69,7 +69,7 @@ func TestLoadsBuildBesideQuestionsAndChanges(t *testing.T) {
 			continue
 		}
 		l.Add(kvs[names/2:])
-		l.Finish()
+		l.Finish(0)
 	}
 	stop.Store(true)
 	wg.Wait()

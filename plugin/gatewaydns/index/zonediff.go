@@ -20,12 +20,25 @@ const MaxDiffKeys = 2048
 // the names whose records may have changed since, as they were at serial (past) and as they
 // are now (now), each a Zone of those names alone, at the zone's current serial. A transfer
 // builds each name's records from both and sends the difference. ok is false when the journal
-// does not hold every change of the zone since serial (journal.go), more than MaxDiffKeys keys
-// changed since, or serial is not before the zone's: the whole zone then.
+// does not hold every change of the zone since serial (journal.go; see JournalGap), more than
+// MaxDiffKeys keys changed since, or serial is not before the zone's: the whole zone then.
 //
 // apexNames are names whose records the apex's records hold too (the glue of in-zone
 // nameservers a stanza names): a change of one of them changes the apex's.
 func (ix *Index) ZoneDiff(origin string, serial uint32, apexNames []string) (past, now *Zone, ok bool) {
+	return ix.zoneDiff(origin, serial, apexNames, func(prefix, dir string, rev int64, revThen uint32) (map[string]*entry, bool) {
+		first, ok := ix.journal.since(prefix, rev, revThen)
+		if !ok {
+			return nil, false
+		}
+		return ix.journal.pastValues(first, dir), true
+	})
+}
+
+// zoneDiff is ZoneDiff with the changed keys' values then given by changed (called under the
+// read lock with the zone's key prefix, its directory, its revision and the revision's low 32
+// bits that serial stands for: steerserial.go), ok false for none.
+func (ix *Index) zoneDiff(origin string, serial uint32, apexNames []string, changed func(prefix, dir string, rev int64, revThen uint32) (map[string]*entry, bool)) (past, now *Zone, ok bool) {
 	if !ix.Loaded() {
 		return nil, nil, false
 	}
@@ -41,17 +54,16 @@ func (ix *Index) ZoneDiff(origin string, serial uint32, apexNames []string) (pas
 	if !ok || !SerialAfter(cur, serial) {
 		return nil, nil, false
 	}
-	first := len(ix.journal.changes)                          // the revision of serial is the zone's now: no change since
+	values := map[string]*entry{}                             // none changed, where only the health of addresses has
 	if revThen := serial - then.off; revThen != uint32(rev) { // #nosec G115 -- RFC 1982
-		if first, ok = ix.journal.since(prefix, rev, revThen); !ok {
+		if values, ok = changed(prefix, dir, rev, revThen); !ok {
 			return nil, nil, false
 		}
 	}
-	changed := ix.journal.pastValues(first, dir)
-	if len(changed) > MaxDiffKeys {
+	if len(values) > MaxDiffKeys {
 		return nil, nil, false
 	}
-	h := ix.history(changed)
+	h := ix.history(values)
 	paths := h.changedNames(ix, labels, origin, apexNames)
 	paths = ix.healthChangedNames(paths, dir, then.view)
 	ttls := ix.leaseTTLs(maps.Clone(ix.leases))
@@ -251,6 +263,7 @@ func (h *history) changedNames(ix *Index, labels []string, origin string, apexNa
 		add(labels)
 		add(append(slices.Clip(labels), "dns", "ns"))
 		add(append(slices.Clip(labels), "dns", "apex"))
+		h.addStorageDirs(labels, add) // subtree.go
 	}
 	slices.SortFunc(paths, slices.Compare)
 	return paths

@@ -40,7 +40,7 @@ func (w *Watcher) load(ctx context.Context, reason string) (rev, newest int64, e
 		loading.Abort()
 		return 0, 0, err
 	}
-	loading.Finish()
+	loading.Finish(rev)
 	w.noteLeases(leases)
 	w.Observer.Heard()
 	w.Observer.Resynced(reason, keys, time.Since(start))

@@ -289,18 +289,28 @@ func (p *Path) read(c net.PacketConn, h *handoff) {
 		if sv.Count != nil {
 			sv.Count(k, n-k-dropped, dropped)
 		}
-		for sent := 0; sent < k; {
-			w, err := bc.WriteBatch(out[sent:k], 0)
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					return
-				}
-				w = max(w, 1) // the one that failed is lost, as a failed write is
-			}
-			sent += w
-		}
-		for i := range out[:k] {
-			out[i].Addr = nil // no reference to a client's address past its reply
+		if !writeAll(bc, out[:k]) {
+			return
 		}
 	}
+}
+
+// writeAll sends the replies out, and reports false once the socket is closed.
+func writeAll(bc batchConn, out []ipv4.Message) bool {
+	defer func() {
+		for i := range out {
+			out[i].Addr = nil // no reference to a client's address past its reply
+		}
+	}()
+	for sent := 0; sent < len(out); {
+		w, err := bc.WriteBatch(out[sent:], 0)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return false
+			}
+			w = max(w, 1) // the one that failed is lost, as a failed write is
+		}
+		sent += w
+	}
+	return true
 }

@@ -1,8 +1,10 @@
 package xfr
 
 import (
+	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
@@ -16,15 +18,43 @@ import (
 // that makes a full transfer's, so the difference is exactly what the secondary's copy lacks
 // or holds too much: a handful of records for a change of one, whatever the zone's size.
 //
+// The journal begins at the index's load of the zone: a restart, a rollout, a replica that
+// takes over. A secondary whose serial is older than that still gets the difference: the
+// values the keys changed in between had at its serial are read from etcd's history (package
+// history, bounded in revisions and keys), counted as kind "history". Only a serial etcd has
+// compacted away, or further back than those bounds, gets the whole zone.
+//
 // A synthetic transfer (transfer-synthetic) is always whole: it holds what the plugin answers,
 // and a CNAME's answer there follows its target, a name the change may not have touched.
 
-// incremental is the difference of zone since serial, ok false when the whole zone is due.
-func (t *Transfers) incremental(b Records, zone string, serial uint32) (past, now *index.Zone, ok bool) {
+// incremental is the difference of zone since serial, and its kind ("incremental" from the
+// journal, "history" with etcd's history before it); kind is "" when the whole zone is due.
+// ctx ends a read of etcd's history (the stanza's stop).
+func (t *Transfers) incremental(ctx context.Context, b Records, zone string, serial uint32) (past, now *index.Zone, kind string) {
 	if t.cfg.Synthetic {
-		return nil, nil, false
+		return nil, nil, ""
 	}
-	return b.ZoneDiff(zone, serial, t.st.Apex.ZoneNames(zone))
+	apexNames := t.st.Apex.ZoneNames(zone)
+	if past, now, ok := b.ZoneDiff(zone, serial, apexNames); ok {
+		return past, now, "incremental"
+	}
+	gap, ok := b.JournalGap(zone, serial)
+	h := b.History()
+	if !ok || h == nil {
+		return nil, nil, ""
+	}
+	start := time.Now()
+	then, err := h.Past(ctx, gap.Dir, gap.From, gap.To)
+	if err != nil {
+		log.Infof("IXFR of %s from serial %d: the whole zone, etcd's history since it was not read: %v", zone, serial, err)
+		return nil, nil, ""
+	}
+	if past, now, ok = b.ZoneDiffFrom(zone, serial, apexNames, gap, then); !ok {
+		return nil, nil, ""
+	}
+	log.Infof("IXFR of %s from serial %d, before the journal: %d keys changed up to revision %d, read from etcd's history in %s",
+		zone, serial, len(then), gap.To, time.Since(start).Round(time.Millisecond))
+	return past, now, "history"
 }
 
 // sendIncremental sends the IXFR from serial: the new SOA, the SOA at serial, the records

@@ -1,14 +1,17 @@
 package xfr
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
 	"github.com/gatewaydns/gatewaydns/internal/zonefixture"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
@@ -22,7 +25,7 @@ import (
 // into empty non-terminals, into the apex's NS records and glue, and into the names the apex's
 // glue shares.
 var ixfrKeys = func() []string {
-	keys := []string{"www", "ns1", "dns/ns/a", "dns/ns/b", "dns/apex/x1"}
+	keys := []string{"www", "ns1", "dns/ns/a", "dns/ns/b", "dns/apex/x1", "dns/apex/x2", "dns/apex/3e6bee2e", "dns/apex/sub/1", "dns/ns/c/ns1", "dns/ns/c/ns2", "x1"}
 	for _, c := range []string{"c0", "c1"} {
 		keys = append(keys, c)
 		for _, app := range []string{"app", "api"} {
@@ -55,6 +58,10 @@ func ixfrValue(r *rand.Rand) string {
 		return fmt.Sprintf(`{"host":"%s","ttl":%d}`, ip, 60+r.IntN(2))
 	case 7:
 		return `{"host":` // skipped: a put that takes the key out
+	case 8:
+		if r.IntN(2) == 0 {
+			return fmt.Sprintf(`{"host":"%s","targetstrip":1}`, ip)
+		}
 	}
 	return fmt.Sprintf(`{"host":"%s"}`, ip)
 }
@@ -65,67 +72,125 @@ func ixfrValue(r *rand.Rand) string {
 // every serial since the last load, and the whole zone from one before it.
 func TestAnIXFRFromAnySerialTheJournalHoldsTurnsTheSecondarysCopyIntoTheZone(t *testing.T) {
 	for seed := range uint64(12) {
-		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(seed, 26))
-			apex := answer.NewApex()
-			apex.Nameservers = []answer.Nameserver{{Name: "ns1.zone.test.", Glue: []net.IP{net.ParseIP("10.0.0.1")}}}
-			g := loaded(t, stanza{apex: apex}, nil)
-			ix := g.ix
-			live := map[string]record.KV{} // what etcd holds, for the reloads
-			taken := map[uint32][]string{} // serial -> the full transfer then
-			loadedAt := uint32(0)
-			rev := int64(1)
-			var written []string
-			for step := range 120 {
-				if step > 0 && r.IntN(40) == 0 {
-					rev++
-					kvs := make([]record.KV, 0, len(live))
-					for _, kv := range live {
-						kvs = append(kvs, kv)
-					}
-					ix.Load(g.prefix, kvs)
-					ix.Replayed(g.prefix, rev) // a delete after the newest key
-					loadedAt = uint32(rev)
-				} else {
-					rev++
-					ch := ixfrChanges(r, rev, live)
-					for _, c := range ch {
-						written = append(written, fmt.Sprintf("%d %s del=%v %s", c.Revision, c.Key, c.Deleted, c.Value))
-					}
-					ix.Apply(ch)
-				}
-				full := zonefixture.Transferred(t, g, "zone.test.", 0)
-				serial := full[0].(*dns.SOA).Serial
-				now := zoneText(full)
-				taken[serial] = now
-				serials := slices.Sorted(maps.Keys(taken))
-				for range 6 {
-					from := serials[r.IntN(len(serials))]
-					if from == serial {
-						continue
-					}
-					ixfr := zonefixture.Transferred(t, g, "zone.test.", from)
-					got, incremental := applyIXFR(t, taken[from], ixfr)
-					if !slices.Equal(got, now) {
-						logIXFRFailure(t, g, from, written)
-						t.Fatalf("step %d: the copy of serial %d after the IXFR to %d differs from the zone:\n got %v\nwant %v\nIXFR: %v",
-							step, from, serial, got, now, ixfr)
-					}
-					if want := from >= loadedAt; incremental != want {
-						t.Fatalf("step %d: the IXFR from %d (last load at %d) was incremental: %v, want %v", step, from, loadedAt, incremental, want)
-					}
-				}
-			}
-		})
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) { ixfrProperty(t, seed, nil) })
 	}
 }
 
+// TestAnIXFRFromBeforeALoadIsTheDifferenceWhereEtcdsHistoryHoldsIt is the same with etcd's
+// history to read, compacted now and then: across loads (a restart, a rollout) the IXFR is
+// incremental from every serial etcd has not compacted, and the whole zone from one it has.
+func TestAnIXFRFromBeforeALoadIsTheDifferenceWhereEtcdsHistoryHoldsIt(t *testing.T) {
+	for seed := range uint64(12) {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) { ixfrProperty(t, seed, &etcdLog{}) })
+	}
+}
+
+// ixfrProperty runs the property test of one seed; with log, the stanza reads etcd's history
+// from it, and it is compacted now and then.
+func ixfrProperty(t *testing.T, seed uint64, log *etcdLog) {
+	r := rand.New(rand.NewPCG(seed, 26))
+	apex := answer.NewApex()
+	apex.Nameservers = []answer.Nameserver{{Name: "ns1.zone.test.", Glue: []net.IP{net.ParseIP("10.0.0.1")}}}
+	st := stanza{apex: apex}
+	if log != nil {
+		st.history = log
+	}
+	g := loaded(t, st, nil)
+	ix := g.ix
+	live := map[string]record.KV{} // what etcd holds, for the reloads
+	taken := map[uint32][]string{} // serial -> the full transfer then
+	loadedAt := uint32(0)
+	rev := int64(1)
+	var written []string
+	for step := range 120 {
+		rev++
+		switch {
+		case step > 0 && r.IntN(40) == 0:
+			kvs := make([]record.KV, 0, len(live))
+			for _, kv := range live {
+				kvs = append(kvs, kv)
+			}
+			ix.Load(g.prefix, kvs)
+			ix.Replayed(g.prefix, rev) // a delete after the newest key
+			loadedAt = uint32(rev)
+		case log != nil && r.IntN(30) == 0:
+			log.compacted = rev // the revisions before this one are gone
+		default:
+			ch := ixfrChanges(r, rev, live, log)
+			for _, c := range ch {
+				written = append(written, fmt.Sprintf("%d %s del=%v %s", c.Revision, c.Key, c.Deleted, c.Value))
+			}
+			ix.Apply(ch)
+		}
+		full := zonefixture.Transferred(t, g, "zone.test.", 0)
+		serial := full[0].(*dns.SOA).Serial
+		now := zoneText(full)
+		taken[serial] = now
+		serials := slices.Sorted(maps.Keys(taken))
+		for range 6 {
+			from := serials[r.IntN(len(serials))]
+			if from == serial {
+				continue
+			}
+			ixfr := zonefixture.Transferred(t, g, "zone.test.", from)
+			got, incremental := applyIXFR(t, taken[from], ixfr)
+			if !slices.Equal(got, now) {
+				logIXFRFailure(t, g, from, written)
+				t.Fatalf("step %d: the copy of serial %d after the IXFR to %d differs from the zone:\n got %v\nwant %v\nIXFR: %v",
+					step, from, serial, got, now, ixfr)
+			}
+			// Serial 0 (the empty zone before any change) asks for an AXFR.
+			want := from != 0 && (from >= loadedAt || log != nil && int64(from)+1 >= log.compacted)
+			if incremental != want {
+				t.Fatalf("step %d: the IXFR from %d (last load at %d) was incremental: %v, want %v", step, from, loadedAt, incremental, want)
+			}
+		}
+	}
+}
+
+// etcdLog is etcd's history as the property test writes it: every change with the value it
+// replaced, all revisions before compacted gone.
+type etcdLog struct {
+	changes   []journaled
+	compacted int64
+}
+
+type journaled struct {
+	rev  int64
+	key  string
+	prev *record.KV
+}
+
+// Past implements History as etcd's watch with previous values answers it.
+func (l *etcdLog) Past(_ context.Context, dir string, from, to int64) (map[string]*record.KV, error) {
+	if from+1 < l.compacted {
+		return nil, rpctypes.ErrCompacted
+	}
+	past := map[string]*record.KV{}
+	for _, c := range l.changes {
+		if c.rev <= from || c.rev > to || c.key != strings.TrimSuffix(dir, "/") && !strings.HasPrefix(c.key, dir) {
+			continue
+		}
+		if _, seen := past[c.key]; !seen {
+			past[c.key] = c.prev
+		}
+	}
+	return past, nil
+}
+
 // ixfrChanges are one to three changes of random keys at rev, as one transaction; live
-// follows them.
-func ixfrChanges(r *rand.Rand, rev int64, live map[string]record.KV) []record.Change {
+// follows them, and log (when not nil) notes them.
+func ixfrChanges(r *rand.Rand, rev int64, live map[string]record.KV, log *etcdLog) []record.Change {
 	var changes []record.Change
 	for range 1 + r.IntN(3) {
 		key := "/skydns/test/zone/" + ixfrKeys[r.IntN(len(ixfrKeys))]
+		if log != nil {
+			var prev *record.KV
+			if kv, ok := live[key]; ok {
+				prev = &kv
+			}
+			log.changes = append(log.changes, journaled{rev, key, prev})
+		}
 		if _, ok := live[key]; ok && r.IntN(3) == 0 {
 			changes = append(changes, record.Change{KV: record.KV{Key: key, Revision: rev}, Deleted: true})
 			delete(live, key)

@@ -11,7 +11,7 @@ import (
 var (
 	transfers = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "transfers_total",
-		Help: "Zone transfers asked for, by kind (full: the whole zone; incremental: an IXFR answered with the difference; current: an IXFR from a secondary that was up to date; busy: refused while as many run as may).",
+		Help: "Zone transfers asked for, by kind (full: the whole zone; incremental: an IXFR answered with the difference; history: the difference from a serial before the journal, read from etcd's history; current: an IXFR from a secondary that was up to date; busy: refused while as many run as may).",
 	}, []string{"server", "zones", "kind"})
 	notifies = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "notifies_total",
@@ -22,7 +22,7 @@ var (
 // SeriesAtZero creates the series of a server block's zones at zero, so that a rate or an
 // increase over them sees the first event.
 func SeriesAtZero(server, zones string) {
-	for _, kind := range []string{"full", "incremental", "current", "busy"} {
+	for _, kind := range []string{"full", "incremental", "history", "current", "busy"} {
 		transfers.WithLabelValues(server, zones, kind)
 	}
 	for _, result := range []string{"ok", "failed"} {

@@ -4,17 +4,15 @@ import (
 	"context"
 	"time"
 
-	"github.com/coredns/coredns/plugin/transfer"
-
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 )
 
-// The notifier tells the secondaries (the notify option's addresses, else the transfer
-// plugin's `to` through its Notify) that a zone changed: one NOTIFY per zone and secondary for
+// The notifier tells the secondaries (the transfer plugin's `to` addresses and the notify
+// option's: secondaries.go) that a zone changed: one NOTIFY per zone and secondary for
 // a burst of changes, sent to each secondary on its own (notifySender), so that one that does
 // not answer delays no other. It looks at the zones' serials rather than hooking into the
 // index: the index may be shared with the next instance across a reload, the notifier is the
-// instance's, like the transfer plugin it sends through.
+// instance's, like the transfer plugin whose secondaries it tells.
 const (
 	notifyPoll  = 50 * time.Millisecond // how often the serials are read: a map lookup each
 	notifyQuiet = 50 * time.Millisecond // a burst ends when the serial stays this long
@@ -53,10 +51,10 @@ type notifier struct {
 }
 
 // startNotifier sends a NOTIFY for each zone of t once it has loaded, and after every change.
-func startNotifier(t *Transfers, tp *transfer.Transfer, keyName, key string) *notifier {
+func startNotifier(t *Transfers, keyName, key string) *notifier {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &notifier{cancel: cancel, done: make(chan struct{})}
-	s := newNotifySender(ctx, t, tp, keyName, key)
+	s := newNotifySender(ctx, t, keyName, key)
 	go func() {
 		defer close(n.done)
 		n.run(ctx, t, s)
@@ -93,14 +91,14 @@ func (n *notifier) run(ctx context.Context, t *Transfers, s *notifySender) {
 			continue
 		}
 		now := time.Now()
-		for _, zone := range t.st.Zones {
+		for _, zone := range t.notified() {
 			if ctx.Err() != nil {
 				return
 			}
-			if !b.Serves(zone) {
+			serial, ok := t.serialOf(b, zone)
+			if !ok {
 				continue // bridged: its records are not loaded yet
 			}
-			serial := b.ZoneSerial(zone)
 			p := waiting[zone]
 			switch {
 			case p == nil:

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/coredns/coredns/plugin/pkg/rcode"
-	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/backoff"
@@ -28,8 +27,7 @@ const (
 	notifyRetryMax = 2 * time.Second
 )
 
-// flight is one zone's NOTIFY to one secondary; addr is empty for the transfer plugin's
-// Notify, which sends to them all.
+// flight is one zone's NOTIFY to one secondary.
 type flight struct{ zone, addr string }
 
 // notifySender sends the NOTIFYs of one notifier, each in a goroutine of its own. A NOTIFY due
@@ -40,9 +38,8 @@ type flight struct{ zone, addr string }
 type notifySender struct {
 	ctx           context.Context
 	server, zones string                  // the metrics' labels
-	targets       map[string]notifyTarget // nil: through the transfer plugin's Notify
-	t             *transfer.Transfer
-	keyName, key  string // the TSIG key NOTIFYs are signed with; "": unsigned
+	targets       map[string][]notifyAddr // by zone
+	keyName, key  string                  // the TSIG key NOTIFYs are signed with; "": unsigned
 	soa           func(zone string, serial uint32) dns.RR
 
 	flights sync.WaitGroup
@@ -52,43 +49,29 @@ type notifySender struct {
 	failing statelog.States[string, bool] // whether each secondary's last NOTIFY failed, so that it is logged once
 }
 
-func newNotifySender(ctx context.Context, t *Transfers, tp *transfer.Transfer, keyName, key string) *notifySender {
-	var targets map[string]notifyTarget
-	if c := t.cfg; len(c.Notify) > 0 {
-		targets = map[string]notifyTarget{}
-		for _, zone := range t.st.Zones {
-			targets[zone] = notifyTarget{to: c.Notify, source: c.NotifySource}
-		}
+func newNotifySender(ctx context.Context, t *Transfers, keyName, key string) *notifySender {
+	targets := map[string][]notifyAddr{}
+	for _, zone := range t.notified() {
+		targets[zone] = t.cfg.notifyTargets(zone)
 	}
-	a, minTTL := t.st.Apex, t.st.NegativeTTL
 	return &notifySender{
-		soa: func(zone string, serial uint32) dns.RR { return a.SOAAt(zone, serial, minTTL) },
+		soa: t.soaAt,
 		ctx: ctx, server: t.st.Server, zones: t.zones,
-		targets: targets, t: tp, keyName: keyName, key: key,
+		targets: targets, keyName: keyName, key: key,
 		again: map[flight]*uint32{}, newer: map[flight]chan struct{}{},
 	}
-}
-
-// notifyTarget is where the NOTIFYs of one zone go.
-type notifyTarget struct {
-	to     []string
-	source net.IP
 }
 
 // send NOTIFYs the secondaries of zone, now at serial; spread, the i-th of n secondaries
 // i/n of notifySpread later.
 func (s *notifySender) send(zone string, serial uint32, spread bool) {
-	if s.targets == nil {
-		s.start(flight{zone: zone}, nil, serial, 0)
-		return
-	}
-	target := s.targets[zone]
-	for i, addr := range target.to {
+	to := s.targets[zone]
+	for i, t := range to {
 		var after time.Duration
 		if spread {
-			after = notifySpread * time.Duration(i) / time.Duration(len(target.to))
+			after = notifySpread * time.Duration(i) / time.Duration(len(to))
 		}
-		s.start(flight{zone, addr}, target.source, serial, after)
+		s.start(flight{zone, t.addr}, t.source, serial, after)
 	}
 }
 
@@ -155,12 +138,8 @@ func (s *notifySender) takeNewer(f flight, newer <-chan struct{}, last bool) (se
 
 // notify sends one NOTIFY until it is answered, signed when the sender has a key, and reports
 // it; a stop ends it at once. Between two tries a newer serial due (newer) is sent at once, in
-// the old one's stead. Through the transfer plugin (no notify option), its Notify's own tries.
+// the old one's stead.
 func (s *notifySender) notify(f flight, source net.IP, serial uint32, newer <-chan struct{}) {
-	if f.addr == "" {
-		s.report(f, serial, s.t.Notify(f.zone))
-		return
-	}
 	c := &dns.Client{Timeout: notifyTry}
 	if source != nil {
 		c.Dialer = &net.Dialer{Timeout: notifyTry, LocalAddr: &net.UDPAddr{IP: source}}
@@ -237,9 +216,6 @@ func (s *notifySender) report(f flight, serial uint32, err error) {
 		return // stopped: not the secondary's failure
 	}
 	to := f.addr
-	if to == "" {
-		to = "the secondaries"
-	}
 	if err != nil {
 		notifies.WithLabelValues(s.server, s.zones, "failed").Inc()
 		s.failing.Set(f.addr, true, func(bool) {

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/coredns/caddy"
-	"github.com/coredns/coredns/core/dnsserver"
-	"github.com/coredns/coredns/plugin/transfer"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 
@@ -19,18 +17,16 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
-// transferPlugin sets up the stock transfer plugin from Corefile lines, as CoreDNS does.
-func transferPlugin(t *testing.T, lines string) *transfer.Transfer {
+// transferStanzas are the transfer plugin's stanzas of Corefile lines, as the plugin's setup
+// reads them back from the server block.
+func transferStanzas(t *testing.T, lines string) []TransferStanza {
 	t.Helper()
 	c := caddy.NewTestController("dns", lines)
-	setup, err := caddy.DirectiveAction("dns", "transfer")
+	stanzas, err := ParseTransfer(&c.Dispenser, c.ServerBlockKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := setup(c); err != nil {
-		t.Fatal(err)
-	}
-	return dnsserver.GetConfig(c).Plugin[0](nil).(*transfer.Transfer)
+	return stanzas
 }
 
 // notifyListener is a secondary that answers NOTIFYs and notes when each came.
@@ -133,20 +129,18 @@ func (l *notifyListener) waitUnanswered(t *testing.T, n int, limit time.Duration
 	}
 }
 
-// notifyingZones loads a stanza of zones (zonefixture.Records) that NOTIFYs the addresses to,
-// signed with keyName when not "", and runs its notifier until the test ends.
+// notifyingZones loads a stanza of zones (zonefixture.Records) whose transfer plugin names the
+// secondaries to, NOTIFYs signed with keyName when not "", and runs its notifier until the
+// test ends.
 func notifyingZones(t *testing.T, zones, keyName, key string, to ...string) (*served, *notifier) {
 	t.Helper()
-	var cfg Config
-	if _, err := Options.Parse(&cfg, "notify", to); err != nil {
-		t.Fatal(err)
-	}
+	cfg := Config{Transfer: transferStanzas(t, "transfer "+zones+" {\n to "+strings.Join(to, " ")+"\n}")}
 	var fqdns []string
 	for _, z := range strings.Fields(zones) {
 		fqdns = append(fqdns, dns.Fqdn(z))
 	}
 	g := loaded(t, stanza{zones: fqdns, cfg: cfg}, zonefixture.Records)
-	n := startNotifier(g.Transfers, transferPlugin(t, "transfer "+zones+" {\n to "+strings.Join(to, " ")+"\n}"), keyName, key)
+	n := startNotifier(g.Transfers, keyName, key)
 	t.Cleanup(n.stop)
 	return g, n
 }

@@ -13,10 +13,9 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
 )
 
-// Config is what the stanza's options say of its transfers and NOTIFYs. Where the NOTIFYs go
-// is the stanza's own list (the notify option), read from the Corefile rather than from the
-// transfer plugin's unexported fields. Without it the transfer plugin's exported Notify sends
-// them to its `to` list: unsigned, one secondary after another, a few tries each.
+// Config is what the stanza's options say of its transfers and NOTIFYs. The NOTIFYs go to the
+// secondaries of the server block's transfer plugin (Transfer) and of the notify option
+// (secondaries.go).
 type Config struct {
 	// Synthetic puts into a transfer what the plugin synthesises too: an SRV record for every
 	// address (port 0 where none is stored) and the record-id names (transfer-synthetic).
@@ -24,10 +23,14 @@ type Config struct {
 	Notify       []string // host:port
 	NotifySource net.IP   // nil: the system picks the source address
 	NotifyKey    string   // the tsig plugin's key to sign with; "": the only one, or the first by name
+	Catalog      string   // the name of the catalog zone of the stanza's zones (RFC 9432); "": none
+	// Transfer are the server block's transfer stanzas, read back from its Corefile by the
+	// plugin's setup (ParseTransfer); none where the block has no transfer plugin.
+	Transfer []TransferStanza
 }
 
 // Options are the options of zone transfers and NOTIFYs: transfer-synthetic, "notify
-// ADDRESS..." (repeatable), "notify-source ADDRESS" and "notify-key NAME".
+// ADDRESS..." (repeatable), "notify-source ADDRESS", "notify-key NAME" and "catalog NAME".
 var Options = option.Table[*Config]{
 	"transfer-synthetic": option.Flag(func(c *Config) { c.Synthetic = true }),
 	"notify": func(c *Config, _ string, args []string) error {
@@ -50,6 +53,16 @@ var Options = option.Table[*Config]{
 			return fmt.Errorf("notify-source needs one IP address, the NOTIFYs' source")
 		}
 		c.NotifySource = net.ParseIP(args[0])
+		return nil
+	},
+	"catalog": func(c *Config, _ string, args []string) error {
+		if len(args) != 1 {
+			return fmt.Errorf("catalog needs the NAME of the catalog zone, e.g. catalog.invalid")
+		}
+		if _, ok := dns.IsDomainName(args[0]); !ok {
+			return fmt.Errorf("catalog: %q is not a domain name", args[0])
+		}
+		c.Catalog = dns.CanonicalName(args[0])
 		return nil
 	},
 	"notify-key": func(c *Config, _ string, args []string) error {

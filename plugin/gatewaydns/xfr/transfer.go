@@ -9,6 +9,7 @@
 package xfr
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -22,7 +23,9 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/catalog"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
 // pluginName is the plugin the logs and metrics are the plugin's.
@@ -49,6 +52,19 @@ type Records interface {
 	// ZoneDiff is the zone's names that changed since serial, as they were then and as they
 	// are now; ok is false where the journal does not reach back that far.
 	ZoneDiff(zone string, serial uint32, apexNames []string) (past, now *index.Zone, ok bool)
+	// JournalGap is the span of etcd's history between serial and the journal's start, where
+	// the journal does not reach back to serial; ZoneDiffFrom is ZoneDiff from serial with the
+	// values read from that span (index/gap.go).
+	JournalGap(zone string, serial uint32) (index.Gap, bool)
+	ZoneDiffFrom(zone string, serial uint32, apexNames []string, gap index.Gap, then map[string]*record.KV) (past, now *index.Zone, ok bool)
+	// History reads etcd's history (package history); nil where there is none to read.
+	History() History
+}
+
+// History reads the values that the keys under dir changed after revision from, up to to, had
+// at from (nil: none), as history.Reader.Past does.
+type History interface {
+	Past(ctx context.Context, dir string, from, to int64) (map[string]*record.KV, error)
 }
 
 // Stanza is what the transfers take from the stanza whose zones they send.
@@ -58,6 +74,7 @@ type Stanza struct {
 	Apex        *answer.Apex
 	NegativeTTL uint32         // the SOA's minimum, in the SOA a NOTIFY carries
 	Options     plugin.Options // the lookups' options (no_apex_fallback)
+	Catalog     *catalog.Zone  // the catalog of Zones (catalog.go); nil: none
 	// Records returns what the stanza answers from now; nil when there is nothing (the
 	// stanza only publishes).
 	Records func() Records
@@ -72,11 +89,11 @@ type Transfers struct {
 	runs  *runs
 
 	mu     sync.Mutex
-	notify *notifier // nil until NotifyThrough, and after Stop
+	notify *notifier // nil until StartNotifying, and after Stop
 }
 
 // New prepares the transfers of st's zones; nothing runs until a transfer is asked for or
-// NotifyThrough is called.
+// StartNotifying is called.
 func New(st Stanza, cfg Config) *Transfers {
 	return &Transfers{st: st, cfg: cfg, zones: strings.Join(st.Zones, " "), runs: newRuns()}
 }
@@ -88,6 +105,9 @@ func New(st Stanza, cfg Config) *Transfers {
 // its serial where the index's journal holds every change since (ixfr.go), and with the whole
 // zone otherwise, as RFC 1995 allows.
 func (t *Transfers) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
+	if t.isCatalog(zone) {
+		return t.transferCatalog(serial)
+	}
 	b := t.records()
 	if b == nil || !slices.Contains(t.st.Zones, zone) {
 		return nil, transfer.ErrNotAuthoritative
@@ -129,11 +149,11 @@ func (t *Transfers) fromSerial(run *xfrRun, b Records, zone string, serial uint3
 		soa := t.st.Apex.SOAAt(zone, current, b.MinTTL(request.Request{}))
 		return run.run(func(x *xfrRun) { x.send([]dns.RR{soa}) }), true
 	}
-	past, now, ok := t.incremental(b, zone, serial)
-	if !ok {
+	past, now, kind := t.incremental(run.runs.ctx, b, zone, serial)
+	if kind == "" {
 		return nil, false
 	}
-	transfers.WithLabelValues(t.st.Server, t.zones, "incremental").Inc()
+	transfers.WithLabelValues(t.st.Server, t.zones, kind).Inc()
 	return run.run(func(x *xfrRun) { t.sendIncremental(x, zone, serial, past, now) }), true
 }
 
@@ -170,16 +190,15 @@ func (t *Transfers) sendFull(x *xfrRun, z *index.Zone, pace *pacer) {
 	x.send(soa)
 }
 
-// NotifyThrough starts sending NOTIFYs of the stanza's zones (notify.go): to the notify
-// option's addresses, else through tp's Notify, signed with a key of secrets (the server
-// block's tsig plugin: name -> secret). Stop ends it. The error names a notify-key that
-// secrets lack.
-func (t *Transfers) NotifyThrough(tp *transfer.Transfer, secrets map[string]string) error {
+// StartNotifying starts sending NOTIFYs of the stanza's zones (notify.go) to their secondaries
+// (secondaries.go), signed with a key of secrets (the server block's tsig plugin: name ->
+// secret). Stop ends it. The error names a notify-key that secrets lack.
+func (t *Transfers) StartNotifying(secrets map[string]string) error {
 	keyName, key, _, err := t.cfg.SigningKey(secrets)
 	if err != nil {
 		return err
 	}
-	n := startNotifier(t, tp, keyName, key)
+	n := startNotifier(t, keyName, key)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.notify = n

@@ -76,7 +76,9 @@ func TestASyntheticTransferHoldsEachNamesAnswersBetweenTwoSOAs(t *testing.T) {
 		"www.web.eu1.zone.test. 300 IN SRV 10 100 0 1.www.web.eu1.zone.test.",
 		"zone.test. 300 IN A 10.0.0.80",
 		"zone.test. 300 IN NS ns1.ns.dns.zone.test.",
-		"zone.test. 300 IN SRV 10 100 0 own.zone.test.",
+		// The apex's SRV answer reads apex.dns.<zone> beside the apex's key (answer.ApexServices).
+		"zone.test. 300 IN SRV 10 50 0 1.apex.dns.zone.test.",
+		"zone.test. 300 IN SRV 10 50 0 own.zone.test.",
 	}
 	sameTransfer(t, got, want)
 	first, last := rrs[0].(*dns.SOA), rrs[len(rrs)-1].(*dns.SOA)

@@ -104,20 +104,17 @@ func (x *zoneWriter) appendApex(dst []dns.RR, name string) []dns.RR {
 		}
 	}
 	dst = append(dst, x.apex.ZoneGlue(name)...)
-	// The apex's addresses and text, as plugin.A and plugin.TXT find them (apex.dns.<zone>).
-	for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT} {
+	// The apex's own records, as published, from where the primary answers them
+	// (answer.ApexServices: apex.dns.<zone> and the apex's key). Never a CNAME: the apex
+	// holds the SOA and NS records, and a CNAME stands alone (RFC 1034 3.6.2).
+	return x.appendServices(dst, name, func(qtype uint16) []msg.Service {
 		m.SetQuestion(name, qtype)
-		rrs, _, _, err := answer.LookupBackend(context.Background(), x.z, x.apex, name, request.Request{Req: m, Zone: name}, x.opt)
+		sx, err := answer.ApexServices(context.Background(), x.z, name, request.Request{Req: m, Zone: name}, x.opt)
 		if err != nil {
-			continue
+			return nil
 		}
-		for _, rr := range rrs {
-			if h := rr.Header(); h.Rrtype == qtype && h.Name == name {
-				dst = append(dst, rr)
-			}
-		}
-	}
-	return dst
+		return sx
+	}, false)
 }
 
 // storage tells whether the zone's i-th name is where records are stored rather than a name
@@ -160,7 +157,7 @@ func (x *zoneWriter) appendGlue(dst []dns.RR, rr dns.RR) []dns.RR {
 // 3.6.2) and is left out beside other data. The values are those the name's questions read
 // (the CNAME rule and groups applied), with exact names.
 func (x *zoneWriter) appendPublished(dst []dns.RR, name string) []dns.RR {
-	ask := func(qtype uint16) []msg.Service {
+	return x.appendServices(dst, name, func(qtype uint16) []msg.Service {
 		m := new(dns.Msg)
 		m.SetQuestion(name, qtype)
 		sx, err := x.z.Services(context.Background(), request.Request{Req: m, Zone: x.z.Origin}, false, x.opt)
@@ -168,17 +165,22 @@ func (x *zoneWriter) appendPublished(dst []dns.RR, name string) []dns.RR {
 			return nil
 		}
 		return sx
-	}
+	}, !x.apex.Glued(name))
+}
+
+// appendServices appends the records of name made of the services each question reads
+// (ask): appendPublished's rules, a CNAME only where cname allows one.
+func (x *zoneWriter) appendServices(dst []dns.RR, name string, ask func(qtype uint16) []msg.Service, cname bool) []dns.RR {
 	start := len(dst)
-	var cname dns.RR
+	var alias dns.RR
 	for _, s := range ask(dns.TypeA) {
 		switch what, ip := s.HostType(); {
 		case what == dns.TypeA:
 			dst = append(dst, s.NewA(name, ip))
 		case what == dns.TypeAAAA:
 			dst = append(dst, s.NewAAAA(name, ip))
-		case what == dns.TypeCNAME && s.Port <= 0 && !s.Mail && cname == nil:
-			cname = s.NewCNAME(name, s.Host)
+		case what == dns.TypeCNAME && s.Port <= 0 && !s.Mail && alias == nil:
+			alias = s.NewCNAME(name, s.Host)
 		}
 	}
 	for _, s := range ask(dns.TypeTXT) {
@@ -188,8 +190,8 @@ func (x *zoneWriter) appendPublished(dst []dns.RR, name string) []dns.RR {
 	}
 	dst = x.appendSRV(dst, name, ask(dns.TypeSRV))
 	dst = x.appendMX(dst, name, ask(dns.TypeMX))
-	if len(dst) == start && cname != nil && !x.apex.Glued(name) {
-		dst = append(dst, cname)
+	if len(dst) == start && alias != nil && cname {
+		dst = append(dst, alias)
 	}
 	return dst
 }
