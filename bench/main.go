@@ -136,7 +136,11 @@ func counts(flagName, list string) ([]int, error) {
 	return out, nil
 }
 
-// allPhases are the phases, in the order they run.
+// allPhases are the phases, in the order they run. Each is a file named after what it
+// measures: A phase_cpu.go (CPU per question, with its report, servers and statistics),
+// Q phase_queries.go, S phase_scale.go, C phase_churn.go, P phase_propagation.go,
+// W phase_writer.go, X phase_transfers.go (and phase_transfers_secondaries.go), I
+// phase_ixfr.go (and phase_ixfr_restarts.go), B phase_pod.go, T phase_steering.go.
 var allPhases = []string{"A", "Q", "S", "C", "P", "W", "X", "I", "B", "T"}
 
 func (o options) has(phase string) bool {

@@ -13,7 +13,7 @@ import (
 )
 
 // shippedMemory is the memory deploy/ gives a gatewaydns pod: the container's limit and its
-// GOMEMLIMIT. The base Deployment sets them for every overlay (tests/deploy_static_test.go
+// GOMEMLIMIT. The base Deployment sets them for every overlay (tests/deploy/static_test.go
 // holds each overlay to them) and the chart's default values for every role; phase B runs the
 // pod with this GOMEMLIMIT and holds its peak to this limit, read from the files, not copied.
 type shippedMemory struct {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds external-dns (sigs.k8s.io/external-dns) at the version gatewaydns migrates from, for
-# tests/migration_test.go (which runs it against a real etcd and kube-apiserver) and for
+# tests/migration/migration_test.go (which runs it against a real etcd and kube-apiserver) and for
 # `make bench` (phase P measures its propagation). The one place that builds it:
 # `make test-binaries` runs this script, bench uses the binary it leaves.
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds helm (helm.sh/helm/v3/cmd/helm) at the version pinned in tools/helm/go.mod, for the
-# tests of deploy/chart (tests/deploy_chart_test.go: helm lint, helm template). `make
+# tests of deploy/chart (tests/deploy/chart_test.go: helm lint, helm template). `make
 # test-binaries` runs it.
 #
 # Usage: hack/build-helm.sh [OUTDIR]      (default: <repo>/bin; FORCE=1 rebuilds)

@@ -99,7 +99,7 @@ build etcdctl go.etcd.io/etcd/etcdctl/v3 -ldflags "-s -w"
 # Same build tags as upstream's hack/lib/golang.sh for release binaries.
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
 	-tags selinux,notest,grpcnotrace -ldflags "${kube_ldflags}"
-# kubeadm: tests/deploy_kubeadm_test.go runs its CoreDNS add-on phase (kubeadm's own manifests,
+# kubeadm: tests/deploy/kubeadm_test.go runs its CoreDNS add-on phase (kubeadm's own manifests,
 # made the way kubeadm makes them) before applying deploy/overlays over them.
 build kubeadm k8s.io/kubernetes/cmd/kubeadm -tags selinux,notest -ldflags "${kube_ldflags}"
 

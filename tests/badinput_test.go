@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -62,41 +63,6 @@ func badValues() []badValue {
 	}
 }
 
-// metricSum sums the samples of a metric of the default registry whose labels include
-// every label of want.
-func metricSum(t *testing.T, name string, want map[string]string) float64 {
-	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	Metrics:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if have[k] != v {
-					continue Metrics
-				}
-			}
-			if c := m.GetCounter(); c != nil {
-				sum += c.GetValue()
-			}
-			if g := m.GetGauge(); g != nil {
-				sum += g.GetValue()
-			}
-		}
-	}
-	return sum
-}
-
 // knownNames are put before the server starts; each must answer NOERROR with data throughout.
 var knownNames = []struct {
 	name  string
@@ -116,7 +82,7 @@ func checkKnownNames(t *testing.T, addr, when string) int {
 	n := 0
 	for _, k := range knownNames {
 		for _, netw := range []string{"udp", "tcp"} {
-			r := ask(t, netw, addr, k.name, k.qtype)
+			r := e2e.Ask(t, netw, addr, k.name, k.qtype)
 			if r.Rcode != dns.RcodeSuccess || len(r.Answer) == 0 {
 				t.Errorf("%s: %s %s over %s answered %s with %d answers, want NOERROR with data", when, k.name, dns.TypeToString[k.qtype], netw, dns.RcodeToString[r.Rcode], len(r.Answer))
 			}
@@ -156,18 +122,18 @@ func TestBadInput(t *testing.T) {
 	}
 
 	const zones = "zone.test."
-	before := metricSum(t, "coredns_gatewaydns_invalid_records_total", map[string]string{"zones": zones})
-	port, anyPort := freePort(t), freePort(t)
-	startCoreDNS(t, fmt.Sprintf("zone.test:%d {\n    gatewaydns {\n        endpoint %s\n    }\n}\nother.test:%d {\n    any\n    gatewaydns {\n        endpoint %[2]s\n    }\n}\n", port, etcd.ClientURL, anyPort))
+	before := e2e.MetricSum(t, "coredns_gatewaydns_invalid_records_total", map[string]string{"zones": zones})
+	port, anyPort := corednsproc.FreePort(t), corednsproc.FreePort(t)
+	e2e.StartCoreDNS(t, fmt.Sprintf("zone.test:%d {\n    gatewaydns {\n        endpoint %s\n    }\n}\nother.test:%d {\n    any\n    gatewaydns {\n        endpoint %[2]s\n    }\n}\n", port, etcd.ClientURL, anyPort))
 	addr, anyAddr := fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", anyPort)
-	waitFor(t, 15*time.Second, addr, "web.zone.test.", dns.TypeA, hasAnswer)
-	waitFor(t, 15*time.Second, anyAddr, "web.other.test.", dns.TypeA, hasAnswer)
+	e2e.WaitFor(t, 15*time.Second, addr, "web.zone.test.", dns.TypeA, e2e.HasAnswer)
+	e2e.WaitFor(t, 15*time.Second, anyAddr, "web.other.test.", dns.TypeA, e2e.HasAnswer)
 
 	waitCounter := func(want float64, when string) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			got := metricSum(t, "coredns_gatewaydns_invalid_records_total", map[string]string{"zones": zones}) - before
+			got := e2e.MetricSum(t, "coredns_gatewaydns_invalid_records_total", map[string]string{"zones": zones}) - before
 			if got == want {
 				return
 			}
@@ -185,7 +151,7 @@ func TestBadInput(t *testing.T) {
 		put(b.key(fmt.Sprintf("watch%02d", i)), b.value)
 	}
 	put("/skydns/test/zone/sentinel/1", `{"host":"10.7.9.9"}`)
-	waitFor(t, 5*time.Second, addr, "sentinel.zone.test.", dns.TypeA, answersWith("10.7.9.9"))
+	e2e.WaitFor(t, 5*time.Second, addr, "sentinel.zone.test.", dns.TypeA, e2e.AnswersWith("10.7.9.9"))
 	waitCounter(float64(2*invalid), "watch")
 	checked += checkKnownNames(t, addr, "after watch of bad values")
 	t.Logf("%d hostile values (%d invalid) at load and through the watch: invalid_records_total +%d", len(bad), invalid, 2*invalid)
@@ -201,7 +167,7 @@ func TestBadInput(t *testing.T) {
 		return ""
 	}
 	for _, netw := range []string{"udp", "tcp"} {
-		r, err := exchange(netw, addr, labelOf("1 MiB text")+".zone.test.", dns.TypeTXT)
+		r, err := e2e.Exchange(netw, addr, labelOf("1 MiB text")+".zone.test.", dns.TypeTXT)
 		if err == nil && r.Rcode == dns.RcodeServerFailure {
 			t.Errorf("1 MiB TXT over %s: SERVFAIL", netw)
 		}
@@ -212,15 +178,15 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	deep := "1" + strings.Repeat(".d", 100) + "." + labelOf("100 levels, valid name") + ".zone.test."
-	if r := ask(t, "udp", addr, deep, dns.TypeA); !answersWith("10.0.0.1")(r) {
+	if r := e2e.Ask(t, "udp", addr, deep, dns.TypeA); !e2e.AnswersWith("10.0.0.1")(r) {
 		t.Errorf("100-level valid name: %v", r)
 	}
-	r := ask(t, "udp", addr, "\\255."+labelOf("non-UTF-8 key")+".zone.test.", dns.TypeA)
+	r := e2e.Ask(t, "udp", addr, "\\255."+labelOf("non-UTF-8 key")+".zone.test.", dns.TypeA)
 	if r.Rcode == dns.RcodeServerFailure {
 		t.Errorf("non-UTF-8 key: SERVFAIL")
 	}
 	t.Logf("non-UTF-8 key, asked as \\255: rcode=%s answers=%d", dns.RcodeToString[r.Rcode], len(r.Answer))
-	r = ask(t, "udp", addr, labelOf("non-UTF-8 host")+".zone.test.", dns.TypeA)
+	r = e2e.Ask(t, "udp", addr, labelOf("non-UTF-8 host")+".zone.test.", dns.TypeA)
 	if r.Rcode == dns.RcodeServerFailure {
 		t.Errorf("non-UTF-8 host: SERVFAIL")
 	}
@@ -232,27 +198,27 @@ func TestBadInput(t *testing.T) {
 	checked += checkKnownNames(t, addr, "after malformed packets")
 
 	// ANY (RFC 8482).
-	r = ask(t, "udp", addr, "web.zone.test.", dns.TypeANY)
+	r = e2e.Ask(t, "udp", addr, "web.zone.test.", dns.TypeANY)
 	wire, _ := r.Pack()
 	t.Logf("ANY without the any plugin: rcode=%s answers=%d authority=%d size=%dB", dns.RcodeToString[r.Rcode], len(r.Answer), len(r.Ns), len(wire))
 	if r.Rcode != dns.RcodeSuccess || len(r.Answer) != 0 || len(wire) > 512 {
 		t.Errorf("ANY without the any plugin: want a small NOERROR/NODATA, got %dB %v", len(wire), r)
 	}
-	r = ask(t, "udp", addr, "big.zone.test.", dns.TypeANY)
+	r = e2e.Ask(t, "udp", addr, "big.zone.test.", dns.TypeANY)
 	if wire, _ := r.Pack(); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 0 || len(wire) > 512 {
 		t.Errorf("ANY of a name with 100 records: want a small NOERROR/NODATA, got %dB %v", len(wire), r)
 	}
-	if r := ask(t, "udp", addr, "nothere.zone.test.", dns.TypeANY); r.Rcode != dns.RcodeNameError {
+	if r := e2e.Ask(t, "udp", addr, "nothere.zone.test.", dns.TypeANY); r.Rcode != dns.RcodeNameError {
 		t.Errorf("ANY of an unknown name: want NXDOMAIN, got %v", r)
 	}
-	r = ask(t, "udp", anyAddr, "web.other.test.", dns.TypeANY)
+	r = e2e.Ask(t, "udp", anyAddr, "web.other.test.", dns.TypeANY)
 	if len(r.Answer) != 1 || r.Answer[0].Header().Rrtype != dns.TypeHINFO {
 		t.Errorf("ANY with the any plugin: want one HINFO (RFC 8482), got %v", r)
 	}
 
 	// Size: UDP truncates, TCP carries all, EDNS0 carries more than plain UDP.
-	plain := ask(t, "udp", addr, "big.zone.test.", dns.TypeA)
-	full := ask(t, "tcp", addr, "big.zone.test.", dns.TypeA)
+	plain := e2e.Ask(t, "udp", addr, "big.zone.test.", dns.TypeA)
+	full := e2e.Ask(t, "tcp", addr, "big.zone.test.", dns.TypeA)
 	m := new(dns.Msg)
 	m.SetQuestion("big.zone.test.", dns.TypeA)
 	m.SetEdns0(4096, false)
@@ -348,7 +314,7 @@ func malformedPackets(t *testing.T, addr string) int {
 			}
 		}
 		if i%50 == 0 || i == len(packets)-1 {
-			if r := ask(t, "udp", addr, "web.zone.test.", dns.TypeA); !hasAnswer(r) {
+			if r := e2e.Ask(t, "udp", addr, "web.zone.test.", dns.TypeA); !e2e.HasAnswer(r) {
 				t.Fatalf("after malformed packet %d the server does not answer: %v", i, r)
 			}
 		}

@@ -12,6 +12,8 @@ import (
 	corednstest "github.com/coredns/coredns/test"
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -87,7 +89,7 @@ func TestTheBatchedUDPPathAnswersAsTheServerDoes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	port, metrics := freePort(t), freePort(t)
+	port, metrics := corednsproc.FreePort(t), corednsproc.FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	inst, err := corednstest.CoreDNSServer(batchCorefile(etcd.ClientURL, port, metrics, "    loadbalance", ""))
 	if err != nil {
@@ -101,7 +103,7 @@ func TestTheBatchedUDPPathAnswersAsTheServerDoes(t *testing.T) {
 			t.Errorf("shutting CoreDNS down: %v", err)
 		}
 	})
-	waitFor(t, 10*time.Second, addr, "a.skydns.test.", dns.TypeA, hasAnswer)
+	e2e.WaitFor(t, 10*time.Second, addr, "a.skydns.test.", dns.TypeA, e2e.HasAnswer)
 	if n := udpSockets(t, port); n < 2 {
 		t.Fatalf("%d UDP sockets on port %d: the batched path has none", n, port)
 	}
@@ -147,7 +149,7 @@ func TestTheBatchedUDPPathAnswersAsTheServerDoes(t *testing.T) {
 					}
 					replies[i] = r
 				}
-				if u, tc := render(replies[0]), render(replies[1]); u != tc {
+				if u, tc := e2e.Render(replies[0]), e2e.Render(replies[1]); u != tc {
 					t.Fatalf("%s %s: UDP and TCP differ\n--- udp\n%s--- tcp\n%s", q.name, dns.TypeToString[q.qtype], u, tc)
 				}
 			}
@@ -158,39 +160,39 @@ func TestTheBatchedUDPPathAnswersAsTheServerDoes(t *testing.T) {
 		labels := map[string]string{"server": fmt.Sprintf("dns://:%d", port), "zone": "skydns.test.", "proto": "udp", "type": "A"}
 		rcodes := map[string]string{"server": fmt.Sprintf("dns://:%d", port), "zone": "skydns.test.", "rcode": "NOERROR", "plugin": "gatewaydns"}
 		batched := map[string]string{"zones": "skydns.test.", "outcome": "answered"}
-		requests, noerror := metricSum(t, "coredns_dns_requests_total", labels), metricSum(t, "coredns_dns_responses_total", rcodes)
-		answered := metricSum(t, "coredns_gatewaydns_udp_batch_questions_total", batched)
+		requests, noerror := e2e.MetricSum(t, "coredns_dns_requests_total", labels), e2e.MetricSum(t, "coredns_dns_responses_total", rcodes)
+		answered := e2e.MetricSum(t, "coredns_gatewaydns_udp_batch_questions_total", batched)
 		for range 20 {
-			if r := ask(t, "udp", addr, "a.skydns.test.", dns.TypeA); !hasAnswer(r) {
+			if r := e2e.Ask(t, "udp", addr, "a.skydns.test.", dns.TypeA); !e2e.HasAnswer(r) {
 				t.Fatalf("no answer: %v", r)
 			}
 		}
-		if got := metricSum(t, "coredns_dns_requests_total", labels) - requests; got != 20 {
+		if got := e2e.MetricSum(t, "coredns_dns_requests_total", labels) - requests; got != 20 {
 			t.Errorf("coredns_dns_requests_total grew by %v for 20 questions", got)
 		}
-		if got := metricSum(t, "coredns_dns_responses_total", rcodes) - noerror; got != 20 {
+		if got := e2e.MetricSum(t, "coredns_dns_responses_total", rcodes) - noerror; got != 20 {
 			t.Errorf("coredns_dns_responses_total{rcode=NOERROR,plugin=gatewaydns} grew by %v for 20 questions", got)
 		}
 		// The name was asked before: every one of them is the batched path's, none handed off.
-		if got := metricSum(t, "coredns_gatewaydns_udp_batch_questions_total", batched) - answered; got != 20 {
+		if got := e2e.MetricSum(t, "coredns_gatewaydns_udp_batch_questions_total", batched) - answered; got != 20 {
 			t.Errorf("the batched path answered %v of 20 questions", got)
 		}
 	})
 
 	t.Run("addresses come in loadbalance's orders", func(t *testing.T) {
 		batched := map[string]string{"zones": "skydns.test.", "outcome": "answered"}
-		ask(t, "udp", addr, "multi.skydns.test.", dns.TypeA) // packed now
-		answered := metricSum(t, "coredns_gatewaydns_udp_batch_questions_total", batched)
+		e2e.Ask(t, "udp", addr, "multi.skydns.test.", dns.TypeA) // packed now
+		answered := e2e.MetricSum(t, "coredns_gatewaydns_udp_batch_questions_total", batched)
 		orders := map[string]bool{}
 		for range 60 {
-			r := ask(t, "udp", addr, "multi.skydns.test.", dns.TypeA)
+			r := e2e.Ask(t, "udp", addr, "multi.skydns.test.", dns.TypeA)
 			var ips []string
 			for _, rr := range r.Answer {
 				ips = append(ips, rr.(*dns.A).A.String())
 			}
 			orders[strings.Join(ips, " ")] = true
 		}
-		if got := metricSum(t, "coredns_gatewaydns_udp_batch_questions_total", batched) - answered; got != 60 {
+		if got := e2e.MetricSum(t, "coredns_gatewaydns_udp_batch_questions_total", batched) - answered; got != 60 {
 			t.Errorf("the batched path answered %v of 60 questions", got)
 		}
 		if len(orders) < 3 {
@@ -199,15 +201,15 @@ func TestTheBatchedUDPPathAnswersAsTheServerDoes(t *testing.T) {
 	})
 
 	t.Run("a change is answered at once", func(t *testing.T) {
-		ask(t, "udp", addr, "chg.skydns.test.", dns.TypeA) // packed now
+		e2e.Ask(t, "udp", addr, "chg.skydns.test.", dns.TypeA) // packed now
 		if _, err := cli.Put(ctx, "/skydns/test/skydns/chg/1", `{"host":"10.0.0.6"}`); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, addr, "chg.skydns.test.", dns.TypeA, func(r *dns.Msg) bool {
-			return hasAnswer(r) && r.Answer[0].(*dns.A).A.String() == "10.0.0.6"
+		e2e.WaitFor(t, 5*time.Second, addr, "chg.skydns.test.", dns.TypeA, func(r *dns.Msg) bool {
+			return e2e.HasAnswer(r) && r.Answer[0].(*dns.A).A.String() == "10.0.0.6"
 		})
 		for range 5 {
-			if r := ask(t, "udp", addr, "chg.skydns.test.", dns.TypeA); r.Answer[0].(*dns.A).A.String() != "10.0.0.6" {
+			if r := e2e.Ask(t, "udp", addr, "chg.skydns.test.", dns.TypeA); r.Answer[0].(*dns.A).A.String() != "10.0.0.6" {
 				t.Fatalf("the old address came back: %v", r)
 			}
 		}
@@ -230,7 +232,7 @@ func TestTheBatchedUDPPathAnswersAsTheServerDoes(t *testing.T) {
 		if !strings.Contains(err.Error(), fmt.Sprintf(":%d: udp-batch: log in this server block must see every question", line)) {
 			t.Fatalf("the error does not name line %d and log: %v", line, err)
 		}
-		if r := ask(t, "udp", addr, "a.skydns.test.", dns.TypeA); !hasAnswer(r) {
+		if r := e2e.Ask(t, "udp", addr, "a.skydns.test.", dns.TypeA); !e2e.HasAnswer(r) {
 			t.Fatalf("the running server no longer answers: %v", r)
 		}
 		if n := udpSockets(t, port); n != sockets {
@@ -247,7 +249,7 @@ func TestTheBatchedUDPPathAnswersAsTheServerDoes(t *testing.T) {
 		if n := udpSockets(t, port); n != 1 {
 			t.Fatalf("%d UDP sockets on port %d with udp-batch off, want CoreDNS's one", n, port)
 		}
-		if r := ask(t, "udp", addr, "a.skydns.test.", dns.TypeA); !hasAnswer(r) {
+		if r := e2e.Ask(t, "udp", addr, "a.skydns.test.", dns.TypeA); !e2e.HasAnswer(r) {
 			t.Fatalf("no answer after the reload: %v", r)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -41,18 +42,18 @@ func TestCorefilesClusterDNS(t *testing.T) {
 	k8s.Namespace("shop")
 	ip := createService(t, k8s, "shop", "web")
 
-	p := runCorefile(t, "cluster-dns.Corefile", "GATEWAYDNS_KUBECONFIG="+kube.KubeconfigFile)
-	p.waitReady(t, 60*time.Second)
+	p := e2e.RunCorefile(t, "cluster-dns.Corefile", "GATEWAYDNS_KUBECONFIG="+kube.KubeconfigFile)
+	p.WaitReady(t, 60*time.Second)
 	// The ready plugin can say OK a moment before the DNS listener is up (the kubernetes
 	// plugin's startup hook returns on its own poll of the same sync).
-	waitFor(t, 10*time.Second, p.DNS, "kubernetes.default.svc.cluster.local.", dns.TypeA, hasAnswer)
+	e2e.WaitFor(t, 10*time.Second, p.DNS, "kubernetes.default.svc.cluster.local.", dns.TypeA, e2e.HasAnswer)
 
 	for _, netw := range []string{"udp", "tcp"} {
-		if r := ask(t, netw, p.DNS, "web.shop.svc.cluster.local.", dns.TypeA); !answersWith(ip)(r) || !r.Authoritative {
+		if r := e2e.Ask(t, netw, p.DNS, "web.shop.svc.cluster.local.", dns.TypeA); !e2e.AnswersWith(ip)(r) || !r.Authoritative {
 			t.Errorf("%s: A web.shop.svc.cluster.local: want %s, got %v", netw, ip, r)
 		}
 	}
-	if r := ask(t, "udp", p.DNS, "nothere.shop.svc.cluster.local.", dns.TypeA); !isNXDOMAIN(r) {
+	if r := e2e.Ask(t, "udp", p.DNS, "nothere.shop.svc.cluster.local.", dns.TypeA); !e2e.IsNXDOMAIN(r) {
 		t.Errorf("a Service that does not exist should be NXDOMAIN: %v", r)
 	}
 	// The reverse zone answers the Service's address.
@@ -60,7 +61,7 @@ func TestCorefilesClusterDNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := ask(t, "udp", p.DNS, rev, dns.TypePTR)
+	r := e2e.Ask(t, "udp", p.DNS, rev, dns.TypePTR)
 	if len(r.Answer) != 1 || r.Answer[0].(*dns.PTR).Ptr != "web.shop.svc.cluster.local." {
 		t.Errorf("PTR %s: %v", rev, r)
 	}
@@ -87,12 +88,12 @@ func TestCorefilesKubernetesFallthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p := runCorefile(t, "kubernetes-fallthrough.Corefile",
+	p := e2e.RunCorefile(t, "kubernetes-fallthrough.Corefile",
 		"GATEWAYDNS_ETCD_ENDPOINTS="+etcd.ClientURL,
 		"GATEWAYDNS_OWNER=k2s",
 		"GATEWAYDNS_KUBECONFIG="+kube.KubeconfigFile)
-	p.waitReady(t, 60*time.Second)
-	waitFor(t, 10*time.Second, p.DNS, "kubernetes.default.svc.cluster.local.", dns.TypeA, hasAnswer)
+	p.WaitReady(t, 60*time.Second)
+	e2e.WaitFor(t, 10*time.Second, p.DNS, "kubernetes.default.svc.cluster.local.", dns.TypeA, e2e.HasAnswer)
 
 	// The Corefile caches answers (cache 30), so ask only once the route's record is in etcd.
 	deadline := time.Now().Add(10 * time.Second)
@@ -113,12 +114,12 @@ func TestCorefilesKubernetesFallthrough(t *testing.T) {
 			{"portal.apps.cluster.local.", "203.0.113.60", "gatewaydns (published from the HTTPRoute)"},
 			{"legacy.cluster.local.", "203.0.113.61", "gatewaydns (written by external-dns)"},
 		} {
-			if r := ask(t, netw, p.DNS, c.name, dns.TypeA); !answersWith(c.ip)(r) {
+			if r := e2e.Ask(t, netw, p.DNS, c.name, dns.TypeA); !e2e.AnswersWith(c.ip)(r) {
 				t.Errorf("%s: A %s should be answered by %s with %s: %v", netw, c.name, c.by, c.ip, r)
 			}
 		}
 	}
-	if r := ask(t, "udp", p.DNS, "nothere.cluster.local.", dns.TypeA); !isNXDOMAIN(r) || len(r.Ns) != 1 {
+	if r := e2e.Ask(t, "udp", p.DNS, "nothere.cluster.local.", dns.TypeA); !e2e.IsNXDOMAIN(r) || len(r.Ns) != 1 {
 		t.Errorf("a name neither plugin has should be NXDOMAIN with an SOA: %v", r)
 	}
 	// The kubernetes plugin's own names are not in etcd: the answer above came from the API.

@@ -11,7 +11,9 @@ import (
 	"github.com/miekg/dns"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
 	"github.com/gatewaydns/gatewaydns/internal/dnscheck"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -118,7 +120,7 @@ func hugeRecords() []clientv3.Op {
 func putDifferentialRecords(t *testing.T, cli *clientv3.Client) {
 	t.Helper()
 	ctx := context.Background()
-	putInTxns(t, cli, hugeRecords())
+	e2e.PutInTxns(t, cli, hugeRecords())
 	for _, r := range differentialRecords {
 		key := msg.Path(r.name, "skydns")
 		if r.suffix != "" {
@@ -215,15 +217,15 @@ func TestDifferentialAgainstStockEtcdPlugin(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	putDifferentialRecords(t, etcd.Client(t))
 
-	stockPort, ourPort := freePort(t), freePort(t)
-	startCoreDNS(t, differentialCorefile("etcd", etcd.ClientURL, stockPort)+differentialCorefile("gatewaydns", etcd.ClientURL, ourPort))
+	stockPort, ourPort := corednsproc.FreePort(t), corednsproc.FreePort(t)
+	e2e.StartCoreDNS(t, differentialCorefile("etcd", etcd.ClientURL, stockPort)+differentialCorefile("gatewaydns", etcd.ClientURL, ourPort))
 	stock := fmt.Sprintf("127.0.0.1:%d", stockPort)
 	ours := fmt.Sprintf("127.0.0.1:%d", ourPort)
 
-	waitFor(t, 10*time.Second, ours, "a.skydns.test.", dns.TypeA, hasAnswer)
+	e2e.WaitFor(t, 10*time.Second, ours, "a.skydns.test.", dns.TypeA, e2e.HasAnswer)
 	// The index learns a lease's remaining life right after loading; wait until it has.
-	waitFor(t, 10*time.Second, ours, leasedName, dns.TypeA, func(r *dns.Msg) bool {
-		return hasAnswer(r) && r.Answer[0].Header().Ttl > leaseTTL-60
+	e2e.WaitFor(t, 10*time.Second, ours, leasedName, dns.TypeA, func(r *dns.Msg) bool {
+		return e2e.HasAnswer(r) && r.Answer[0].Header().Ttl > leaseTTL-60
 	})
 
 	cases := differentialCases()
@@ -234,8 +236,8 @@ func TestDifferentialAgainstStockEtcdPlugin(t *testing.T) {
 	for _, tc := range cases {
 		for _, netw := range []string{"udp", "tcp"} {
 			t.Run(fmt.Sprintf("%s/%s/%s", tc.name, dns.TypeToString[tc.qtype], netw), func(t *testing.T) {
-				want := ask(t, netw, stock, tc.name, tc.qtype)
-				got := ask(t, netw, ours, tc.name, tc.qtype)
+				want := e2e.Ask(t, netw, stock, tc.name, tc.qtype)
+				got := e2e.Ask(t, netw, ours, tc.name, tc.qtype)
 				if want.Rcode == dns.RcodeServerFailure {
 					t.Fatalf("the stock plugin failed; the fixture must not make it fail:\n%v", want)
 				}
@@ -248,14 +250,14 @@ func TestDifferentialAgainstStockEtcdPlugin(t *testing.T) {
 					checkCutRead(t, want, got)
 					return
 				}
-				if w, g := render(want), render(got); w != g {
+				if w, g := e2e.Render(want), e2e.Render(got); w != g {
 					t.Fatalf("replies differ\n--- stock etcd plugin\n%s--- gatewaydns\n%s", w, g)
 				}
 				// Asked again: answered from the reply the first question kept packed, where
 				// the name keeps one (by the batched UDP path over UDP).
-				again := ask(t, netw, ours, tc.name, tc.qtype)
+				again := e2e.Ask(t, netw, ours, tc.name, tc.qtype)
 				alignLeaseTTLs(t, want, again)
-				if w, g := render(want), render(again); w != g {
+				if w, g := e2e.Render(want), e2e.Render(again); w != g {
 					t.Fatalf("replies differ when asked again\n--- stock etcd plugin\n%s--- gatewaydns\n%s", w, g)
 				}
 				if netw == "udp" {
@@ -335,9 +337,9 @@ var cutRead = map[string]bool{"dups.huge.test./A": true}
 func checkCutRead(t *testing.T, want, got *dns.Msg) {
 	t.Helper()
 	fail := func(why string) {
-		t.Fatalf("%s\n--- stock etcd plugin\n%s--- gatewaydns\n%s", why, render(want), render(got))
+		t.Fatalf("%s\n--- stock etcd plugin\n%s--- gatewaydns\n%s", why, e2e.Render(want), e2e.Render(got))
 	}
-	if render(got) == render(want) {
+	if e2e.Render(got) == e2e.Render(want) {
 		fail("the same as the stock answer: the read is no longer cut here, unpin the case")
 	}
 	if got.Rcode != want.Rcode || got.Truncated != want.Truncated || len(got.Answer) == 0 {
@@ -360,9 +362,9 @@ func checkCutRead(t *testing.T, want, got *dns.Msg) {
 func checkCNAMERuled(t *testing.T, name string, want, got *dns.Msg) {
 	t.Helper()
 	fail := func(why string) {
-		t.Fatalf("%s\n--- stock etcd plugin\n%s--- gatewaydns\n%s", why, render(want), render(got))
+		t.Fatalf("%s\n--- stock etcd plugin\n%s--- gatewaydns\n%s", why, e2e.Render(want), e2e.Render(got))
 	}
-	if render(got) == render(want) {
+	if e2e.Render(got) == e2e.Render(want) {
 		fail("the same as the stock answer: the rule no longer departs from it here, unpin the case")
 	}
 	if got.Rcode != want.Rcode {

@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/internal/docblocks"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -136,11 +137,11 @@ func startMakeRun(t *testing.T) *makeRun {
 		t.Fatal("hack/run-local.sh writes no record this test recognises (put KEY 'VALUE')")
 	}
 	for _, p := range puts {
-		putEtcd(t, cli, p[1], p[2])
+		e2e.PutEtcd(t, cli, p[1], p[2])
 	}
-	p := runCorefile(t, "central.Corefile", "GATEWAYDNS_ETCD_ENDPOINTS="+e.ClientURL)
-	p.waitReady(t, 30*time.Second)
-	waitFor(t, 10*time.Second, p.DNS, "app.eu1.openmcp.cluster.", dns.TypeA, answersWith("203.0.113.10", "203.0.113.11"))
+	p := e2e.RunCorefile(t, "central.Corefile", "GATEWAYDNS_ETCD_ENDPOINTS="+e.ClientURL)
+	p.WaitReady(t, 30*time.Second)
+	e2e.WaitFor(t, 10*time.Second, p.DNS, "app.eu1.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("203.0.113.10", "203.0.113.11"))
 	return &makeRun{etcd: e, dns: p.DNS, etcdctl: testenv.FindBinary(t, "etcdctl")}
 }
 
@@ -273,7 +274,7 @@ func TestDocsBuildAndShip(t *testing.T) {
 			}
 			ran++
 		case strings.HasPrefix(cmd, "./coredns "):
-			out, err := runShell(t, corednsBinary(t)+strings.TrimPrefix(cmd, "./coredns"))
+			out, err := runShell(t, testenv.CoreDNSBinary(t)+strings.TrimPrefix(cmd, "./coredns"))
 			if err != nil || strings.TrimSpace(out) != "gatewaydns" {
 				t.Errorf("%s: %v\n%s", l, err, out)
 			}

@@ -14,7 +14,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
 	"github.com/gatewaydns/gatewaydns/internal/dnscheck"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
@@ -40,13 +42,13 @@ func TestLandscape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	central := startCorefile(t, "central-tls.Corefile",
+	central := corednsproc.Start(t, "central-tls.Corefile",
 		strings.Replace(string(centralSrc), "    gatewaydns {", "    transfer {\n        to *\n    }\n    gatewaydns {", 1), tlsEnv...)
 
 	type cluster struct {
 		name string
 		k8s  *gatewayfixture.Cluster
-		dns  *coreDNSProcess
+		dns  *corednsproc.Process
 	}
 	newCluster := func(name, gwAddress string) *cluster {
 		kube := testenv.StartKubeAPIServer(t)
@@ -56,7 +58,7 @@ func TestLandscape(t *testing.T) {
 		k8s.Namespace("shop")
 		// Its listener takes any hostname: only the domain filter decides what is published.
 		k8s.Gateway("infra", "public", gatewayv1.HTTPProtocolType, 80, "", gwAddress)
-		p := runCorefile(t, "workload-tls.Corefile", append(slices.Clone(tlsEnv),
+		p := e2e.RunCorefile(t, "workload-tls.Corefile", append(slices.Clone(tlsEnv),
 			"GATEWAYDNS_OWNER="+name,
 			"GATEWAYDNS_DOMAIN="+name+".openmcp.cluster",
 			"GATEWAYDNS_KUBECONFIG="+kube.KubeconfigFile,
@@ -65,9 +67,9 @@ func TestLandscape(t *testing.T) {
 	}
 	eu1 := newCluster("eu1", "203.0.113.10")
 	us1 := newCluster("us1", "198.51.100.10")
-	central.waitReady(t, 30*time.Second)
-	eu1.dns.waitReady(t, 60*time.Second)
-	us1.dns.waitReady(t, 60*time.Second)
+	central.WaitReady(t, 30*time.Second)
+	eu1.dns.WaitReady(t, 60*time.Second)
+	us1.dns.WaitReady(t, 60*time.Second)
 	t.Logf("landscape up in %s", time.Since(start).Round(time.Millisecond))
 	servers := map[string]string{"central": central.DNS, "eu1": eu1.dns.DNS, "us1": us1.dns.DNS}
 
@@ -77,7 +79,7 @@ func TestLandscape(t *testing.T) {
 	expectEverywhere := func(timeout time.Duration, name string, cond func(*dns.Msg) bool) {
 		t.Helper()
 		for _, who := range []string{"eu1", "us1", "central"} {
-			waitFor(t, timeout, servers[who], name, dns.TypeA, cond)
+			e2e.WaitFor(t, timeout, servers[who], name, dns.TypeA, cond)
 		}
 	}
 
@@ -99,7 +101,7 @@ func TestLandscape(t *testing.T) {
 	known["mqtt.eu1.openmcp.cluster."] = "203.0.113.13"
 	known["vpn.eu1.openmcp.cluster."] = "203.0.113.14"
 	for name, ip := range known {
-		expectEverywhere(10*time.Second, name, answersWith(ip))
+		expectEverywhere(10*time.Second, name, e2e.AnswersWith(ip))
 	}
 	// The whole zone by transfer from the central server, as make demo prints it: between its
 	// SOA records, every name published.
@@ -117,7 +119,7 @@ func TestLandscape(t *testing.T) {
 	}
 	for _, c := range []*cluster{eu1, us1} {
 		for name, ip := range known {
-			if r := ask(t, "tcp", c.dns.DNS, name, dns.TypeA); !answersWith(ip)(r) {
+			if r := e2e.Ask(t, "tcp", c.dns.DNS, name, dns.TypeA); !e2e.AnswersWith(ip)(r) {
 				t.Errorf("%s over TCP: A %s: %v", c.name, name, r)
 			}
 		}
@@ -135,8 +137,8 @@ func TestLandscape(t *testing.T) {
 			if time.Since(began) > 10*time.Second {
 				t.Fatalf("change %d (%s) not answered by %v within 10s", i, ip, pending)
 			}
-			r, err := exchange("udp", pending[0], "web.eu1.openmcp.cluster.", dns.TypeA)
-			if err == nil && answersWith(ip)(r) {
+			r, err := e2e.Exchange("udp", pending[0], "web.eu1.openmcp.cluster.", dns.TypeA)
+			if err == nil && e2e.AnswersWith(ip)(r) {
 				pending = pending[1:]
 				continue
 			}
@@ -158,7 +160,7 @@ func TestLandscape(t *testing.T) {
 	began := time.Now()
 	eu1.k8s.DeleteHTTPRoute("shop", "old")
 	delete(known, "old.eu1.openmcp.cluster.")
-	expectEverywhere(5*time.Second, "old.eu1.openmcp.cluster.", isNXDOMAIN)
+	expectEverywhere(5*time.Second, "old.eu1.openmcp.cluster.", e2e.IsNXDOMAIN)
 	t.Logf("route deleted -> NXDOMAIN everywhere: %s", time.Since(began).Round(time.Millisecond))
 
 	// eu1 cannot publish into us1's subdomain: refused with a Warning Event, never answered.
@@ -168,7 +170,7 @@ func TestLandscape(t *testing.T) {
 	notAnswered := func(when string) {
 		t.Helper()
 		for who, addr := range servers {
-			if r := ask(t, "udp", addr, "intruder.us1.openmcp.cluster.", dns.TypeA); !isNXDOMAIN(r) {
+			if r := e2e.Ask(t, "udp", addr, "intruder.us1.openmcp.cluster.", dns.TypeA); !e2e.IsNXDOMAIN(r) {
 				t.Errorf("%s: %s answers eu1's name in us1's subdomain: %v", when, who, r)
 			}
 		}
@@ -181,7 +183,7 @@ func TestLandscape(t *testing.T) {
 	downAt := time.Now()
 	for who, addr := range servers {
 		for name, ip := range known {
-			if r := ask(t, "udp", addr, name, dns.TypeA); !answersWith(ip)(r) {
+			if r := e2e.Ask(t, "udp", addr, name, dns.TypeA); !e2e.AnswersWith(ip)(r) {
 				t.Errorf("etcd down: %s: A %s: want %s, got %v", who, name, ip, r)
 			}
 		}
@@ -192,7 +194,7 @@ func TestLandscape(t *testing.T) {
 	known["fresh.us1.openmcp.cluster."] = "198.51.100.10"
 	known["web.eu1.openmcp.cluster."] = "203.0.113.200"
 	time.Sleep(time.Second) // the writers try, and fail, meanwhile
-	if r := ask(t, "udp", central.DNS, "web.eu1.openmcp.cluster.", dns.TypeA); !answersWith("203.0.113.149")(r) {
+	if r := e2e.Ask(t, "udp", central.DNS, "web.eu1.openmcp.cluster.", dns.TypeA); !e2e.AnswersWith("203.0.113.149")(r) {
 		t.Errorf("etcd down: the central server should keep the last good answer: %v", r)
 	}
 	t.Logf("answered from memory while etcd was down for %s", time.Since(downAt).Round(time.Millisecond))
@@ -201,7 +203,7 @@ func TestLandscape(t *testing.T) {
 	etcd.Restart()
 	began = time.Now()
 	for name, ip := range known {
-		expectEverywhere(30*time.Second, name, answersWith(ip))
+		expectEverywhere(30*time.Second, name, e2e.AnswersWith(ip))
 	}
 	t.Logf("etcd restarted -> the changes made while it was down answered everywhere: %s", time.Since(began).Round(time.Millisecond))
 	notAnswered("after the etcd restart")

@@ -11,7 +11,9 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
 	"github.com/gatewaydns/gatewaydns/internal/declared"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/kubesource"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
@@ -58,16 +60,14 @@ func gatewaydnsMetrics(t *testing.T) (serve, publish []string) {
 
 // firstScrape reads /metrics as soon as the process answers it: the first scrape a
 // Prometheus could make.
-func firstScrape(t *testing.T, p *coreDNSProcess) string {
+func firstScrape(t *testing.T, p *corednsproc.Process) string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		select {
-		case err := <-p.done:
-			t.Fatalf("coredns exited: %v", err)
-		default:
+		if !p.Running() {
+			t.Fatalf("coredns exited: %v", p.Child.Err())
 		}
-		if body, code := httpGet("http://" + p.Metrics + "/metrics"); code == http.StatusOK {
+		if body, code := e2e.HTTPGet("http://" + p.Metrics + "/metrics"); code == http.StatusOK {
 			return body
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -92,15 +92,15 @@ func TestEveryMetricIsExportedAtTheFirstScrape(t *testing.T) {
 		want, other []string
 	}{
 		{"serve only", serveOnly, serve, publish},
-		{"publish only", writerCorefile(etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster"), publish, serve},
-		{"serve and publish", bothRoles(etcd.ClientURL, "eu1", kube.KubeconfigFile), slices.Concat(serve, publish), nil},
+		{"publish only", e2e.WriterCorefile(etcd.ClientURL, "eu1", kube.KubeconfigFile, "eu1.openmcp.cluster"), publish, serve},
+		{"serve and publish", e2e.BothRoles(etcd.ClientURL, "eu1", kube.KubeconfigFile), slices.Concat(serve, publish), nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := startCorefile(t, "atstart.Corefile", tc.corefile)
+			p := corednsproc.Start(t, "atstart.Corefile", tc.corefile)
 			body := firstScrape(t, p)
 			exported := map[string][]map[string]string{}
-			for _, s := range parseMetrics(body) {
-				exported[s.name] = append(exported[s.name], s.labels)
+			for _, s := range e2e.Samples(t, body) {
+				exported[s.Name] = append(exported[s.Name], s.Labels)
 			}
 			for _, m := range tc.want {
 				if len(exported[m]) == 0 {

@@ -16,8 +16,11 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
 	"github.com/gatewaydns/gatewaydns/internal/dashboard"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -159,12 +162,12 @@ func TestMonitoringMetricsExported(t *testing.T) {
 	k8s.Gateway("infra", "public", gatewayv1.HTTPProtocolType, 80, "", "203.0.113.10")
 	k8s.HTTPRoute("infra", "web", "infra", "public", "web.eu1.openmcp.cluster")
 
-	p := startCorefile(t, "monitoring.Corefile", bothRoles(etcd.ClientURL, "mon", kube.KubeconfigFile))
-	p.waitReady(t, 60*time.Second)
+	p := corednsproc.Start(t, "monitoring.Corefile", e2e.BothRoles(etcd.ClientURL, "mon", kube.KubeconfigFile))
+	p.WaitReady(t, 60*time.Second)
 
 	// Every series exists at zero from the start (TestEveryMetricIsExportedAtTheFirstScrape):
 	// nothing needs to happen first.
-	body, _ := httpGet("http://" + p.Metrics + "/metrics")
+	body, _ := e2e.HTTPGet("http://" + p.Metrics + "/metrics")
 	missing := func(body string, which func(string) bool) (n int) {
 		for _, m := range slices.Sorted(maps.Keys(used)) {
 			if which(m) && !strings.Contains(body, "\n"+m+"{") && !strings.Contains(body, "\n"+m+" ") {
@@ -178,21 +181,21 @@ func TestMonitoringMetricsExported(t *testing.T) {
 	n := missing(body, gatewaydns)
 	t.Logf("%d metrics used by the rules and the dashboard, %d gatewaydns ones missing at the first scrape", len(used), n)
 
-	ask(t, "udp", p.DNS, "web.eu1.openmcp.cluster.", dns.TypeA)
+	e2e.Ask(t, "udp", p.DNS, "web.eu1.openmcp.cluster.", dns.TypeA)
 	// CoreDNS counts a request after it has written the answer: the count may follow it.
-	p.waitMetric(t, 5*time.Second, `coredns_dns_requests_total{zone="openmcp.cluster."}`, func(v float64) bool { return v >= 1 })
-	body, _ = httpGet("http://" + p.Metrics + "/metrics")
+	p.WaitMetric(t, 5*time.Second, `coredns_dns_requests_total{zone="openmcp.cluster."}`, func(v float64) bool { return v >= 1 })
+	body, _ = e2e.HTTPGet("http://" + p.Metrics + "/metrics")
 	// CoreDNS's own series exist once a question was answered.
 	missing(body, func(m string) bool { return !gatewaydns(m) })
 	server := requestsServer(t, body, "openmcp.cluster.")
 	labelled := 0
-	for _, s := range parseMetrics(body) {
-		if !strings.HasPrefix(s.name, "coredns_gatewaydns_") {
+	for _, s := range e2e.Samples(t, body) {
+		if !strings.HasPrefix(s.Name, "coredns_gatewaydns_") {
 			continue
 		}
 		labelled++
-		if s.labels["server"] != server {
-			t.Errorf("%s%v: server %q, want the queries' %q", s.name, s.labels, s.labels["server"], server)
+		if s.Labels["server"] != server {
+			t.Errorf("%s%v: server %q, want the queries' %q", s.Name, s.Labels, s.Labels["server"], server)
 		}
 	}
 	t.Logf("%d gatewaydns series, each with server %q", labelled, server)
@@ -203,8 +206,8 @@ func TestMonitoringMetricsExported(t *testing.T) {
 func requestsServer(t *testing.T, body, zone string) string {
 	t.Helper()
 	servers := map[string]bool{}
-	for _, s := range matching(body, fmt.Sprintf(`coredns_dns_requests_total{zone=%q}`, zone)) {
-		servers[s.labels["server"]] = true
+	for _, s := range promtext.Matching(body, fmt.Sprintf(`coredns_dns_requests_total{zone=%q}`, zone)) {
+		servers[s.Labels["server"]] = true
 	}
 	if len(servers) != 1 {
 		t.Fatalf("requests for %s counted by %d servers (%v), want one", zone, len(servers), servers)
@@ -224,14 +227,14 @@ func TestMonitoringServerBlocksOnTheSameZones(t *testing.T) {
 	cli := etcd.Client(t)
 	// Block a: 3 names. Block b: 5 names and a value it cannot serve.
 	for i := range 3 {
-		putEtcd(t, cli, fmt.Sprintf("/skydns-a/cluster/openmcp/a%d/1", i), fmt.Sprintf(`{"host":"10.40.0.%d"}`, i+1))
+		e2e.PutEtcd(t, cli, fmt.Sprintf("/skydns-a/cluster/openmcp/a%d/1", i), fmt.Sprintf(`{"host":"10.40.0.%d"}`, i+1))
 	}
 	for i := range 5 {
-		putEtcd(t, cli, fmt.Sprintf("/skydns-b/cluster/openmcp/b%d/1", i), fmt.Sprintf(`{"host":"10.41.0.%d"}`, i+1))
+		e2e.PutEtcd(t, cli, fmt.Sprintf("/skydns-b/cluster/openmcp/b%d/1", i), fmt.Sprintf(`{"host":"10.41.0.%d"}`, i+1))
 	}
-	putEtcd(t, cli, "/skydns-b/cluster/openmcp/bad/1", `{"host":`)
+	e2e.PutEtcd(t, cli, "/skydns-b/cluster/openmcp/bad/1", `{"host":`)
 
-	portA, portB := freePort(t), freePort(t)
+	portA, portB := corednsproc.FreePort(t), corednsproc.FreePort(t)
 	// Block b is bound to an address: its server label is that address's, as its queries'.
 	corefile := fmt.Sprintf(`openmcp.cluster:%d {
     ready
@@ -250,21 +253,21 @@ openmcp.cluster:%[2]d {
     }
 }
 `, portA, portB, etcd.ClientURL)
-	p := startCorefile(t, "two-blocks.Corefile", corefile)
-	p.waitReady(t, 30*time.Second)
+	p := corednsproc.Start(t, "two-blocks.Corefile", corefile)
+	p.WaitReady(t, 30*time.Second)
 	addrA, addrB := fmt.Sprintf("127.0.0.1:%d", portA), fmt.Sprintf("127.0.0.1:%d", portB)
-	waitFor(t, 10*time.Second, addrA, "a0.openmcp.cluster.", dns.TypeA, answersWith("10.40.0.1"))
-	waitFor(t, 10*time.Second, addrB, "b0.openmcp.cluster.", dns.TypeA, answersWith("10.41.0.1"))
+	e2e.WaitFor(t, 10*time.Second, addrA, "a0.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("10.40.0.1"))
+	e2e.WaitFor(t, 10*time.Second, addrB, "b0.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("10.41.0.1"))
 
 	// What CoreDNS labels the two blocks' queries with: the address of each block's server.
 	serverA, serverB := fmt.Sprintf("dns://:%d", portA), fmt.Sprintf("dns://127.0.0.1:%d", portB)
 	// CoreDNS counts a request after it has written the answer: the count may follow it.
 	for _, server := range []string{serverA, serverB} {
-		p.waitMetric(t, 5*time.Second, fmt.Sprintf(`coredns_dns_requests_total{server=%q,zone="openmcp.cluster."}`, server), func(v float64) bool { return v >= 1 })
+		p.WaitMetric(t, 5*time.Second, fmt.Sprintf(`coredns_dns_requests_total{server=%q,zone="openmcp.cluster."}`, server), func(v float64) bool { return v >= 1 })
 	}
-	body, _ := httpGet("http://" + p.Metrics + "/metrics")
+	body, _ := e2e.HTTPGet("http://" + p.Metrics + "/metrics")
 	for _, server := range []string{serverA, serverB} {
-		checkExported(t, body, fmt.Sprintf(`coredns_dns_requests_total{server=%q,zone="openmcp.cluster."}`, server))
+		e2e.CheckExported(t, body, fmt.Sprintf(`coredns_dns_requests_total{server=%q,zone="openmcp.cluster."}`, server))
 	}
 	if t.Failed() {
 		t.Fatalf("the queries are not counted under the servers this test expects:\n%s", body)
@@ -279,10 +282,10 @@ openmcp.cluster:%[2]d {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			body, _ := httpGet("http://" + p.Metrics + "/metrics")
+			body, _ := e2e.HTTPGet("http://" + p.Metrics + "/metrics")
 			held := 0
 			for s, v := range want {
-				if got, ok := seriesValue(body, s); ok && got == v {
+				if got, ok := promtext.Value(body, s); ok && got == v {
 					held++
 				}
 			}
@@ -291,7 +294,7 @@ openmcp.cluster:%[2]d {
 			}
 			if time.Now().After(deadline) {
 				for s, v := range want {
-					checkSeries(t, body, s, v)
+					e2e.CheckSeries(t, body, s, v)
 				}
 				t.Fatalf("%s:\n%s", what, gatewaydnsLines(body))
 			}
@@ -308,8 +311,8 @@ openmcp.cluster:%[2]d {
 	})
 
 	// A change under block a's prefix: only its series move.
-	putEtcd(t, cli, "/skydns-a/cluster/openmcp/a3/1", `{"host":"10.40.0.4"}`)
-	waitFor(t, 10*time.Second, addrA, "a3.openmcp.cluster.", dns.TypeA, answersWith("10.40.0.4"))
+	e2e.PutEtcd(t, cli, "/skydns-a/cluster/openmcp/a3/1", `{"host":"10.40.0.4"}`)
+	e2e.WaitFor(t, 10*time.Second, addrA, "a3.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("10.40.0.4"))
 	check("after a change only block a sees", map[string]float64{
 		series("coredns_gatewaydns_index_records", serverA):                          4,
 		series("coredns_gatewaydns_index_records", serverB):                          5,
@@ -337,47 +340,47 @@ func gatewaydnsLines(body string) string {
 func TestMonitoringReloadKeepsOrMovesTheServersSeries(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	kube := testenv.StartKubeAPIServer(t)
-	putEtcd(t, etcd.Client(t), "/skydns/cluster/openmcp/by/hand/1", `{"host":"198.51.100.7"}`)
+	e2e.PutEtcd(t, etcd.Client(t), "/skydns/cluster/openmcp/by/hand/1", `{"host":"198.51.100.7"}`)
 	corefile := func(port int, comment string) string {
 		return fmt.Sprintf("# %s\nopenmcp.cluster:%d {\n    ready\n    prometheus :9153\n    gatewaydns {\n"+
 			"        endpoint %s\n        owner moved\n        kubeconfig %s\n        domain-filter eu1.openmcp.cluster\n    }\n}\n",
 			comment, port, etcd.ClientURL, kube.KubeconfigFile)
 	}
-	before, after := freePort(t), freePort(t)
+	before, after := corednsproc.FreePort(t), corednsproc.FreePort(t)
 	serverBefore, serverAfter := fmt.Sprintf("dns://:%d", before), fmt.Sprintf("dns://:%d", after)
-	p := startCorefile(t, "moved.Corefile", corefile(before, "first"))
-	p.waitReady(t, 30*time.Second)
+	p := corednsproc.Start(t, "moved.Corefile", corefile(before, "first"))
+	p.WaitReady(t, 30*time.Second)
 	leader := func(server string) string {
 		return fmt.Sprintf(`coredns_gatewaydns_writer_leader{owner="moved",server=%q}`, server)
 	}
 	startResyncs := func(server string) string {
 		return fmt.Sprintf(`coredns_gatewaydns_resyncs_total{reason="start",server=%q}`, server)
 	}
-	p.waitMetric(t, 30*time.Second, leader(serverBefore), isOne)
-	p.waitMetric(t, 10*time.Second, startResyncs(serverBefore), isOne)
+	p.WaitMetric(t, 30*time.Second, leader(serverBefore), e2e.IsOne)
+	p.WaitMetric(t, 10*time.Second, startResyncs(serverBefore), e2e.IsOne)
 
-	if _, completed := p.reloadNow(t, corefile(before, "the same block"), 20*time.Second); !completed {
+	if _, completed := p.ReloadNow(t, corefile(before, "the same block"), 20*time.Second); !completed {
 		t.Fatal("the reload that keeps the block did not complete")
 	}
-	p.waitReady(t, 30*time.Second)
+	p.WaitReady(t, 30*time.Second)
 	// Still one full load: the new instance took the running feed instead of loading again.
-	if v, _ := p.metric(startResyncs(serverBefore)); v != 1 {
+	if v, _ := p.Metric(startResyncs(serverBefore)); v != 1 {
 		t.Errorf("after a reload that keeps the block: %s = %v, want 1 (the feed shared)", startResyncs(serverBefore), v)
 	}
-	if v, _ := p.metric(leader(serverBefore)); v != 1 {
+	if v, _ := p.Metric(leader(serverBefore)); v != 1 {
 		t.Errorf("after a reload that keeps the block: %s = %v, want 1 (the publisher shared)", leader(serverBefore), v)
 	}
 
-	if _, completed := p.reloadNow(t, corefile(after, "moved to another port"), 20*time.Second); !completed {
+	if _, completed := p.ReloadNow(t, corefile(after, "moved to another port"), 20*time.Second); !completed {
 		t.Fatal("the reload that moves the block did not complete")
 	}
-	waitFor(t, 10*time.Second, fmt.Sprintf("127.0.0.1:%d", after), "hand.by.openmcp.cluster.", dns.TypeA, answersWith("198.51.100.7"))
-	p.waitMetric(t, 30*time.Second, leader(serverAfter), isOne)
-	p.waitMetric(t, 10*time.Second, startResyncs(serverAfter), isOne)
-	body, _ := httpGet("http://" + p.Metrics + "/metrics")
-	for _, s := range parseMetrics(body) {
-		if strings.HasPrefix(s.name, "coredns_gatewaydns_") && s.labels["server"] != serverAfter {
-			t.Errorf("%s%v is still exported after its server block moved to %s", s.name, s.labels, serverAfter)
+	e2e.WaitFor(t, 10*time.Second, fmt.Sprintf("127.0.0.1:%d", after), "hand.by.openmcp.cluster.", dns.TypeA, e2e.AnswersWith("198.51.100.7"))
+	p.WaitMetric(t, 30*time.Second, leader(serverAfter), e2e.IsOne)
+	p.WaitMetric(t, 10*time.Second, startResyncs(serverAfter), e2e.IsOne)
+	body, _ := e2e.HTTPGet("http://" + p.Metrics + "/metrics")
+	for _, s := range e2e.Samples(t, body) {
+		if strings.HasPrefix(s.Name, "coredns_gatewaydns_") && s.Labels["server"] != serverAfter {
+			t.Errorf("%s%v is still exported after its server block moved to %s", s.Name, s.Labels, serverAfter)
 		}
 	}
 }

@@ -4,52 +4,18 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
-	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
-
-// serveZone starts a CoreDNS that serves zone.test from endpoint with gatewaydns and returns
-// its address once it answers.
-func serveZone(t *testing.T, endpoint string, cli *clientv3.Client) string {
-	t.Helper()
-	if _, err := cli.Put(context.Background(), "/skydns/test/zone/ready/1", `{"host":"10.255.0.1"}`); err != nil {
-		t.Fatal(err)
-	}
-	port := freePort(t)
-	startCoreDNS(t, fmt.Sprintf("zone.test:%d {\n    gatewaydns {\n        endpoint %s\n    }\n}\n", port, endpoint))
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitFor(t, 10*time.Second, addr, "ready.zone.test.", dns.TypeA, hasAnswer)
-	return addr
-}
-
-func addresses(r *dns.Msg) []string {
-	var out []string
-	for _, rr := range r.Answer {
-		switch a := rr.(type) {
-		case *dns.A:
-			out = append(out, a.A.String())
-		case *dns.AAAA:
-			out = append(out, a.AAAA.String())
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func answersWith(ips ...string) func(*dns.Msg) bool {
-	return func(r *dns.Msg) bool { return r.Rcode == dns.RcodeSuccess && slices.Equal(addresses(r), ips) }
-}
-
-func isNXDOMAIN(r *dns.Msg) bool { return r.Rcode == dns.RcodeNameError }
 
 // TestChangesAreAnsweredWithin100ms puts, changes and deletes records in a real etcd and
 // measures how long until the running server's answers reflect each change: 95 of 100 within
@@ -59,7 +25,7 @@ func isNXDOMAIN(r *dns.Msg) bool { return r.Rcode == dns.RcodeNameError }
 func TestChangesAreAnsweredWithin100ms(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	cli := etcd.Client(t)
-	addr := serveZone(t, etcd.ClientURL, cli)
+	addr := e2e.ServeZone(t, etcd.ClientURL, cli)
 	ctx := context.Background()
 
 	const rounds = 20
@@ -67,7 +33,7 @@ func TestChangesAreAnsweredWithin100ms(t *testing.T) {
 	measure := func(what string, change func(), name string, cond func(*dns.Msg) bool) {
 		start := time.Now()
 		change()
-		waitFor(t, 2*time.Second, addr, name, dns.TypeA, cond)
+		e2e.WaitFor(t, 2*time.Second, addr, name, dns.TypeA, cond)
 		d := time.Since(start)
 		took = append(took, d)
 		if d > time.Second {
@@ -84,13 +50,13 @@ func TestChangesAreAnsweredWithin100ms(t *testing.T) {
 				}
 			}
 		}
-		measure("put", put(`{"host":"10.1.0.1"}`), name, answersWith("10.1.0.1"))
-		measure("change", put(`{"host":"10.1.0.2"}`), name, answersWith("10.1.0.2"))
+		measure("put", put(`{"host":"10.1.0.1"}`), name, e2e.AnswersWith("10.1.0.1"))
+		measure("change", put(`{"host":"10.1.0.2"}`), name, e2e.AnswersWith("10.1.0.2"))
 		measure("delete", func() {
 			if _, err := cli.Delete(ctx, key); err != nil {
 				t.Fatal(err)
 			}
-		}, name, isNXDOMAIN)
+		}, name, e2e.IsNXDOMAIN)
 	}
 	slices.Sort(took)
 	p50, p95 := took[len(took)/2], took[len(took)*95/100]
@@ -105,26 +71,26 @@ func TestChangesAreAnsweredWithin100ms(t *testing.T) {
 func TestAnswersFromMemoryWhileEtcdIsDown(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	cli := etcd.Client(t)
-	addr := serveZone(t, etcd.ClientURL, cli)
+	addr := e2e.ServeZone(t, etcd.ClientURL, cli)
 	ctx := context.Background()
 	for i := range 10 {
 		if _, err := cli.Put(ctx, fmt.Sprintf("/skydns/test/zone/up%d/1", i), fmt.Sprintf(`{"host":"10.2.0.%d"}`, i+1)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 2*time.Second, addr, "up9.zone.test.", dns.TypeA, answersWith("10.2.0.10"))
+	e2e.WaitFor(t, 2*time.Second, addr, "up9.zone.test.", dns.TypeA, e2e.AnswersWith("10.2.0.10"))
 
 	etcd.Stop()
 	for round := range 3 {
 		for i := range 10 {
 			for _, netw := range []string{"udp", "tcp"} {
-				r := ask(t, netw, addr, fmt.Sprintf("up%d.zone.test.", i), dns.TypeA)
-				if want := fmt.Sprintf("10.2.0.%d", i+1); !answersWith(want)(r) {
+				r := e2e.Ask(t, netw, addr, fmt.Sprintf("up%d.zone.test.", i), dns.TypeA)
+				if want := fmt.Sprintf("10.2.0.%d", i+1); !e2e.AnswersWith(want)(r) {
 					t.Fatalf("round %d, etcd down: up%d over %s answered %v, want %s", round, i, netw, r, want)
 				}
 			}
 		}
-		if r := ask(t, "udp", addr, "nothere.zone.test.", dns.TypeA); !isNXDOMAIN(r) {
+		if r := e2e.Ask(t, "udp", addr, "nothere.zone.test.", dns.TypeA); !e2e.IsNXDOMAIN(r) {
 			t.Fatalf("etcd down: unknown name answered %v, want NXDOMAIN", r)
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -134,7 +100,7 @@ func TestAnswersFromMemoryWhileEtcdIsDown(t *testing.T) {
 	if _, err := cli.Put(ctx, "/skydns/test/zone/after/1", `{"host":"10.2.1.1"}`); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, addr, "after.zone.test.", dns.TypeA, answersWith("10.2.1.1"))
+	e2e.WaitFor(t, 30*time.Second, addr, "after.zone.test.", dns.TypeA, e2e.AnswersWith("10.2.1.1"))
 }
 
 // TestReloadsAfterCompactionWithoutLosingUpdates partitions the server from etcd, makes changes,
@@ -148,15 +114,15 @@ func TestReloadsAfterCompactionWithoutLosingUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proxy.Close() })
-	addr := serveZone(t, "http://"+proxy.Addr, cli)
+	addr := e2e.ServeZone(t, "http://"+proxy.Addr, cli)
 	ctx := context.Background()
 	for _, kv := range [][2]string{{"keep", "10.3.0.1"}, {"change", "10.3.0.2"}, {"gone", "10.3.0.3"}} {
 		if _, err := cli.Put(ctx, "/skydns/test/zone/"+kv[0]+"/1", `{"host":"`+kv[1]+`"}`); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 2*time.Second, addr, "gone.zone.test.", dns.TypeA, answersWith("10.3.0.3"))
-	before := counterValue(t, "coredns_gatewaydns_resyncs_total", "compacted")
+	e2e.WaitFor(t, 2*time.Second, addr, "gone.zone.test.", dns.TypeA, e2e.AnswersWith("10.3.0.3"))
+	before := e2e.MetricSum(t, "coredns_gatewaydns_resyncs_total", map[string]string{"reason": "compacted"})
 
 	proxy.Cut()
 	if _, err := cli.Put(ctx, "/skydns/test/zone/change/1", `{"host":"10.3.1.2"}`); err != nil {
@@ -173,41 +139,18 @@ func TestReloadsAfterCompactionWithoutLosingUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	// While cut off, the server answers what it had.
-	if r := ask(t, "udp", addr, "gone.zone.test.", dns.TypeA); !answersWith("10.3.0.3")(r) {
+	if r := e2e.Ask(t, "udp", addr, "gone.zone.test.", dns.TypeA); !e2e.AnswersWith("10.3.0.3")(r) {
 		t.Fatalf("partitioned: answered %v, want the last good data", r)
 	}
 	proxy.Restore()
 
-	waitFor(t, 30*time.Second, addr, "new.zone.test.", dns.TypeA, answersWith("10.3.1.4"))
-	waitFor(t, time.Second, addr, "change.zone.test.", dns.TypeA, answersWith("10.3.1.2"))
-	waitFor(t, time.Second, addr, "gone.zone.test.", dns.TypeA, isNXDOMAIN)
-	waitFor(t, time.Second, addr, "keep.zone.test.", dns.TypeA, answersWith("10.3.0.1"))
-	if after := counterValue(t, "coredns_gatewaydns_resyncs_total", "compacted"); after <= before {
+	e2e.WaitFor(t, 30*time.Second, addr, "new.zone.test.", dns.TypeA, e2e.AnswersWith("10.3.1.4"))
+	e2e.WaitFor(t, time.Second, addr, "change.zone.test.", dns.TypeA, e2e.AnswersWith("10.3.1.2"))
+	e2e.WaitFor(t, time.Second, addr, "gone.zone.test.", dns.TypeA, e2e.IsNXDOMAIN)
+	e2e.WaitFor(t, time.Second, addr, "keep.zone.test.", dns.TypeA, e2e.AnswersWith("10.3.0.1"))
+	if after := e2e.MetricSum(t, "coredns_gatewaydns_resyncs_total", map[string]string{"reason": "compacted"}); after <= before {
 		t.Fatalf("resyncs_total{reason=compacted} went from %v to %v: the compaction path was not taken", before, after)
 	}
-}
-
-// counterValue sums a counter of the default registry over the series with the given reason.
-func counterValue(t *testing.T, name, reason string) float64 {
-	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
 }
 
 // TestExplainRevealsWhereAnswersComeFrom: with "explain", dig CH TXT <name> tells, for every
@@ -220,13 +163,13 @@ func TestExplainRevealsWhereAnswersComeFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, plain := freePort(t), freePort(t)
-	startCoreDNS(t, fmt.Sprintf("zone.test:%d {\n gatewaydns {\n  endpoint %s\n  explain\n }\n}\nzone.test:%d {\n gatewaydns {\n  endpoint %[2]s\n }\n}\n", port, etcd.ClientURL, plain))
+	port, plain := corednsproc.FreePort(t), corednsproc.FreePort(t)
+	e2e.StartCoreDNS(t, fmt.Sprintf("zone.test:%d {\n gatewaydns {\n  endpoint %s\n  explain\n }\n}\nzone.test:%d {\n gatewaydns {\n  endpoint %[2]s\n }\n}\n", port, etcd.ClientURL, plain))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	// Both blocks have loaded: before its load a block answers SERVFAIL to any question, a CH
 	// one too, which is not the refusal the last check looks for.
-	waitFor(t, 10*time.Second, addr, "web.zone.test.", dns.TypeA, answersWith("203.0.113.10"))
-	waitFor(t, 10*time.Second, fmt.Sprintf("127.0.0.1:%d", plain), "web.zone.test.", dns.TypeA, answersWith("203.0.113.10"))
+	e2e.WaitFor(t, 10*time.Second, addr, "web.zone.test.", dns.TypeA, e2e.AnswersWith("203.0.113.10"))
+	e2e.WaitFor(t, 10*time.Second, fmt.Sprintf("127.0.0.1:%d", plain), "web.zone.test.", dns.TypeA, e2e.AnswersWith("203.0.113.10"))
 
 	m := new(dns.Msg)
 	m.SetQuestion("web.zone.test.", dns.TypeTXT)
@@ -266,21 +209,21 @@ func TestNegativeTTLIsTheSOAMinimum(t *testing.T) {
 	if _, err := etcd.Client(t).Put(context.Background(), "/skydns/test/zone/web/1", `{"host":"203.0.113.10"}`); err != nil {
 		t.Fatal(err)
 	}
-	set, unset := freePort(t), freePort(t)
-	startCoreDNS(t, fmt.Sprintf("zone.test:%d {\n gatewaydns {\n  endpoint %s\n  negative-ttl 5\n }\n}\nzone.test:%d {\n gatewaydns {\n  endpoint %[2]s\n }\n}\n", set, etcd.ClientURL, unset))
+	set, unset := corednsproc.FreePort(t), corednsproc.FreePort(t)
+	e2e.StartCoreDNS(t, fmt.Sprintf("zone.test:%d {\n gatewaydns {\n  endpoint %s\n  negative-ttl 5\n }\n}\nzone.test:%d {\n gatewaydns {\n  endpoint %[2]s\n }\n}\n", set, etcd.ClientURL, unset))
 	for _, tc := range []struct {
 		port int
 		want uint32
 	}{{set, 5}, {unset, 30}} {
 		addr := fmt.Sprintf("127.0.0.1:%d", tc.port)
-		waitFor(t, 10*time.Second, addr, "web.zone.test.", dns.TypeA, answersWith("203.0.113.10"))
+		e2e.WaitFor(t, 10*time.Second, addr, "web.zone.test.", dns.TypeA, e2e.AnswersWith("203.0.113.10"))
 		for _, q := range []struct {
 			name  string
 			qtype uint16
 			rcode int
 		}{{"nothere.zone.test.", dns.TypeA, dns.RcodeNameError}, {"web.zone.test.", dns.TypeMX, dns.RcodeSuccess}} {
 			for _, netw := range []string{"udp", "tcp"} {
-				r := ask(t, netw, addr, q.name, q.qtype)
+				r := e2e.Ask(t, netw, addr, q.name, q.qtype)
 				if r.Rcode != q.rcode || len(r.Answer) != 0 || len(r.Ns) != 1 {
 					t.Fatalf("%s %s over %s: %v", q.name, dns.TypeToString[q.qtype], netw, r)
 				}

@@ -15,7 +15,9 @@ import (
 	"github.com/miekg/dns"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
 	"github.com/gatewaydns/gatewaydns/internal/dnsperf"
+	"github.com/gatewaydns/gatewaydns/internal/e2e"
 	"github.com/gatewaydns/gatewaydns/internal/testenv"
 )
 
@@ -70,8 +72,8 @@ func TestServesUnderLoadWhileRecordsChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p := startCorefile(t, "soak.Corefile", soakCorefile, "GATEWAYDNS_ETCD_ENDPOINTS="+strings.Join(etcd.Endpoints(), ","))
-	p.waitReady(t, 10*time.Second)
+	p := corednsproc.Start(t, "soak.Corefile", soakCorefile, "GATEWAYDNS_ETCD_ENDPOINTS="+strings.Join(etcd.Endpoints(), ","))
+	p.WaitReady(t, 10*time.Second)
 
 	// The question mix: names that keep changing, a name that does not, a name that does not
 	// exist, and AAAA questions that have no data.
@@ -131,7 +133,7 @@ func TestServesUnderLoadWhileRecordsChurn(t *testing.T) {
 	sampleDone := make(chan error, 1)
 	go func() {
 		for start := time.Now(); time.Since(start) < duration; time.Sleep(time.Second) {
-			kb, err := processRSS(p.cmd.Process.Pid)
+			kb, err := processRSS(p.PID())
 			if err != nil {
 				sampleDone <- err
 				return
@@ -183,7 +185,7 @@ func TestServesUnderLoadWhileRecordsChurn(t *testing.T) {
 	for i := range names {
 		want := addr(i, gens[i])
 		for {
-			r, err := exchange("udp", p.DNS, fmt.Sprintf("churn%d.eu1.openmcp.cluster.", i), dns.TypeA)
+			r, err := e2e.Exchange("udp", p.DNS, fmt.Sprintf("churn%d.eu1.openmcp.cluster.", i), dns.TypeA)
 			if err == nil && len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == want {
 				break
 			}

@@ -76,16 +76,19 @@ func (p *Process) Running() bool {
 }
 
 // Stop sends sig (SIGTERM for a graceful stop, SIGKILL for a crash) and waits for the exit;
-// after grace it sends SIGKILL.
-func (p *Process) Stop(sig os.Signal, grace time.Duration) {
+// after grace it sends SIGKILL. It reports whether the process was gone within grace (one that
+// had exited before counts), so that a test can fail a process that does not stop when told.
+func (p *Process) Stop(sig os.Signal, grace time.Duration) (inGrace bool) {
 	if !p.Running() {
-		return
+		return true
 	}
 	_ = p.Cmd.Process.Signal(sig)
 	select {
 	case <-p.exited:
+		return true
 	case <-time.After(grace):
 		_ = p.Cmd.Process.Kill()
 		<-p.exited
+		return false
 	}
 }

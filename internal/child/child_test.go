@@ -19,7 +19,9 @@ func TestStopEndsAProcessThatIgnoresNothing(t *testing.T) {
 	if !p.Running() {
 		t.Fatal("not running right after Start")
 	}
-	p.Stop(syscall.SIGTERM, 5*time.Second)
+	if !p.Stop(syscall.SIGTERM, 5*time.Second) {
+		t.Error("Stop says a process that SIGTERM ends outlived the grace period")
+	}
 	if p.Running() {
 		t.Fatal("still running after Stop")
 	}
@@ -42,7 +44,9 @@ func TestStopKillsAProcessThatIgnoresSIGTERM(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // for the trap to be set
 	start := time.Now()
-	p.Stop(syscall.SIGTERM, 300*time.Millisecond)
+	if p.Stop(syscall.SIGTERM, 300*time.Millisecond) {
+		t.Error("Stop says a process that ignores SIGTERM left within the grace period")
+	}
 	if p.Running() {
 		t.Fatal("still running after Stop")
 	}

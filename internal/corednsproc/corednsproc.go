@@ -1,6 +1,10 @@
-// Package corednsproc runs the built coredns binary (testenv.CoreDNSBinary) for end-to-end
-// tests: free loopback ports, and a Corefile's health, ready and prometheus listeners moved
-// onto them.
+// Package corednsproc runs the coredns binary on loopback ports: the one CoreDNS process of
+// the end-to-end tests, make bench and make demo. A Corefile's health, ready, prometheus and
+// pprof listeners are moved onto ports of the process's own (Localize), its output goes to a
+// log file, and the process dies with the one that started it (package child).
+//
+// process.go is what every caller shares (New, Run, AwaitReady, Output); testing.go is the
+// tests' side (Start, WaitReady, the waits on metrics, reloads and stops they check).
 package corednsproc
 
 import (
@@ -27,15 +31,19 @@ func Ports(t testing.TB, n int) []int {
 	return ports
 }
 
-// sidecarPlugins matches the lines of the plugins that listen on a fixed default port.
-var sidecarPlugins = regexp.MustCompile(`(?m)^(\s*)(health|ready|prometheus)\b[^\n{]*`)
+// sidecarPlugins matches the lines of the plugins that listen on a fixed default port, and
+// the brace that opens a block of options after them.
+var sidecarPlugins = regexp.MustCompile(`(?m)^(\s*)(health|ready|prometheus|pprof)\b[^\n{]*(\{?)`)
 
-// Localize moves the listeners of the health, ready and prometheus plugins in a Corefile to
-// the given addresses.
-func Localize(corefile, health, ready, metrics string) string {
+// Localize moves the listeners of the health, ready, prometheus and pprof plugins in a
+// Corefile to the given addresses; a block of options after one (health's lameduck) stays.
+func Localize(corefile, health, ready, metrics, pprof string) string {
 	return sidecarPlugins.ReplaceAllStringFunc(corefile, func(line string) string {
 		m := sidecarPlugins.FindStringSubmatch(line)
-		addr := map[string]string{"health": health, "ready": ready, "prometheus": metrics}[m[2]]
+		addr := map[string]string{"health": health, "ready": ready, "prometheus": metrics, "pprof": pprof}[m[2]]
+		if m[3] != "" {
+			return m[1] + m[2] + " " + addr + " {"
+		}
 		return m[1] + m[2] + " " + addr
 	})
 }

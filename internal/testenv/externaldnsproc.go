@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/internal/child"
 	"github.com/gatewaydns/gatewaydns/internal/freeport"
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 )
 
 // ExternalDNSOptions configures StartExternalDNS: an external-dns v0.21.0 with
@@ -217,22 +217,11 @@ func (x *ExternalDNS) Log() string {
 func (x *ExternalDNS) Metric(series string) (v float64, ok bool) {
 	hc := &http.Client{Timeout: 2 * time.Second}
 	defer hc.CloseIdleConnections()
-	resp, err := hc.Get("http://" + x.MetricsAddr + "/metrics")
+	body, err := promtext.Scrape(hc, "http://"+x.MetricsAddr+"/metrics")
 	if err != nil {
 		return 0, false
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return 0, false
-	}
-	for l := range strings.SplitSeq(string(body), "\n") {
-		if rest, found := strings.CutPrefix(l, series+" "); found {
-			f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return f, err == nil
-		}
-	}
-	return 0, false
+	return promtext.Value(body, series)
 }
 
 // Sync loops: external_dns_controller_last_reconcile_timestamp_seconds is set at the start of

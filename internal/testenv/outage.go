@@ -3,18 +3,16 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 	"github.com/gatewaydns/gatewaydns/internal/tcpproxy"
 )
 
@@ -36,23 +34,15 @@ func watchStreams(clientURL string, timeout time.Duration) (int, error) {
 
 // etcdGauge reads the gauge name from the /metrics of the etcd at clientURL.
 func etcdGauge(clientURL, name string, timeout time.Duration) (int, error) {
-	hc := &http.Client{Timeout: timeout}
-	resp, err := hc.Get(clientURL + "/metrics")
+	body, err := promtext.Scrape(&http.Client{Timeout: timeout}, clientURL+"/metrics")
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
+	v, ok := promtext.Value(body, name)
+	if !ok {
+		return 0, fmt.Errorf("no %s in /metrics", name)
 	}
-	for _, l := range strings.Split(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(l, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			return int(f), err
-		}
-	}
-	return 0, fmt.Errorf("no %s in /metrics", name)
+	return int(v), nil
 }
 
 // An Outage is one way etcd stops answering a client that reaches it through a proxy: Begin

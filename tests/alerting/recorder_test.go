@@ -12,11 +12,8 @@ import (
 	"sync"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/gatewaydns/gatewaydns/internal/corednsproc"
+	"github.com/gatewaydns/gatewaydns/internal/promtext"
 )
 
 // recording is what a Prometheus scraping the scenario's processes every step would store: the
@@ -155,73 +152,42 @@ func (r *recording) put(series string, i int, c cell) {
 
 // parse stores the wanted series of one scrape of tg at step n-1 and returns their names.
 func (r *recording) parse(tg *target, body string) (map[string]bool, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	samples, err := promtext.Parse(body)
 	if err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
 	i := r.n - 1
-	for name, mf := range families {
-		if !r.wanted(name) {
+	for _, s := range samples {
+		if !r.wanted(s.Family) {
 			continue
 		}
-		for _, m := range mf.GetMetric() {
-			for _, s := range samplesOf(name, mf.GetType(), m) {
-				v := s.v
-				if strings.HasSuffix(s.name, "_timestamp_seconds") && v != 0 {
-					v -= float64(r.t0.UnixNano()) / 1e9
-				}
-				key := seriesKey(s.name, m.GetLabel(), s.extra, tg)
-				if tg.frozen[s.name] {
-					if held, ok := tg.held[key]; ok {
-						v = held
-					} else {
-						tg.held[key] = v
-					}
-				}
-				seen[key] = true
-				r.put(key, i, cell{set: true, v: v})
+		v := s.Value
+		if strings.HasSuffix(s.Name, "_timestamp_seconds") && v != 0 {
+			v -= float64(r.t0.UnixNano()) / 1e9
+		}
+		key := seriesKey(s, tg)
+		if tg.frozen[s.Name] {
+			if held, ok := tg.held[key]; ok {
+				v = held
+			} else {
+				tg.held[key] = v
 			}
 		}
+		seen[key] = true
+		r.put(key, i, cell{set: true, v: v})
 	}
 	return seen, nil
 }
 
-type sample struct {
-	name, extra string // extra: a le="..." label of a bucket
-	v           float64
-}
-
-func samplesOf(name string, typ dto.MetricType, m *dto.Metric) []sample {
-	switch typ {
-	case dto.MetricType_COUNTER:
-		return []sample{{name: name, v: m.GetCounter().GetValue()}}
-	case dto.MetricType_GAUGE:
-		return []sample{{name: name, v: m.GetGauge().GetValue()}}
-	case dto.MetricType_UNTYPED:
-		return []sample{{name: name, v: m.GetUntyped().GetValue()}}
-	case dto.MetricType_HISTOGRAM:
-		h := m.GetHistogram()
-		out := []sample{{name: name + "_sum", v: h.GetSampleSum()}, {name: name + "_count", v: float64(h.GetSampleCount())}}
-		for _, b := range h.GetBucket() {
-			out = append(out, sample{name: name + "_bucket", extra: "le=" + strconv.Quote(formatFloat(b.GetUpperBound())), v: float64(b.GetCumulativeCount())})
-		}
-		return append(out, sample{name: name + "_bucket", extra: `le="+Inf"`, v: float64(h.GetSampleCount())})
-	}
-	return nil
-}
-
-func seriesKey(name string, labels []*dto.LabelPair, extra string, tg *target) string {
+// seriesKey is a sample of tg in PromQL notation, with the target's instance and job labels.
+func seriesKey(s promtext.Sample, tg *target) string {
 	parts := []string{"instance=" + strconv.Quote(tg.proc.Metrics), "job=" + strconv.Quote(tg.job)}
-	for _, l := range labels {
-		parts = append(parts, l.GetName()+"="+strconv.Quote(l.GetValue()))
-	}
-	if extra != "" {
-		parts = append(parts, extra)
+	for k, v := range s.Labels {
+		parts = append(parts, k+"="+strconv.Quote(v))
 	}
 	sort.Strings(parts)
-	return name + "{" + strings.Join(parts, ",") + "}"
+	return s.Name + "{" + strings.Join(parts, ",") + "}"
 }
 
 func formatFloat(v float64) string {

@@ -114,33 +114,44 @@ func serviceContext(eps []*discoveryv1.EndpointSlice, nodes []*corev1.Node) Serv
 	}
 }
 
-func TestServiceClaims(t *testing.T) {
-	const (
-		host     = AnnotationPrefix + "hostname"
-		internal = AnnotationPrefix + "internal-hostname"
-		target   = AnnotationPrefix + "target"
-		access   = AnnotationPrefix + "access"
-		ttl      = AnnotationPrefix + "ttl"
-	)
-	lb, cip, np, en := corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeExternalName
-	at := func(targets string, names ...string) []string {
-		var out []string
-		for _, n := range names {
-			out = append(out, n+" -> "+targets+" ttl=0 from Service/app/svc")
-		}
-		return out
+// The annotations a Service is published by.
+const (
+	host     = AnnotationPrefix + "hostname"
+	internal = AnnotationPrefix + "internal-hostname"
+	target   = AnnotationPrefix + "target"
+	access   = AnnotationPrefix + "access"
+	ttl      = AnnotationPrefix + "ttl"
+)
+
+// The Service types.
+const (
+	lb, cip, np, en = corev1.ServiceTypeLoadBalancer, corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort, corev1.ServiceTypeExternalName
+)
+
+// at is the claims of names, each pointing at targets (comma-separated), with no TTL.
+func at(targets string, names ...string) []string {
+	var out []string
+	for _, n := range names {
+		out = append(out, n+" -> "+targets+" ttl=0 from Service/app/svc")
 	}
-	dualStack := func(s *corev1.ServiceSpec) { s.ClusterIPs = []string{"10.96.0.10", "fd00::10"} }
-	local := func(s *corev1.ServiceSpec) { s.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }
-	nodes := []*corev1.Node{
+	return out
+}
+
+// dualStack gives a Service cluster IPs of both families; local sets externalTrafficPolicy Local.
+func dualStack(s *corev1.ServiceSpec) { s.ClusterIPs = []string{"10.96.0.10", "fd00::10"} }
+func local(s *corev1.ServiceSpec)     { s.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal }
+
+// The nodes and pods of the cluster the tables read, and the zones of a domain filter.
+var (
+	nodes = []*corev1.Node{
 		node("n1", false, "int:10.0.0.1", "ext:203.0.113.1"),
 		node("n2", false, "int:10.0.0.2", "ext:203.0.113.2", "int:fd00::2"),
 		node("n3", true, "int:10.0.0.3", "ext:203.0.113.3"), // cordoned
 	}
-	internalOnly := []*corev1.Node{node("n1", false, "int:10.0.0.1"), node("n2", false, "int:10.0.0.2")}
-	dualStackNodes := []*corev1.Node{node("n1", false, "int:10.0.0.1", "int:fd00::1", "ext:203.0.113.1", "ext:2001:db8::1")}
-	internalIPv6Nodes := nodes[1:2] // n2: an IPv4 ExternalIP, IPv4 and IPv6 InternalIPs
-	pods := []*discoveryv1.EndpointSlice{
+	internalOnly      = []*corev1.Node{node("n1", false, "int:10.0.0.1"), node("n2", false, "int:10.0.0.2")}
+	dualStackNodes    = []*corev1.Node{node("n1", false, "int:10.0.0.1", "int:fd00::1", "ext:203.0.113.1", "ext:2001:db8::1")}
+	internalIPv6Nodes = nodes[1:2] // n2: an IPv4 ExternalIP, IPv4 and IPv6 InternalIPs
+	pods              = []*discoveryv1.EndpointSlice{
 		slice(discoveryv1.AddressTypeIPv4,
 			endpoint{addr: "10.244.0.1", hostname: "web-0", node: "n1", ready: true},
 			endpoint{addr: "10.244.0.2", hostname: "web-1", node: "n2", ready: true},
@@ -148,18 +159,34 @@ func TestServiceClaims(t *testing.T) {
 		slice(discoveryv1.AddressTypeIPv6, endpoint{addr: "fd00:244::1", hostname: "web-0", node: "n1", ready: true}),
 		slice(discoveryv1.AddressTypeFQDN, endpoint{addr: "ext.example.net", ready: true}),
 	}
-	zones := NewDomainFilter([]string{"example.com"}, nil)
+	zones = NewDomainFilter([]string{"example.com"}, nil)
+)
 
-	cases := []struct {
-		name    string
-		cfg     Config
-		svc     *corev1.Service
-		eps     []*discoveryv1.EndpointSlice
-		nodes   []*corev1.Node
-		want    []string
-		wantRej []string
-	}{
-		// LoadBalancer
+type serviceCase struct {
+	name    string
+	cfg     Config
+	svc     *corev1.Service
+	eps     []*discoveryv1.EndpointSlice
+	nodes   []*corev1.Node
+	want    []string
+	wantRej []string
+}
+
+func runServiceCases(t *testing.T, cases []serviceCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			claims, rej := tc.cfg.ServiceClaims(tc.svc, serviceContext(tc.eps, tc.nodes))
+			assertLines(t, "claims", fmtClaims(claims), tc.want)
+			assertLines(t, "rejections", fmtRejections(rej), tc.wantRej)
+		})
+	}
+}
+
+// A LoadBalancer Service: its names point at the load balancer, or at what the annotations
+// say instead.
+func TestServiceClaimsOfALoadBalancer(t *testing.T) {
+	runServiceCases(t, []serviceCase{
 		{name: "LoadBalancer names point at the load balancer IP", svc: withLB(service(lb, host, "api.example.com"), "192.0.2.1"), want: at("192.0.2.1", "api.example.com")},
 		{name: "several hostnames in one annotation, blanks trimmed", svc: withLB(service(lb, host, "a.example.com, b.example.com,,"), "192.0.2.1"), want: at("192.0.2.1", "a.example.com", "b.example.com")},
 		{name: "legacy annotation prefix is read", svc: withLB(service(lb, LegacyAnnotationPrefix+"hostname", "a.example.com"), "192.0.2.1"), want: at("192.0.2.1", "a.example.com")},
@@ -186,14 +213,22 @@ func TestServiceClaims(t *testing.T) {
 			want: at("192.0.2.1", "a.example.com"), wantRej: []string{"Service/app/svc 10.1.1.1 InvalidHostname", "Service/app/svc bad_name.example.com InvalidHostname"}},
 		{name: "wildcard hostname is published", svc: withLB(service(lb, host, "*.apps.example.com"), "192.0.2.1"), want: at("192.0.2.1", "*.apps.example.com")},
 		{name: "a Service without annotation publishes nothing and says nothing", svc: withLB(service(lb), "192.0.2.1")},
+	})
+}
 
-		// ClusterIP
+// A ClusterIP Service publishes its cluster IP at its internal names only, unless told.
+func TestServiceClaimsOfAClusterIPService(t *testing.T) {
+	runServiceCases(t, []serviceCase{
 		{name: "ClusterIP internal-hostname points at the cluster IP", svc: service(cip, internal, "db.internal.example.com"), want: at("10.96.0.10", "db.internal.example.com")},
 		{name: "ClusterIP hostname is reported as internal only", svc: service(cip, host, "db.example.com"), wantRej: []string{"Service/app/svc db.example.com NoTargets"}},
 		{name: "publish-internal-services publishes the cluster IP at the hostname", cfg: Config{PublishInternal: true}, svc: service(cip, host, "db.example.com"), want: at("10.96.0.10", "db.example.com")},
 		{name: "a Service without type is a ClusterIP Service", svc: service("", internal, "db.internal.example.com"), want: at("10.96.0.10", "db.internal.example.com")},
+	})
+}
 
-		// Headless
+// A headless Service publishes its ready endpoints, and a name per pod.
+func TestServiceClaimsOfAHeadlessService(t *testing.T) {
+	runServiceCases(t, []serviceCase{
 		{name: "headless Service: ready endpoints, both families, per-pod names", svc: headless(host, "web.example.com"), eps: pods,
 			want: []string{
 				"web-0.web.example.com -> 10.244.0.1,fd00:244::1 ttl=0 from Service/app/svc",
@@ -219,8 +254,13 @@ func TestServiceClaims(t *testing.T) {
 			svc: headless(host, "web.example.com"), eps: pods[:1],
 			want:    []string{"web-0.web.example.com -> 10.244.0.1 ttl=0 from Service/app/svc", "web.example.com -> 10.244.0.1,10.244.0.2 ttl=0 from Service/app/svc"},
 			wantRej: []string{"Service/app/svc web-1.web.example.com DomainFilter"}},
+	})
+}
 
-		// NodePort
+// A NodePort Service points at the addresses of the schedulable nodes, external or internal
+// as access says, with an SRV record per node port.
+func TestServiceClaimsOfANodePortService(t *testing.T) {
+	runServiceCases(t, []serviceCase{
 		{name: "NodePort points at the schedulable nodes' external IPs", svc: service(np, host, "np.example.com"), nodes: nodes, want: at("203.0.113.1,203.0.113.2", "np.example.com")},
 		{name: "NodePort falls back to internal IPs, IPv6 included", svc: service(np, host, "np.example.com"), nodes: append(internalOnly, node("n4", false, "int:fd00::4")),
 			want: at("10.0.0.1,10.0.0.2,fd00::4", "np.example.com")},
@@ -256,6 +296,13 @@ func TestServiceClaims(t *testing.T) {
 			want: at("2001:db8::1,203.0.113.1", "np.example.com")},
 		{name: "NodePort access=public with no external IP is reported", svc: service(np, host, "np.example.com", access, "public"), nodes: internalOnly,
 			wantRej: []string{"Service/app/svc np.example.com NoTargets"}},
+	})
+}
+
+// A NodePort Service with externalTrafficPolicy Local points only at the nodes that run a
+// ready endpoint (or a serving one while none is ready).
+func TestServiceClaimsOfANodePortServiceWithLocalTraffic(t *testing.T) {
+	runServiceCases(t, []serviceCase{
 		{name: "NodePort Local: only nodes running a ready endpoint", svc: withSpec(service(np, host, "np.example.com"), local), nodes: nodes,
 			eps:  []*discoveryv1.EndpointSlice{slice(discoveryv1.AddressTypeIPv4, endpoint{addr: "10.244.0.1", node: "n1", ready: true}, endpoint{addr: "10.244.0.3", node: "n2"})},
 			want: at("203.0.113.1", "np.example.com")},
@@ -288,15 +335,23 @@ func TestServiceClaims(t *testing.T) {
 			want: at("203.0.113.1,203.0.113.2", "np.example.com")},
 		{name: "NodePort Local without endpoints is reported", svc: withSpec(service(np, host, "np.example.com"), local), nodes: nodes,
 			wantRej: []string{"Service/app/svc np.example.com NoTargets"}},
+	})
+}
 
-		// ExternalName
+// An ExternalName Service is a CNAME to its external name.
+func TestServiceClaimsOfAnExternalNameService(t *testing.T) {
+	runServiceCases(t, []serviceCase{
 		{name: "ExternalName is a CNAME to spec.externalName", svc: withSpec(service(en, host, "ext.example.com"), func(s *corev1.ServiceSpec) { s.ExternalName = "Upstream.Example.NET." }),
 			want: at("upstream.example.net", "ext.example.com")},
 		{name: "ExternalName with externalIPs publishes them", svc: withSpec(service(en, host, "ext.example.com"), func(s *corev1.ServiceSpec) {
 			s.ExternalName, s.ExternalIPs = "upstream.example.net", []string{"198.51.100.1"}
 		}), want: at("198.51.100.1", "ext.example.com")},
+	})
+}
 
-		// Filters
+// The filters of the publish role leave out the Services and names that are not its.
+func TestServiceClaimsThroughTheFilters(t *testing.T) {
+	runServiceCases(t, []serviceCase{
 		{name: "service-types filter leaves out other types", cfg: Config{ServiceTypes: []corev1.ServiceType{np}}, svc: withLB(service(lb, host, "a.example.com"), "192.0.2.1")},
 		{name: "service-types filter admits its types", cfg: Config{ServiceTypes: []corev1.ServiceType{lb, np}}, svc: withLB(service(lb, host, "a.example.com"), "192.0.2.1"), want: at("192.0.2.1", "a.example.com")},
 		{name: "namespace filter leaves out other namespaces", cfg: Config{Namespaces: []string{"prod"}}, svc: withLB(service(lb, host, "a.example.com"), "192.0.2.1")},
@@ -306,12 +361,5 @@ func TestServiceClaims(t *testing.T) {
 		{name: "domain filter rejects names outside", cfg: Config{DomainFilter: zones, Zones: zones}, svc: withLB(service(lb, host, "a.example.com,a.example.org"), "192.0.2.1"),
 			want: at("192.0.2.1", "a.example.com"), wantRej: []string{"Service/app/svc a.example.org DomainFilter"}},
 		{name: "a Service naming only other zones is another controller's: no Events", cfg: Config{DomainFilter: zones, Zones: zones}, svc: service(lb, host, "a.example.org")},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			claims, rej := tc.cfg.ServiceClaims(tc.svc, serviceContext(tc.eps, tc.nodes))
-			assertLines(t, "claims", fmtClaims(claims), tc.want)
-			assertLines(t, "rejections", fmtRejections(rej), tc.wantRej)
-		})
-	}
+	})
 }

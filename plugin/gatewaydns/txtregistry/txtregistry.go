@@ -6,7 +6,7 @@
 // text). Those packages are not imported: requiring the external-dns module pulls in a
 // dependency graph that does not resolve (its ambassador dependency requires a module the
 // proxy no longer serves), so the two small formats are restated here and pinned by tests
-// against what a real external-dns writes (tests/migration_test.go).
+// against what a real external-dns writes (tests/migration/migration_test.go).
 package txtregistry
 
 import (
