@@ -9,12 +9,15 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/steer"
 )
 
 // explain answers a TXT question in the CHAOS class, when the stanza enables it, with one TXT
 // record per record an A or TXT question for the name reads: its key, data, owner, the objects
-// behind it, the etcd revision that last changed it and when this server learned it. This is
-// `dig CH TXT name` for "where does this answer come from?".
+// behind it, the etcd revision that last changed it and when this server learned it; and for a
+// name answered from a choice among its owners, the rule and each owner's weight, tier, health
+// and why it is in or out for the asker. This is `dig CH TXT name` for "where does this answer
+// come from?".
 func explain(ctx context.Context, b *backend, a *answer.Apex, zone string, state request.Request) (int, error) {
 	origins, err := b.Explain(ctx, state)
 	if err != nil {
@@ -35,11 +38,7 @@ func explain(ctx context.Context, b *backend, a *answer.Apex, zone string, state
 		if o.Text != "" {
 			txt = append(txt, "text="+o.Text)
 		}
-		owner := o.Owner
-		if owner == "" {
-			owner = "(none)"
-		}
-		txt = append(txt, "owner="+owner)
+		txt = append(txt, "owner="+ownerOrNone(o.Owner))
 		for _, s := range o.Sources {
 			txt = append(txt, "source="+s)
 		}
@@ -47,12 +46,12 @@ func explain(ctx context.Context, b *backend, a *answer.Apex, zone string, state
 		if o.LeftOut != "" {
 			txt = append(txt, "left-out="+o.LeftOut)
 		}
-		for i := range txt {
-			if len(txt[i]) > 255 { // one character-string holds at most 255 bytes
-				txt[i] = txt[i][:252] + "..."
-			}
+		m.Answer = append(m.Answer, explainTXT(state, txt))
+	}
+	if res, reports, ok := b.ExplainSteering(state, b.asker(ctx, state)); ok {
+		for _, txt := range steeringTXT(res, reports) {
+			m.Answer = append(m.Answer, explainTXT(state, txt))
 		}
-		m.Answer = append(m.Answer, &dns.TXT{Hdr: dns.RR_Header{Name: state.QName(), Rrtype: dns.TypeTXT, Class: dns.ClassCHAOS}, Txt: txt})
 	}
 	state.SizeAndDo(m)
 	m = state.Scrub(m)
@@ -60,4 +59,48 @@ func explain(ctx context.Context, b *backend, a *answer.Apex, zone string, state
 		return dns.RcodeServerFailure, err
 	}
 	return dns.RcodeSuccess, nil
+}
+
+// explainTXT is one TXT record of explain's answer, each string cut to what one holds.
+func explainTXT(state request.Request, txt []string) *dns.TXT {
+	for i := range txt {
+		if len(txt[i]) > 255 { // one character-string holds at most 255 bytes
+			txt[i] = txt[i][:252] + "..."
+		}
+	}
+	return &dns.TXT{Hdr: dns.RR_Header{Name: state.QName(), Rrtype: dns.TypeTXT, Class: dns.ClassCHAOS}, Txt: txt}
+}
+
+// steeringTXT says how a steered name answers the asker (shared/spec/steering.md): the rule
+// that decided, then each owner's weight, tier, health and why it is in or out.
+func steeringTXT(res steer.Result, reports []steer.Report) [][]string {
+	summary := []string{"steering=" + res.Rule.String()}
+	if res.Rule == steer.RuleFailOpen {
+		summary = append(summary, "no owner is eligible: every owner's addresses are answered (fail open)")
+	} else {
+		summary = append(summary, "tier="+strconv.Itoa(res.Tier))
+	}
+	out := [][]string{summary}
+	for _, r := range reports {
+		weight := "none"
+		if r.Weighted {
+			weight = strconv.Itoa(r.Weight)
+		}
+		txt := []string{"owner=" + ownerOrNone(r.Owner), "weight=" + weight, "tier=" + strconv.Itoa(r.Priority), "health=" + r.Health()}
+		if r.Check != "" {
+			txt = append(txt, "check="+r.Check)
+		}
+		if r.Region != "" {
+			txt = append(txt, "region="+r.Region)
+		}
+		out = append(out, append(txt, r.Detail))
+	}
+	return out
+}
+
+func ownerOrNone(owner string) string {
+	if owner == "" {
+		return "(none)"
+	}
+	return owner
 }
