@@ -13,6 +13,7 @@ import (
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/healthcheck"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/healthfeed"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/history"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
@@ -35,7 +36,7 @@ type feed struct {
 	etcd     store.Config
 	grace    time.Duration // mirror.Watcher.Grace
 	metrics  watchMetrics
-	health   feedHealth // the health checks of the index's records
+	health   healthfeed.Feed // the health checks of the index's records
 
 	loaded     chan struct{} // closed once the index holds a full load of every prefix
 	loadedOnce sync.Once
@@ -57,7 +58,7 @@ func (f *feed) start() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.history = &history.Reader{Client: client, MaxKeys: index.MaxDiffKeys}
 	var watchers sync.WaitGroup
-	if err := f.health.start(ctx, &watchers, f.index, f.server); err != nil {
+	if err := f.health.Start(ctx, &watchers, f.index, f.server); err != nil {
 		cancel()
 		_ = store.Close(client, f.zones, handover.StopWait)
 		return err
@@ -115,7 +116,7 @@ func (f *feed) Stop() error {
 	if !handover.WaitClosed(f.done, handover.StopWait) {
 		log.Errorf("Watchers of %s did not stop within %s of their end; leaving them", f.zones, handover.StopWait)
 	}
-	f.health.stop()
+	f.health.Stop()
 	if !feeds.Any(func(o *feed) bool { return o.server == f.server }) {
 		healthcheck.ForgetSeries(f.server)
 	}

@@ -92,7 +92,7 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 func (g *GatewayDNS) serveLookup(ctx context.Context, w dns.ResponseWriter, state *request.Request, zone string, b *backend, pq *prepacked.Question) (int, error) {
 	if state.QClass() != dns.ClassINET {
 		if g.Explain && state.QClass() == dns.ClassCHAOS && state.QType() == dns.TypeTXT {
-			return explain(ctx, b, g.apexOf(), zone, *state)
+			return answer.Explain(ctx, b, g.apexOf(), zone, *state, b.asker(ctx, *state))
 		}
 		return dns.RcodeRefused, nil
 	}

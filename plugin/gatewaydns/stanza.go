@@ -92,7 +92,7 @@ func newStanza(cfg *config) *stanza {
 	})
 	own = newFeed(cfg.feedKey(), cfg.server, zones, st.index, st.prefixes, cfg.etcd)
 	own.grace = cfg.leaseGrace
-	own.health.cfg = cfg.steering.health
+	own.health.Config = cfg.steering.health
 	own.path = cfg.prefix
 	st.own = own
 	st.serving.Store(newBackend(st.index, nil, cfg.steering.loc))

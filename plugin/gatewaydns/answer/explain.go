@@ -1,31 +1,40 @@
-package gatewaydns
+package answer
 
 import (
 	"context"
 	"strconv"
 	"time"
 
+	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/steer"
 )
 
-// explain answers a TXT question in the CHAOS class, when the stanza enables it, with one TXT
+// Explained is what Explain reads: a backend's records, with where each came from, and how a
+// steered name answers an asker.
+type Explained interface {
+	plugin.ServiceBackend
+	Explain(ctx context.Context, state request.Request) ([]index.Origin, error)
+	ExplainSteering(state request.Request, a index.Asker) (steer.Result, []steer.Report, bool)
+}
+
+// Explain answers a TXT question in the CHAOS class, when the stanza enables it, with one TXT
 // record per record an A or TXT question for the name reads: its key, data, owner, the objects
 // behind it, the etcd revision that last changed it and when this server learned it; and for a
 // name answered from a choice among its owners, the rule and each owner's weight, tier, health
 // and why it is in or out for the asker. This is `dig CH TXT name` for "where does this answer
 // come from?".
-func explain(ctx context.Context, b *backend, a *answer.Apex, zone string, state request.Request) (int, error) {
+func Explain(ctx context.Context, b Explained, a *Apex, zone string, state request.Request, asker index.Asker) (int, error) {
 	origins, err := b.Explain(ctx, state)
 	if err != nil {
 		rcode := dns.RcodeServerFailure
 		if b.IsNameError(err) {
 			rcode, err = dns.RcodeNameError, nil
 		}
-		return answer.BackendError(b, a, zone, rcode, state, err)
+		return BackendError(b, a, zone, rcode, state, err)
 	}
 	m := new(dns.Msg)
 	m.SetReply(state.Req)
@@ -48,7 +57,7 @@ func explain(ctx context.Context, b *backend, a *answer.Apex, zone string, state
 		}
 		m.Answer = append(m.Answer, explainTXT(state, txt))
 	}
-	if res, reports, ok := b.ExplainSteering(state, b.asker(ctx, state)); ok {
+	if res, reports, ok := b.ExplainSteering(state, asker); ok {
 		for _, txt := range steeringTXT(res, reports) {
 			m.Answer = append(m.Answer, explainTXT(state, txt))
 		}

@@ -1,4 +1,10 @@
-package gatewaydns
+// Package healthfeed runs a feed's health checks (package healthcheck) beside its watchers:
+// the targets its index's records declare go to the checker as they come and go, and each
+// change of a target's state goes to the index (index.Index.ApplyHealth), which answers from
+// it at once and moves the serials of the zones it changes. The checks never run on the query
+// path: a question reads the index's view of them. They live as long as the feed, so that a
+// reload that shares the feed keeps every target's state.
+package healthfeed
 
 import (
 	"context"
@@ -10,14 +16,10 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
-// feedHealth runs a feed's health checks (package healthcheck) beside its watchers: the
-// targets its index's records declare go to the checker as they come and go, and each change of
-// a target's state goes to the index (index.Index.ApplyHealth), which answers from it at once
-// and moves the serials of the zones it changes. The checks never run on the query path: a
-// question reads the index's view of them. They live as long as the feed, so that a reload that
-// shares the feed keeps every target's state.
-type feedHealth struct {
-	cfg     healthcheck.Config
+// Feed is a feed's health checks, configured by Config; the zero Feed checks what its
+// Config says once started.
+type Feed struct {
+	Config  healthcheck.Config
 	checker *healthcheck.Checker
 
 	mu      sync.Mutex
@@ -29,11 +31,11 @@ type feedHealth struct {
 // health checks churn: each time is a pass over every target.
 const setTargetsEvery = 50 * time.Millisecond
 
-// start starts the checker and the goroutine (in wg) that feeds it and applies its changes to
+// Start starts the checker and the goroutine (in wg) that feeds it and applies its changes to
 // ix until ctx ends.
-func (h *feedHealth) start(ctx context.Context, wg *sync.WaitGroup, ix *index.Index, server string) error {
+func (h *Feed) Start(ctx context.Context, wg *sync.WaitGroup, ix *index.Index, server string) error {
 	h.wake = make(chan struct{}, 1)
-	c, err := healthcheck.New(h.cfg, server, h.changed)
+	c, err := healthcheck.New(h.Config, server, h.changed)
 	if err != nil {
 		return err
 	}
@@ -42,8 +44,8 @@ func (h *feedHealth) start(ctx context.Context, wg *sync.WaitGroup, ix *index.In
 	return nil
 }
 
-// stop stops the checker and its checks; the goroutine of start has returned.
-func (h *feedHealth) stop() {
+// Stop stops the checker and its checks; the goroutine of start has returned.
+func (h *Feed) Stop() {
 	if h.checker != nil {
 		h.checker.Stop()
 	}
@@ -51,7 +53,7 @@ func (h *feedHealth) stop() {
 
 // changed is the checker's onChange: the change waits for follow, which applies it with the
 // others that came meanwhile.
-func (h *feedHealth) changed(ch healthcheck.Change) {
+func (h *Feed) changed(ch healthcheck.Change) {
 	hc := index.HealthChange{Target: index.CheckTarget{Host: ch.Target.Addr, Check: ch.Target.Check.String()}, Down: ch.To == healthcheck.Down}
 	h.mu.Lock()
 	h.pending = append(h.pending, hc)
@@ -64,7 +66,7 @@ func (h *feedHealth) changed(ch healthcheck.Change) {
 
 // follow sets the checker's targets from ix whenever they change, at most every
 // setTargetsEvery, and applies the checker's changes to ix as they come.
-func (h *feedHealth) follow(ctx context.Context, ix *index.Index) {
+func (h *Feed) follow(ctx context.Context, ix *index.Index) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var more <-chan struct{}
@@ -86,7 +88,7 @@ func (h *feedHealth) follow(ctx context.Context, ix *index.Index) {
 }
 
 // apply hands the changes that came to ix, in order.
-func (h *feedHealth) apply(ix *index.Index) {
+func (h *Feed) apply(ix *index.Index) {
 	h.mu.Lock()
 	changes := h.pending
 	h.pending = nil
