@@ -3,7 +3,8 @@
 // plugin (phase Q), scale to 1M records (S), query latency while etcd changes 10k records a
 // second and the rate the index applies changes (C), propagation from etcd and from a Gateway
 // status update, against external-dns (P), the writer publishing 100k routes from cold (W),
-// query latency while the zone of 100k records is transferred by AXFR, back to back (X), and the
+// query latency while the zone of 100k records is transferred by AXFR, back to back (X), query
+// throughput with a steering policy on every name against none (T), and the
 // size of an IXFR after a change of one record in a zone of 1M names (I). It
 // writes bench/results/<date>.md and .svg. `make bench` runs it; see README.md, "Benchmarks".
 package main
@@ -64,12 +65,13 @@ type options struct {
 	aLatQPS      int
 	aServers     string
 	aBaseline    string
+	tnames       int
 }
 
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&o.phases, "phases", strings.Join(allPhases, ","), "phases to run: A (CPU per question against Knot and NSD), Q (queries), S (scale), C (churn), P (propagation), W (writer), X (zone transfers), I (IXFR size), B (a pod that publishes and serves)")
+	fs.StringVar(&o.phases, "phases", strings.Join(allPhases, ","), "phases to run: A (CPU per question against Knot and NSD), Q (queries), S (scale), C (churn), P (propagation), W (writer), X (zone transfers), I (IXFR size), B (a pod that publishes and serves), T (steering policies on every name)")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each throughput run; latency runs take half")
 	fs.IntVar(&o.rounds, "rounds", 3, "phases Q, S, C and X: rounds over the servers or conditions (interleaved; the median round counts)")
 	fs.IntVar(&o.qrecords, "qrecords", 10000, "phase Q: records in etcd")
@@ -100,6 +102,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.anames, "anames", 100000, "phase A: records in the zone that every server answers")
 	fs.IntVar(&o.aLatQPS, "a-latency-qps", 5000, "phase A: the fixed rate of the latency runs")
 	fs.StringVar(&o.aServers, "a-servers", "all", "phase A: the servers to measure (all, or a comma-separated list of knot, nsd, floor, hosts, before-minimal, before-central, minimal, prometheus, log, log-denial, cache, loadbalance, central, overlay, batched, batched-prometheus)")
+	fs.IntVar(&o.tnames, "tnames", 10000, "phase T: names, each of two owners with two addresses, per condition")
 	fs.StringVar(&o.aBaseline, "a-baseline", aBaselineRev, "phase A: the commit whose ./cmd/coredns the before servers run (built once into .cache/bench)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -137,8 +140,8 @@ func counts(flagName, list string) ([]int, error) {
 // measures: A phase_cpu.go (CPU per question, with its report, servers and statistics),
 // Q phase_queries.go, S phase_scale.go, C phase_churn.go, P phase_propagation.go,
 // W phase_writer.go, X phase_transfers.go (and phase_transfers_secondaries.go), I
-// phase_ixfr.go (and phase_ixfr_restarts.go), B phase_pod.go.
-var allPhases = []string{"A", "Q", "S", "C", "P", "W", "X", "I", "B"}
+// phase_ixfr.go (and phase_ixfr_restarts.go), B phase_pod.go, T phase_steering.go.
+var allPhases = []string{"A", "Q", "S", "C", "P", "W", "X", "I", "B", "T"}
 
 func (o options) has(phase string) bool {
 	for _, p := range strings.Split(o.phases, ",") {
@@ -247,7 +250,7 @@ func run(opt options) int {
 	for _, ph := range []struct {
 		name string
 		run  func() error
-	}{{"A", h.phaseA}, {"Q", h.phaseQ}, {"S", h.phaseS}, {"C", h.phaseC}, {"P", h.phaseP}, {"W", h.phaseW}, {"X", h.phaseX}, {"I", h.phaseI}, {"B", h.phaseB}} {
+	}{{"A", h.phaseA}, {"Q", h.phaseQ}, {"S", h.phaseS}, {"C", h.phaseC}, {"P", h.phaseP}, {"W", h.phaseW}, {"X", h.phaseX}, {"I", h.phaseI}, {"B", h.phaseB}, {"T", h.phaseT}} {
 		if !opt.has(ph.name) {
 			continue
 		}
@@ -289,7 +292,7 @@ func (h *harness) setup() error {
 			return fmt.Errorf("%s missing: run `make build test-binaries` (or `make bench`)", b)
 		}
 	}
-	if _, err := exec.LookPath("dnsperf"); err != nil && (h.opt.has("A") || h.opt.has("Q") || h.opt.has("S") || h.opt.has("C") || h.opt.has("X")) {
+	if _, err := exec.LookPath("dnsperf"); err != nil && (h.opt.has("A") || h.opt.has("Q") || h.opt.has("S") || h.opt.has("C") || h.opt.has("X") || h.opt.has("T")) {
 		return fmt.Errorf("dnsperf not found: apt-get install dnsperf (`make bench` does)")
 	}
 	if h.opt.has("A") || h.opt.has("X") && h.opt.secondaries {

@@ -226,6 +226,10 @@ func renderReport(r *results, chart string) string {
 		renderIXFR(p, i)
 	}
 
+	if t := r.t; t != nil {
+		renderSteering(p, t)
+	}
+
 	if b := r.b; b != nil {
 		renderPod(p, b)
 	}

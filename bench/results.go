@@ -26,6 +26,7 @@ type results struct {
 	x *xResults
 	i *iResults
 	b *bResults
+	t *tResults
 }
 
 // qResults: phase Q, query throughput and latency per backend and mix.

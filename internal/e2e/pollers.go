@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,11 +27,31 @@ type DNSPoller struct {
 // PollDNS starts asking addr for name A every few milliseconds; every reply must be NOERROR
 // with exactly the addresses want (a repeated address is tolerated and counted).
 func PollDNS(addr, name string, want ...string) *DNSPoller {
-	p := &DNSPoller{stop: make(chan struct{}), done: make(chan struct{})}
-	wantSet := map[string]bool{}
-	for _, w := range want {
-		wantSet[w] = true
+	return PollDNSFor(addr, name, func(seen map[string]bool) bool {
+		ok := len(seen) == len(want)
+		for _, w := range want {
+			ok = ok && seen[w]
+		}
+		return ok
+	})
+}
+
+// Among accepts an answer of at least one address, every one of them among allowed: no empty
+// answer while a failover happens (PollDNSFor).
+func Among(allowed ...string) func(seen map[string]bool) bool {
+	return func(seen map[string]bool) bool {
+		for a := range seen {
+			if !slices.Contains(allowed, a) {
+				return false
+			}
+		}
+		return len(seen) > 0
 	}
+}
+
+// PollDNSFor is PollDNS for replies whose set of addresses accept takes.
+func PollDNSFor(addr, name string, accept func(seen map[string]bool) bool) *DNSPoller {
+	p := &DNSPoller{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		for {
@@ -53,11 +74,7 @@ func PollDNS(addr, name string, want ...string) *DNSPoller {
 				for _, a := range got {
 					seen[a] = true
 				}
-				ok := len(seen) == len(wantSet)
-				for a := range seen {
-					ok = ok && wantSet[a]
-				}
-				if !ok {
+				if !accept(seen) {
 					p.bad = append(p.bad, fmt.Sprintf("%s: NOERROR with %v", time.Now().Format("15:04:05.000"), got))
 				} else if len(got) > len(seen) {
 					p.dupReps++

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/coredns/coredns/plugin/pkg/upstream"
 	"github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
@@ -11,6 +12,7 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/history"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/steer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
 
@@ -23,10 +25,13 @@ type backend struct {
 	// only, when set, are the zones the backend answers: a bridge from a configuration that
 	// served some of the stanza's zones. The others answer SERVFAIL, as before a load.
 	only map[string]bool
+	// locality places the clients of the stanza's questions for steered names (the index
+	// may be shared with a stanza of other options: a reload's); nil places no one.
+	locality *steer.Locality
 }
 
-func newBackend(ix *index.Index, h *history.Reader) *backend {
-	return &backend{Index: ix, upstream: upstream.New(), history: h}
+func newBackend(ix *index.Index, h *history.Reader, loc *steer.Locality) *backend {
+	return &backend{Index: ix, upstream: upstream.New(), history: h, locality: loc}
 }
 
 // History implements xfr.Records.
@@ -35,6 +40,35 @@ func (b *backend) History() xfr.History {
 		return nil
 	}
 	return b.history
+}
+
+// asker is who asks the question of state, as steering places them, with the draw ctx carries
+// (index.WithDraw).
+func (b *backend) asker(ctx context.Context, state request.Request) index.Asker {
+	a := index.Asker{Locality: b.locality, W: state.W, Req: state.Req}
+	a.Draw, a.Drawn = index.DrawOf(ctx)
+	return a
+}
+
+// Services implements plugin.ServiceBackend: a steered name gives the records of the owners
+// chosen for the asker.
+func (b *backend) Services(ctx context.Context, state request.Request, exact bool, _ plugin.Options) ([]msg.Service, error) {
+	return b.ServicesAsked(state, exact, b.asker(ctx, state))
+}
+
+// Records implements plugin.ServiceBackend, as Services.
+func (b *backend) Records(ctx context.Context, state request.Request, exact bool) ([]msg.Service, error) {
+	return b.RecordsAsked(state, exact, b.asker(ctx, state))
+}
+
+// Reverse implements plugin.ServiceBackend.
+func (b *backend) Reverse(ctx context.Context, state request.Request, exact bool, opt plugin.Options) ([]msg.Service, error) {
+	return b.Services(ctx, state, exact, opt)
+}
+
+// AppendAsked implements answer.Indexed for the stanza's clients.
+func (b *backend) AppendAsked(ctx context.Context, dst []index.Address, state request.Request, qtype uint16) ([]index.Address, bool, error) {
+	return b.AppendAnswer(dst, state.Name(), qtype, b.asker(ctx, state))
 }
 
 // Serves reports whether b answers zone.

@@ -37,6 +37,7 @@ type config struct {
 	fall           []string // nil: no fallthrough; empty: every zone
 	batch          batchrun.Mode
 	batchAt        string // the file and line of udp-batch, for its error at startup
+	steering       steering
 
 	publish     *publish.Config // nil: this stanza does not publish
 	publishOnly bool            // publish, and leave answering the zone to the plugins after it
@@ -48,8 +49,9 @@ func (c *config) publishStanza() publish.Stanza {
 }
 
 // feedKey is what two stanzas must have in common to share a feed across a reload: the same
-// records, read from the same etcd as the same user, answered with the same options, for the
-// same server block (by its address). The server is in the key so that a feed's series belong
+// records, read from the same etcd as the same user, answered with the same options and
+// health-checked the same way (the feed runs the checks), for the same server block (by its
+// address). The server is in the key so that a feed's series belong
 // to one server block, and two blocks on the same zones export their own numbers: a reload
 // of a block keeps its address and shares its feed as before. Two blocks that would otherwise
 // share a feed (same zones, same etcd, same options, other ports) watch and hold the records
@@ -60,8 +62,8 @@ func (c *config) publishStanza() publish.Stanza {
 // a cheap fix.
 func (c *config) feedKey() string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%q %q %q %q %q %q %d %d %d %t %d\n", c.server, c.zones, c.prefix, c.etcd.Endpoints, c.etcd.Username,
-		c.etcd.Password, c.minLeaseTTL, c.maxLeaseTTL, c.negativeTTL, c.exactNames, c.leaseGrace)
+	fmt.Fprintf(h, "%q %q %q %q %q %q %d %d %d %t %d %v\n", c.server, c.zones, c.prefix, c.etcd.Endpoints, c.etcd.Username,
+		c.etcd.Password, c.minLeaseTTL, c.maxLeaseTTL, c.negativeTTL, c.exactNames, c.leaseGrace, c.steering.health)
 	h.Write(c.etcdTLSFiles)
 	return hex.EncodeToString(h.Sum(nil))
 }

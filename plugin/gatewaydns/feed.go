@@ -12,6 +12,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/handover"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/healthcheck"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/healthfeed"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/history"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/mirror"
@@ -34,6 +36,7 @@ type feed struct {
 	etcd     store.Config
 	grace    time.Duration // mirror.Watcher.Grace
 	metrics  watchMetrics
+	health   healthfeed.Feed // the health checks of the index's records
 
 	loaded     chan struct{} // closed once the index holds a full load of every prefix
 	loadedOnce sync.Once
@@ -53,9 +56,14 @@ func (f *feed) start() error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f.client, f.cancel, f.done = client, cancel, make(chan struct{})
 	f.history = &history.Reader{Client: client, MaxKeys: index.MaxDiffKeys}
 	var watchers sync.WaitGroup
+	if err := f.health.Start(ctx, &watchers, f.index, f.server); err != nil {
+		cancel()
+		_ = store.Close(client, f.zones, handover.StopWait)
+		return err
+	}
+	f.client, f.cancel, f.done = client, cancel, make(chan struct{})
 	watchers.Go(func() { members.Run(ctx) })
 	for _, prefix := range f.prefixes {
 		w := &mirror.Watcher{Client: client, Prefix: prefix, Sink: f.index, Observer: feedObserver{f.metrics, f}, Log: log, Grace: f.grace, Members: members}
@@ -106,6 +114,10 @@ func (f *feed) Stop() error {
 	f.cancel()
 	if !handover.WaitClosed(f.done, handover.StopWait) {
 		log.Errorf("Watchers of %s did not stop within %s of their end; leaving them", f.zones, handover.StopWait)
+	}
+	f.health.Stop()
+	if !feeds.Any(func(o *feed) bool { return o.server == f.server }) {
+		healthcheck.ForgetSeries(f.server)
 	}
 	// After the watchers returned: a watcher still running could make the series again.
 	if !feeds.Any(func(o *feed) bool { return o.server == f.server && o.zones == f.zones }) {

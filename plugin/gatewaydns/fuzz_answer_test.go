@@ -66,7 +66,7 @@ func checkPacked(t *testing.T, ix *index.Index, q *dns.Msg) {
 	t.Helper()
 	plain := answering(ix, queryfuzz.Zones)
 	g := answering(ix, queryfuzz.Zones)
-	g.packer = prepacked.New("/skydns", g.Zones, g.packedRules())
+	g.packer = prepacked.New("/skydns", g.Zones, g.packedRules(nil))
 	g.packer.SetWrites(prepacked.WritesAll)
 	remote := &net.UDPAddr{IP: net.IPv4(10, 1, 1, 1), Port: 4000}
 	edns := q.Copy()
@@ -95,7 +95,7 @@ func ruledQuestion(qtype uint16) bool {
 // loaded, with the stock apex: what ServeDNS answers from, without etcd.
 func answering(ix *index.Index, zones []string) *GatewayDNS {
 	st := &stanza{cfg: &config{}}
-	st.serving.Store(newBackend(ix, nil))
+	st.serving.Store(newBackend(ix, nil, nil))
 	return &GatewayDNS{Zones: zones, stanza: st}
 }
 

@@ -10,6 +10,7 @@ package gatewaydns
 import (
 	"context"
 	"math/rand/v2"
+	"net"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/fall"
@@ -20,6 +21,7 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/prepacked"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/steer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
 
@@ -43,7 +45,7 @@ func newHandler(cfg *config, st *stanza) *GatewayDNS {
 		g.Fall.SetZonesFromArgs(cfg.fall)
 	}
 	if !cfg.publishOnly {
-		g.packer = prepacked.New(cfg.prefix, cfg.zones, g.packedRules())
+		g.packer = prepacked.New(cfg.prefix, cfg.zones, g.packedRules(cfg.steering.loc))
 	}
 	return g
 }
@@ -77,6 +79,9 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 	if g.packer.Serve(w, &state, zone, b.Index, &pq) {
 		return dns.RcodeSuccess, nil
 	}
+	if draw, ok := pq.Draw(); ok {
+		ctx = index.WithDraw(ctx, draw) // the lookup chooses as the probe did: its reply is the variant's
+	}
 	return g.serveLookup(ctx, w, &state, zone, b, &pq)
 }
 
@@ -87,7 +92,7 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 func (g *GatewayDNS) serveLookup(ctx context.Context, w dns.ResponseWriter, state *request.Request, zone string, b *backend, pq *prepacked.Question) (int, error) {
 	if state.QClass() != dns.ClassINET {
 		if g.Explain && state.QClass() == dns.ClassCHAOS && state.QType() == dns.TypeTXT {
-			return explain(ctx, b, g.apexOf(), zone, *state)
+			return answer.Explain(ctx, b, g.apexOf(), zone, *state, b.asker(ctx, *state))
 		}
 		return dns.RcodeRefused, nil
 	}
@@ -128,19 +133,20 @@ func (g *GatewayDNS) apexOf() *answer.Apex {
 }
 
 // packedRules are the handler's rules its packed replies follow, read as they are when asked:
-// tests set a handler's apex and fallthrough after building it.
-func (g *GatewayDNS) packedRules() prepacked.Rules {
-	return prepacked.Rules{Apex: g.apexOf, FallThrough: func(name string) bool { return g.Fall.Through(name) }}
+// tests set a handler's apex and fallthrough after building it. loc places the stanza's
+// clients (the locality options; nil: none).
+func (g *GatewayDNS) packedRules(loc *steer.Locality) prepacked.Rules {
+	return prepacked.Rules{Apex: g.apexOf, FallThrough: func(name string) bool { return g.Fall.Through(name) }, Locality: loc}
 }
 
 // appendBatched is the batched UDP path's answer (batchrun.Stanza.Answer): the packed reply
 // of the stanza's current records, when they are loaded for zone.
-func (g *GatewayDNS) appendBatched(dst []byte, q *packed.Query, name, zone string, shuffle bool) ([]byte, bool, bool) {
+func (g *GatewayDNS) appendBatched(dst []byte, q *packed.Query, name, zone string, from net.Addr, shuffle bool) ([]byte, bool, bool) {
 	b := g.stanza.answering()
 	if b == nil || !b.Loaded() || !b.Serves(zone) {
 		return dst, false, false
 	}
-	out, nx, ok := g.packer.AppendBatched(dst, q, name, zone, b.Index, shuffle, rand.Uint32)
+	out, nx, ok := g.packer.AppendBatched(dst, q, name, zone, b.Index, from, shuffle, rand.Uint32)
 	if ok {
 		xfr.Queried()
 	}

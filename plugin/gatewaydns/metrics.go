@@ -52,6 +52,31 @@ var (
 	}, []string{"server", "zones"})
 )
 
+// Steering (shared/spec/steering.md): a name whose every owner's checked addresses are held
+// down answers all of them (fail open, as Route 53 does), which a gauge and a counter say, and
+// a log line per name and change, so that an alert can name the state and the log the names.
+var (
+	steeringFailOpen = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "steering_fail_open_names",
+		Help: "Names with no eligible owner (every owner's health-checked addresses down), answered with every owner's addresses (fail open).",
+	}, []string{"server", "zones"})
+	steeringFailOpenTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "steering_fail_open_total",
+		Help: "Times a name started failing open: no owner eligible, every owner's addresses answered.",
+	}, []string{"server", "zones"})
+)
+
+// failOpen is the index's Options.FailOpen for a stanza's zones.
+func failOpen(server, zones, name string, failing bool, names int) {
+	steeringFailOpen.WithLabelValues(server, zones).Set(float64(names))
+	if failing {
+		steeringFailOpenTotal.WithLabelValues(server, zones).Inc()
+		log.Warningf("No owner of %s is eligible: every health-checked address is down; answering every owner's addresses (fail open)", name)
+		return
+	}
+	log.Infof("%s has an eligible owner again; answering by its steering policy", name)
+}
+
 // watchMetrics is the mirror.Observer of one feed. A feed serves one server block (its key
 // holds the server: see config.feedKey), so its series are that block's alone.
 type watchMetrics struct {
@@ -120,6 +145,8 @@ func metricsAtZero(server, zones string) {
 		watchEvents.WithLabelValues(server, zones, typ)
 	}
 	invalidRecords.WithLabelValues(server, zones)
+	steeringFailOpen.WithLabelValues(server, zones)
+	steeringFailOpenTotal.WithLabelValues(server, zones)
 	resyncDuration.WithLabelValues(server, zones)
 	cnameClashes.WithLabelValues(server, zones)
 	indexRecords.WithLabelValues(server, zones)
@@ -143,7 +170,7 @@ type seriesOf interface {
 func forgetServeSeries(server, zones string) {
 	labels := prometheus.Labels{"server": server, "zones": zones}
 	for _, vec := range []seriesOf{indexRecords, watchEvents, resyncs, resyncDuration, lastUpdate, etcdErrors,
-		cnameClashes, invalidRecords, etcdReachable, etcdWatchStreams} {
+		cnameClashes, invalidRecords, etcdReachable, etcdWatchStreams, steeringFailOpen, steeringFailOpenTotal} {
 		vec.DeletePartialMatch(labels)
 	}
 	batchrun.ForgetSeries(labels)

@@ -29,7 +29,7 @@ func TestAChangeIsAnsweredWithNewBytesAtOnceUnderChurn(t *testing.T) {
 	}
 	ix.Load(ix.Root(), kvs)
 	g := answering(ix, []string{"zone.test."})
-	g.packer = prepacked.New("/skydns", g.Zones, g.packedRules())
+	g.packer = prepacked.New("/skydns", g.Zones, g.packedRules(nil))
 	g.packer.SetWrites(prepacked.WritesAll)
 	remote := &net.UDPAddr{IP: net.IPv4(10, 1, 1, 1), Port: 4000}
 	ask := func(n int, qtype uint16) *dns.Msg {

@@ -140,7 +140,7 @@ func TestAPackedReplyIsTheBytesTheUsualPathWrites(t *testing.T) {
 			plain.apex.Nameservers = []answer.Nameserver{{Name: "glued.zone.test.", Glue: []net.IP{net.ParseIP("192.0.2.1")}}}
 			g := answering(ix, []string{"zone.test."})
 			g.apex = plain.apex
-			g.packer = prepacked.New("/skydns", g.Zones, g.packedRules())
+			g.packer = prepacked.New("/skydns", g.Zones, g.packedRules(nil))
 			g.packer.SetWrites(tc.writes)
 
 			remotes := map[string]net.Addr{

@@ -156,8 +156,12 @@ func parseBlock(c *caddy.Controller, cfg *config, pc *publish.Config) (bool, err
 			}
 			continue
 		}
+		at := fmt.Sprintf("%s:%d", c.File(), c.Line())
 		if known, err = serveOptions.Parse(cfg, opt, args); err == nil && !known {
 			known, err = xfr.Options.Parse(&cfg.xfr, opt, args)
+		}
+		if err == nil && !known {
+			known, err = cfg.steering.parse(opt, args, at)
 		}
 		if err != nil {
 			return false, c.Errf("%v", err)
@@ -167,12 +171,12 @@ func parseBlock(c *caddy.Controller, cfg *config, pc *publish.Config) (bool, err
 		}
 		switch opt {
 		case "notify-key":
-			cfg.notifyAt = fmt.Sprintf("%s:%d", c.File(), c.Line())
+			cfg.notifyAt = at
 		case "udp-batch":
-			cfg.batchAt = fmt.Sprintf("%s:%d", c.File(), c.Line())
+			cfg.batchAt = at
 		}
 	}
-	return publishing, nil
+	return publishing, cfg.steering.finish()
 }
 
 // ownersKey keys, in the CoreDNS instance's storage, the owners claimed by its stanzas so far

@@ -88,12 +88,14 @@ func newStanza(cfg *config) *stanza {
 				log.Infof("Records of %s no longer mix a CNAME with addresses or another CNAME", name)
 			}
 		},
+		FailOpen: func(name string, failing bool, names int) { failOpen(cfg.server, zones, name, failing, names) },
 	})
 	own = newFeed(cfg.feedKey(), cfg.server, zones, st.index, st.prefixes, cfg.etcd)
 	own.grace = cfg.leaseGrace
+	own.health.Config = cfg.steering.health
 	own.path = cfg.prefix
 	st.own = own
-	st.serving.Store(newBackend(st.index, nil))
+	st.serving.Store(newBackend(st.index, nil, cfg.steering.loc))
 	return st
 }
 
@@ -145,7 +147,7 @@ func (s *stanza) start(reloading bool) error {
 		// an outage keeps answering from the last records loaded.
 		bridged := !f.index.Loaded() && s.bridgeUntilLoaded(f)
 		if !bridged {
-			s.serving.Store(newBackend(f.index, f.history))
+			s.serving.Store(newBackend(f.index, f.history, s.cfg.steering.loc))
 		}
 		s.mu.Lock()
 		s.feed = f
@@ -157,6 +159,7 @@ func (s *stanza) start(reloading bool) error {
 		// The clashes of the feed taken: a shared feed keeps its own, a new one has none yet.
 		// Set here rather than at setup, which would zero a shared feed's while they last.
 		cnameClashes.WithLabelValues(f.server, f.zones).Set(float64(f.clashes.Load()))
+		steeringFailOpen.WithLabelValues(f.server, f.zones).Set(float64(f.index.FailingOpen()))
 	}
 	if s.publish != nil {
 		if err := s.publish.Start(); err != nil {
@@ -179,7 +182,7 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 	s.mu.Lock()
 	s.bridge, s.cancel, s.stopped = b, cancel, stopped
 	s.mu.Unlock()
-	bridge := newBackend(b.index, b.history)
+	bridge := newBackend(b.index, b.history, s.cfg.steering.loc)
 	bridge.only = shared
 	s.serving.Store(bridge)
 	log.Infof("Answering %s from the previous configuration's records until the new one has loaded them", strings.Join(slices.Sorted(maps.Keys(shared)), " "))
@@ -190,7 +193,7 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 			return
 		case <-f.loaded:
 		}
-		s.serving.Store(newBackend(f.index, f.history))
+		s.serving.Store(newBackend(f.index, f.history, s.cfg.steering.loc))
 		s.mu.Lock()
 		b, s.bridge = s.bridge, nil
 		s.mu.Unlock()
@@ -259,7 +262,7 @@ func (s *stanza) forgetRecords() {
 }
 
 // stoppedBackend is what a stopped stanza answers from: an index that never loads.
-var stoppedBackend = newBackend(index.New(index.Options{}), nil)
+var stoppedBackend = newBackend(index.New(index.Options{}), nil, nil)
 
 // ready: the index answered from holds a full load, and the sources have synced. etcd
 // being unreachable later never makes a stanza unready: it answers from memory meanwhile.

@@ -38,12 +38,12 @@ func TestKnotProvisionsAndDropsZonesFromTheCatalog(t *testing.T) {
 		clientv3.OpPut("/skydns/cluster/openmcp/app/3e6bee2e", `{"host":"10.0.0.1"}`),
 		clientv3.OpPut("/skydns/test/second/app/3e6bee2e", `{"host":"10.0.0.2"}`),
 	})
-	knot := newEnterpriseSecondary(t, "knot", "", nil)
-	knot.catalog = "catalog.invalid"
+	knot := e2e.NewSecondary(t, "knot", "", nil)
+	knot.Catalog = "catalog.invalid"
 	primary := corednsproc.Start(t, "Corefile", catalogCorefile("openmcp.cluster second.test", etcd.ClientURL, knot.DNS))
 	primary.WaitReady(t, 30*time.Second)
-	knot.primary = primary.DNS
-	knot.start(t)
+	knot.Primary = primary.DNS
+	knot.Start(t)
 	started := time.Now()
 	for _, name := range []string{"app.openmcp.cluster.", "app.second.test."} {
 		e2e.WaitFor(t, 10*time.Second, knot.DNS, name, dns.TypeA, e2e.HasAnswer)

@@ -39,7 +39,7 @@ func enterpriseCorpus(t *testing.T, cli *clientv3.Client, n int) {
 }
 
 // startEnterprisePrimary runs corefile.d/primary.Corefile with secondaries as its `to` list.
-func startEnterprisePrimary(t *testing.T, etcdURL string, secondaries ...*enterpriseSecondary) *corednsproc.Process {
+func startEnterprisePrimary(t *testing.T, etcdURL string, secondaries ...*e2e.Secondary) *corednsproc.Process {
 	t.Helper()
 	var to []string
 	for _, s := range secondaries {
@@ -53,7 +53,7 @@ func startEnterprisePrimary(t *testing.T, etcdURL string, secondaries ...*enterp
 }
 
 // followsWithin puts a new name and reports, per secondary, how long it took to answer it.
-func followsWithin(t *testing.T, cli *clientv3.Client, name string, secondaries ...*enterpriseSecondary) map[string]time.Duration {
+func followsWithin(t *testing.T, cli *clientv3.Client, name string, secondaries ...*e2e.Secondary) map[string]time.Duration {
 	t.Helper()
 	key := "/skydns/cluster/openmcp/" + strings.Join(reversed(strings.Split(strings.TrimSuffix(name, ".openmcp.cluster."), ".")), "/") + "/3e6bee2e"
 	if _, err := cli.Put(context.Background(), key, `{"host":"203.0.113.7"}`); err != nil {
@@ -63,18 +63,18 @@ func followsWithin(t *testing.T, cli *clientv3.Client, name string, secondaries 
 	took := map[string]time.Duration{}
 	for len(took) < len(secondaries) && time.Since(put) < 10*time.Second {
 		for _, s := range secondaries {
-			if _, ok := took[s.kind]; ok {
+			if _, ok := took[s.Kind]; ok {
 				continue
 			}
 			if r, err := e2e.Exchange("udp", s.DNS, name, dns.TypeA); err == nil && e2e.HasAnswer(r) {
-				took[s.kind] = time.Since(put)
+				took[s.Kind] = time.Since(put)
 			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	for _, s := range secondaries {
-		if _, ok := took[s.kind]; !ok {
-			t.Fatalf("%s did not answer %s within 10s of its put", s.kind, name)
+		if _, ok := took[s.Kind]; !ok {
+			t.Fatalf("%s did not answer %s within 10s of its put", s.Kind, name)
 		}
 	}
 	return took
@@ -83,7 +83,7 @@ func followsWithin(t *testing.T, cli *clientv3.Client, name string, secondaries 
 func reversed(s []string) []string { slices.Reverse(s); return s }
 
 // waitSerial waits until each secondary holds the primary's serial.
-func waitSerial(t *testing.T, timeout time.Duration, primary string, secondaries ...*enterpriseSecondary) {
+func waitSerial(t *testing.T, timeout time.Duration, primary string, secondaries ...*e2e.Secondary) {
 	t.Helper()
 	want := serialOf(t, primary)
 	for _, s := range secondaries {
@@ -106,12 +106,12 @@ func TestKnotAndNSDHoldTheZoneAsPublished(t *testing.T) {
 		clientv3.OpPut(apexMX, `{"host":"mail.example.net","mail":true,"priority":10}`),
 		clientv3.OpPut(apexSRV, `{"host":"sip.example.net","port":5060,"priority":10}`),
 	})
-	knot := newEnterpriseSecondary(t, "knot", "", nil)
-	nsd := newEnterpriseSecondary(t, "nsd", "", nil)
+	knot := e2e.NewSecondary(t, "knot", "", nil)
+	nsd := e2e.NewSecondary(t, "nsd", "", nil)
 	primary := startEnterprisePrimary(t, etcd.ClientURL, knot, nsd)
-	for _, s := range []*enterpriseSecondary{knot, nsd} {
-		s.primary = primary.DNS
-		s.start(t)
+	for _, s := range []*e2e.Secondary{knot, nsd} {
+		s.Primary = primary.DNS
+		s.Start(t)
 	}
 	waitSerial(t, 30*time.Second, primary.DNS, knot, nsd)
 
@@ -119,7 +119,7 @@ func TestKnotAndNSDHoldTheZoneAsPublished(t *testing.T) {
 	if dups := len(want) - len(slices.Compact(slices.Clone(want))); dups > 0 {
 		t.Errorf("the primary's AXFR holds %d duplicate records", dups)
 	}
-	for _, s := range []*enterpriseSecondary{knot, nsd} {
+	for _, s := range []*e2e.Secondary{knot, nsd} {
 		for _, q := range []struct {
 			name  string
 			qtype uint16
@@ -136,7 +136,7 @@ func TestKnotAndNSDHoldTheZoneAsPublished(t *testing.T) {
 			{"openmcp.cluster.", dns.TypeSRV, []string{"openmcp.cluster.\t300\tIN\tSRV\t10 100 5060 sip.example.net."}},
 		} {
 			if got := e2e.Section(e2e.Ask(t, "udp", s.DNS, q.name, q.qtype).Answer); !slices.Equal(got, q.want) {
-				t.Errorf("%s: %s %s = %v, want %v", s.kind, q.name, dns.TypeToString[q.qtype], got, q.want)
+				t.Errorf("%s: %s %s = %v, want %v", s.Kind, q.name, dns.TypeToString[q.qtype], got, q.want)
 			}
 		}
 	}
@@ -160,8 +160,8 @@ func TestKnotAndNSDHoldTheZoneAsPublished(t *testing.T) {
 	// zone record for record again.
 	waitSerial(t, 10*time.Second, primary.DNS, knot, nsd)
 	sameZone(t, " after an IXFR", primary.DNS, knot, nsd)
-	if !strings.Contains(knot.log.String(), "IXFR, incoming, remote "+primary.DNS[:strings.IndexByte(primary.DNS, ':')]) || strings.Count(knot.log.String(), "AXFR-style IXFR") > 0 {
-		t.Errorf("Knot did not take the change by a true IXFR:\n%s", knot.log.String())
+	if !strings.Contains(knot.Log(), "IXFR, incoming, remote "+primary.DNS[:strings.IndexByte(primary.DNS, ':')]) || strings.Count(knot.Log(), "AXFR-style IXFR") > 0 {
+		t.Errorf("Knot did not take the change by a true IXFR:\n%s", knot.Log())
 	}
 	metrics, _ := e2e.HTTPGet("http://" + primary.Metrics + "/metrics")
 	if !regexp.MustCompile(`coredns_gatewaydns_transfers_total\{kind="incremental"[^}]*\} [1-9]`).MatchString(metrics) {
@@ -178,7 +178,7 @@ const (
 
 // apexMovesByIXFR changes the apex's MX and SRV and waits until every secondary answers the
 // new ones; none took the zone whole for it.
-func apexMovesByIXFR(t *testing.T, cli *clientv3.Client, primary *corednsproc.Process, secondaries ...*enterpriseSecondary) {
+func apexMovesByIXFR(t *testing.T, cli *clientv3.Client, primary *corednsproc.Process, secondaries ...*e2e.Secondary) {
 	t.Helper()
 	full, _ := primary.Metric(`coredns_gatewaydns_transfers_total{kind="full"}`)
 	e2e.PutInTxns(t, cli, []clientv3.Op{
@@ -199,7 +199,7 @@ func apexMovesByIXFR(t *testing.T, cli *clientv3.Client, primary *corednsproc.Pr
 
 // sameZone checks that each secondary holds the primary's AXFR record for record, and returns
 // that AXFR, sorted.
-func sameZone(t *testing.T, when, primary string, secondaries ...*enterpriseSecondary) []string {
+func sameZone(t *testing.T, when, primary string, secondaries ...*e2e.Secondary) []string {
 	t.Helper()
 	want := e2e.AXFRText(t, primary)
 	slices.Sort(want)
@@ -208,7 +208,7 @@ func sameZone(t *testing.T, when, primary string, secondaries ...*enterpriseSeco
 		slices.Sort(got)
 		if !slices.Equal(got, want) {
 			missing, extra := diffSorted(want, got)
-			t.Errorf("%s%s holds %d records, the primary's AXFR %d: missing %v, extra %v", s.kind, when, len(got), len(want), head(missing), head(extra))
+			t.Errorf("%s%s holds %d records, the primary's AXFR %d: missing %v, extra %v", s.Kind, when, len(got), len(want), head(missing), head(extra))
 		}
 	}
 	return want
@@ -251,30 +251,30 @@ func TestAKnotRequiringTSIGOnNotifyAndBackFromADowntimeFollowsTheZone(t *testing
 	etcd := testenv.StartEtcd(t)
 	cli := etcd.Client(t)
 	enterpriseCorpus(t, cli, 500)
-	key := &tsigKey{name: "xfr.openmcp.cluster.", secret: "c2VjcmV0LWZvci1ub3RpZnktMzItYnl0ZXMtbG9uZw=="}
-	knot := newEnterpriseSecondary(t, "knot", "", key)
-	knot.persist = true
+	key := &e2e.TSIGKey{Name: "xfr.openmcp.cluster.", Secret: "c2VjcmV0LWZvci1ub3RpZnktMzItYnl0ZXMtbG9uZw=="}
+	knot := e2e.NewSecondary(t, "knot", "", key)
+	knot.Persist = true
 	src := strings.ReplaceAll(e2e.ReadCorefile(t, "primary.Corefile"), "{$GATEWAYDNS_SECONDARIES}", knot.DNS)
 	const transfer = "    transfer {"
 	if !strings.Contains(src, transfer) {
 		t.Fatalf("primary.Corefile has no %q line to add the tsig plugin before", transfer)
 	}
-	src = strings.Replace(src, transfer, fmt.Sprintf("    tsig {\n        secret %s %s\n    }\n%s", key.name, key.secret, transfer), 1)
+	src = strings.Replace(src, transfer, fmt.Sprintf("    tsig {\n        secret %s %s\n    }\n%s", key.Name, key.Secret, transfer), 1)
 	primary := corednsproc.Start(t, "primary.Corefile", src, "GATEWAYDNS_ETCD_ENDPOINTS="+etcd.ClientURL)
 	primary.WaitReady(t, 30*time.Second)
-	knot.primary = primary.DNS
-	knot.start(t)
+	knot.Primary = primary.DNS
+	knot.Start(t)
 	waitSerial(t, 30*time.Second, primary.DNS, knot)
 
 	took := followsWithin(t, cli, "signed.c2.openmcp.cluster.", knot)["knot"]
 	if took > 2*time.Second {
 		t.Errorf("Knot requiring TSIG on NOTIFY answered a new name %s after its put, want within 2s", took)
 	}
-	if !strings.Contains(knot.log.String(), "notify, incoming") || strings.Contains(knot.log.String(), "ACL, denied") {
-		t.Errorf("Knot took no NOTIFY, or refused one:\n%s", knot.log.String())
+	if !strings.Contains(knot.Log(), "notify, incoming") || strings.Contains(knot.Log(), "ACL, denied") {
+		t.Errorf("Knot took no NOTIFY, or refused one:\n%s", knot.Log())
 	}
 
-	knot.stop(t)
+	knot.Stop(t)
 	for i := range 10 {
 		if _, err := cli.Put(context.Background(), fmt.Sprintf("/skydns/cluster/openmcp/c4/down%d/3e6bee2e", i), `{"host":"203.0.113.8"}`); err != nil {
 			t.Fatal(err)
@@ -290,7 +290,7 @@ func TestAKnotRequiringTSIGOnNotifyAndBackFromADowntimeFollowsTheZone(t *testing
 			t.Fatalf("the primary counted no failed NOTIFY within 10s of Knot's stop:\n%s", metrics)
 		}
 	}
-	knot.start(t)
+	knot.Start(t)
 	restarted := time.Now()
 	waitSerial(t, 10*time.Second, primary.DNS, knot)
 	back := time.Since(restarted)

@@ -28,8 +28,8 @@ func TestSecondariesFollowARestartAndARollingRestartByIXFR(t *testing.T) {
 	etcd := testenv.StartEtcd(t)
 	cli := etcd.Client(t)
 	enterpriseCorpus(t, cli, 300)
-	knot := newEnterpriseSecondary(t, "knot", "", nil)
-	nsd := newEnterpriseSecondary(t, "nsd", "", nil)
+	knot := e2e.NewSecondary(t, "knot", "", nil)
+	nsd := e2e.NewSecondary(t, "nsd", "", nil)
 	src := strings.ReplaceAll(e2e.ReadCorefile(t, "primary.Corefile"), "{$GATEWAYDNS_SECONDARIES}", knot.DNS+" "+nsd.DNS)
 	env := "GATEWAYDNS_ETCD_ENDPOINTS=" + etcd.ClientURL
 	one, two := corednsproc.Prepare(t, "primary.Corefile"), corednsproc.Prepare(t, "primary.Corefile")
@@ -43,9 +43,9 @@ func TestSecondariesFollowARestartAndARollingRestartByIXFR(t *testing.T) {
 		p.WaitReady(t, 30*time.Second)
 	}
 	restart(one, func() {})
-	for _, s := range []*enterpriseSecondary{knot, nsd} {
-		s.primary = one.DNS
-		s.start(t)
+	for _, s := range []*e2e.Secondary{knot, nsd} {
+		s.Primary = one.DNS
+		s.Start(t)
 	}
 	waitSerial(t, 30*time.Second, one.DNS, knot, nsd)
 
@@ -70,8 +70,8 @@ func TestSecondariesFollowARestartAndARollingRestartByIXFR(t *testing.T) {
 	noneWhole(t, "the first replica", one)
 	noneWhole(t, "the second replica", two)
 	sameZone(t, " after the rolling restart", one.DNS, knot, nsd)
-	if n := len(regexp.MustCompile(`AXFR, incoming, remote \S+, started`).FindAllString(knot.log.String(), -1)); n != 1 || strings.Contains(knot.log.String(), "AXFR-style IXFR") {
-		t.Errorf("Knot took %d AXFRs (want its first alone), or an AXFR-style IXFR:\n%s", n, knot.log.String())
+	if n := len(regexp.MustCompile(`AXFR, incoming, remote \S+, started`).FindAllString(knot.Log(), -1)); n != 1 || strings.Contains(knot.Log(), "AXFR-style IXFR") {
+		t.Errorf("Knot took %d AXFRs (want its first alone), or an AXFR-style IXFR:\n%s", n, knot.Log())
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package transfer tests the zone's way out: AXFR, IXFR and NOTIFY to real secondaries (the
-// secondary plugin, Knot and NSD: secondaries_test.go), TSIG, replicas that serve one serial,
+// secondary plugin, Knot and NSD: internal/e2e/secondaries.go), TSIG, replicas that serve one serial,
 // restarts the secondaries follow by IXFR (restart_test.go), the catalog zone
 // (catalog_test.go), and transfers whose secondary stopped reading (stall_test.go).
 package transfer

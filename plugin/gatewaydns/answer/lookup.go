@@ -17,11 +17,12 @@ import (
 )
 
 // Indexed is the live index (index.Index) as the handler answers from it: it holds the
-// addresses of each name worked out when its records last changed, and says whether it answers
-// with exact names. A zone being transferred (index.Zone) is not one: its lookups take the
-// stock plugin's way.
+// addresses of each name worked out when its records last changed, and gives those of the
+// owners chosen for the asker of a steered name (index.Index.AppendAnswer), and says whether it
+// answers with exact names. A zone being transferred (index.Zone) is not one: its lookups take
+// the stock plugin's way.
 type Indexed interface {
-	AppendAddresses(dst []index.Address, name string, qtype uint16) (addrs []index.Address, ok bool, err error)
+	AppendAsked(ctx context.Context, dst []index.Address, state request.Request, qtype uint16) (addrs []index.Address, ok bool, err error)
 	ExactNames() bool
 }
 
@@ -58,7 +59,7 @@ func LookupBackend(ctx context.Context, b plugin.ServiceBackend, a *Apex, zone s
 	switch qtype {
 	case dns.TypeA, dns.TypeAAAA:
 		if live, ok := b.(Indexed); ok && state.Name() != zone {
-			if records, ok, err := addressRecords(live, state, qtype); ok {
+			if records, ok, err := addressRecords(ctx, live, state, qtype); ok {
 				return records, nil, false, err
 			}
 		}
@@ -101,11 +102,11 @@ func LookupBackend(ctx context.Context, b plugin.ServiceBackend, a *Apex, zone s
 // addressRecords is plugin.A's or plugin.AAAA's answer for names whose records are addresses
 // alone, from what the index worked out when the records last changed rather than per question:
 // the bulk of the questions, at a fraction of the cost. ok is false for the other names.
-func addressRecords(ix Indexed, state request.Request, qtype uint16) (records []dns.RR, ok bool, err error) {
+func addressRecords(ctx context.Context, ix Indexed, state request.Request, qtype uint16) (records []dns.RR, ok bool, err error) {
 	// Most names have fewer: then finding them allocates nothing. More would make the query
 	// path's frames grow the goroutine's stack once more per question (issue 37).
 	var buf [4]index.Address
-	addrs, ok, err := ix.AppendAddresses(buf[:0], state.Name(), qtype)
+	addrs, ok, err := ix.AppendAsked(ctx, buf[:0], state, qtype)
 	if !ok || err != nil {
 		return nil, ok, err
 	}

@@ -51,7 +51,7 @@ func TestAddressRecordsAreWhatPluginAAnswers(t *testing.T) {
 			req := new(dns.Msg)
 			req.SetQuestion(name, qtype)
 			state := request.Request{W: nil, Req: req}
-			got, ok, gotErr := addressRecords(ix, state, qtype)
+			got, ok, gotErr := addressRecords(context.Background(), ix, state, qtype)
 			if !ok {
 				continue
 			}

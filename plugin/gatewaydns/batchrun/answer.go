@@ -88,7 +88,7 @@ func (sv *server) reply(uq *udpbatch.Question, dst []byte) ([]byte, bool) {
 			return dst, false
 		}
 	}
-	out, nx, ok := sv.st.Answer(dst, &uq.Query, name, zone, sv.shuffle)
+	out, nx, ok := sv.st.Answer(dst, &uq.Query, name, zone, uq.From, sv.shuffle)
 	if !ok {
 		return dst, false
 	}

@@ -44,7 +44,7 @@ type Stanza struct {
 	// the stanza has one to give: nx tells an NXDOMAIN. ok is false for the server to answer.
 	// With shuffle (loadbalance in front), the reply's addresses are shuffled, or ok is false
 	// where they could not be.
-	Answer func(dst []byte, q *packed.Query, name, zone string, shuffle bool) (out []byte, nx, ok bool)
+	Answer func(dst []byte, q *packed.Query, name, zone string, from net.Addr, shuffle bool) (out []byte, nx, ok bool)
 }
 
 // Mode is the udp-batch option: on where nothing in front must see each question (Auto, the

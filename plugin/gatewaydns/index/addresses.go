@@ -1,7 +1,10 @@
 package index
 
 import (
+	"context"
 	"net"
+
+	"github.com/coredns/coredns/request"
 
 	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/miekg/dns"
@@ -16,6 +19,12 @@ import (
 // ErrNotFound where Records says so. The IPs refer into the index: the caller must not change
 // them.
 func (ix *Index) AppendAddresses(dst []Address, name string, qtype uint16) (addrs []Address, ok bool, err error) {
+	return ix.AppendAnswer(dst, name, qtype, Asker{})
+}
+
+// AppendAnswer is AppendAddresses for a question asked by a: a name answered from a choice
+// among its owners (steerset.go) gives the addresses of the owners chosen for a.
+func (ix *Index) AppendAnswer(dst []Address, name string, qtype uint16, a Asker) (addrs []Address, ok bool, err error) {
 	var buf [maxLabels]string
 	labels, star := ix.labels(buf[:0], name)
 	if star >= 0 {
@@ -27,21 +36,33 @@ func (ix *Index) AppendAddresses(dst []Address, name string, qtype uint16) (addr
 	if id == 0 {
 		return dst, true, ErrNotFound
 	}
-	if addrs, ok := ix.plainAddresses(dst, id, qtype); ok {
+	if addrs, ok := ix.plainAddresses(dst, id, qtype, a.placing()); ok {
 		return addrs, true, nil
 	}
 	set := ix.nameSet(id, labels, depth)
 	if set == nil {
 		return dst, true, ErrNotFound
 	}
-	a := set.forQuestion(qtype).addresses()
-	if !a.plain {
+	qs := set.forQuestion(qtype)
+	if addrs, steered, ok := ix.steeredAddresses(dst, qs, qtype, &a); steered {
+		return addrs, ok, nil
+	}
+	as := qs.addresses()
+	if !as.plain {
 		return dst, false, nil
 	}
 	if qtype == dns.TypeAAAA {
-		return append(dst, a.v6...), true, nil
+		return append(dst, as.v6...), true, nil
 	}
-	return append(dst, a.v4...), true, nil
+	return append(dst, as.v4...), true, nil
+}
+
+// AppendAsked is AppendAnswer for the asker of the question of state, placed by no locality,
+// drawing with the draw ctx carries (WithDraw) where it carries one.
+func (ix *Index) AppendAsked(ctx context.Context, dst []Address, state request.Request, qtype uint16) (addrs []Address, ok bool, err error) {
+	a := Asker{W: state.W, Req: state.Req}
+	a.Draw, a.Drawn = DrawOf(ctx)
+	return ix.AppendAnswer(dst, state.Name(), qtype, a)
 }
 
 // Addresses is AppendAddresses to a new slice.
@@ -57,8 +78,9 @@ var _ [maxFew - maxPlain]struct{} // maxPlain <= maxFew
 
 // plainAddresses appends the addresses of n's name to dst when the name's records are at most
 // maxPlain plain addresses (entry.plainAddress) and no more than a read gives: what
-// answerSet.addresses makes of them, without a set. ok is false for any other name.
-func (ix *Index) plainAddresses(dst []Address, id nodeID, qtype uint16) (addrs []Address, ok bool) {
+// answerSet.addresses makes of them, without a set. ok is false for any other name, and, when
+// the stanza places clients (placing), for a name of several owners (steerset.go).
+func (ix *Index) plainAddresses(dst []Address, id nodeID, qtype uint16, placing bool) (addrs []Address, ok bool) {
 	t := ix.tree
 	n := t.at(id)
 	var buf [maxPlain]*entry
@@ -86,7 +108,7 @@ func (ix *Index) plainAddresses(dst []Address, id nodeID, qtype uint16) (addrs [
 		return dst, false
 	}
 	for _, e := range entries {
-		if !e.plainAddress() {
+		if !e.plainAddress() || placing && e.ownerName() != entries[0].ownerName() {
 			return dst, false
 		}
 	}

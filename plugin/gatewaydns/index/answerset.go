@@ -25,6 +25,9 @@ type rareParts struct {
 	// the key of the first record it left out, "" when not known.
 	cut      bool
 	boundary string
+	// steer is the records' owners and policies where questions may be answered from a
+	// choice among the owners (steerset.go); nil for the union.
+	steer *setSteer
 }
 
 // cut reports whether the set holds only the first records of its read.
@@ -153,7 +156,11 @@ func newAnswerSet(recs []rec) *answerSet {
 		hosts = newStrs(size)
 	}
 	s.addAll(recs, &hosts)
+	s.setSteering(newSetSteer(recs))
 	s.applyCNAMERule(func(i int) int64 { return recs[i].e.created })
+	if s.rare != nil && s.rare.steer != nil && s.rare.ruled != nil {
+		s.rare.steer.ruled = true
+	}
 	return s
 }
 

@@ -32,7 +32,7 @@ func TestApplyLetsQuestionsInOnlyBetweenRevisions(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for !stop.Load() {
-			sx, _, err := ix.records("app.zone.test.", dns.TypeA, false, answered)
+			sx, _, err := ix.records("app.zone.test.", dns.TypeA, false, answered, nil)
 			switch {
 			case err != nil || len(sx) != 1:
 				partial.Add(1)

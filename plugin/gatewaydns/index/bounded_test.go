@@ -24,7 +24,7 @@ func TestWriteAfterTheCutKeepsTheCachedAnswer(t *testing.T) {
 	zone, _ := ix.tree.walk(ix.tree.root, []string{"test", "zone"})
 	ask := func() *answerSet {
 		t.Helper()
-		if _, cut, err := ix.records("zone.test.", dns.TypeA, false, answered); err != nil || !cut {
+		if _, cut, err := ix.records("zone.test.", dns.TypeA, false, answered, nil); err != nil || !cut {
 			t.Fatalf("cut %v, err %v", cut, err)
 		}
 		return ix.tree.cached(zone, belowSet)
@@ -64,7 +64,7 @@ func TestQueryWildcardThatFindsNothingWithinItsBudgetIsTooBroad(t *testing.T) {
 	} {
 		ix := New(Options{MaxRecords: tc.limit})
 		ix.Load(ix.Root(), kvs)
-		sx, _, err := ix.records("x.*.zone.test.", dns.TypeA, false, answered)
+		sx, _, err := ix.records("x.*.zone.test.", dns.TypeA, false, answered, nil)
 		if !errors.Is(err, tc.want) || len(sx) != tc.found {
 			t.Errorf("limit %d: %d records, err %v; want %d, %v", tc.limit, len(sx), err, tc.found, tc.want)
 		}

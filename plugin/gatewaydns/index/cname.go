@@ -59,10 +59,10 @@ func (s *answerSet) applyCNAMERule(created func(i int) int64) {
 	}
 	r := &ruledSets{}
 	if address != nil {
-		r.address = s.subset(address)
+		r.address = s.ruledSubset(address)
 	}
 	if text != nil {
-		r.text = s.subset(text)
+		r.text = s.ruledSubset(text)
 	}
 	if s.rare == nil {
 		s.rare = &rareParts{}
@@ -82,6 +82,15 @@ func (s *answerSet) subset(keep []int) *answerSet {
 			out.hostless = true
 		}
 		out.services = append(out.services, s.services[i])
+	}
+	return out
+}
+
+// ruledSubset is subset for the CNAME rule: with the steering of the records kept.
+func (s *answerSet) ruledSubset(keep []int) *answerSet {
+	out := s.subset(keep)
+	if s.rare != nil {
+		out.setSteering(s.rare.steer.subset(keep))
 	}
 	return out
 }

@@ -43,13 +43,14 @@ type entry struct {
 type entryFlags uint8
 
 const (
-	mailFlag   entryFlags = 1 << iota // "mail": true
-	strip1Flag                        // "targetstrip": 1, what external-dns and gatewaydns write
-	ipv4Flag                          // the host is an IPv4 address, in ip4
-	ipv6Flag                          // the host is an IPv6 address, in host (hostIP6) or more.ip6
-	hostIP4                           // the host is ip4 in its canonical form, host is ""
-	hostIP6                           // the host is an IPv6 address in its canonical form, host its 16 bytes
-	noPort                            // "port": -1
+	mailFlag    entryFlags = 1 << iota // "mail": true
+	strip1Flag                         // "targetstrip": 1, what external-dns and gatewaydns write
+	ipv4Flag                           // the host is an IPv4 address, in ip4
+	ipv6Flag                           // the host is an IPv6 address, in host (hostIP6) or more.ip6
+	hostIP4                            // the host is ip4 in its canonical form, host is ""
+	hostIP6                            // the host is an IPv6 address in its canonical form, host its 16 bytes
+	noPort                             // "port": -1
+	steeredFlag                        // the value carries a steering policy, in more.steering
 )
 
 // origin is who wrote a record, for Explain: in one object with the string of its sources.
@@ -100,6 +101,9 @@ type entryMore struct {
 	group       string
 	targetStrip int      // other than 0 and 1
 	ip6         [16]byte // an IPv6 host written otherwise than canonically
+	// steering is the owner's policy for the name (steeredFlag), interned: the values of a
+	// name, and often of many names, carry the same one.
+	steering unique.Handle[record.Steering]
 }
 
 func (e *entry) moreParts() *entryMore {
@@ -141,6 +145,10 @@ func newEntry(kv record.KV, v *record.Value, seen int64) *entry {
 	if s.Text != "" || s.Group != "" {
 		m := e.moreParts()
 		m.text, m.group = s.Text, s.Group
+	}
+	if !v.Steering.IsZero() {
+		e.flags |= steeredFlag
+		e.moreParts().steering = unique.Make(v.Steering)
 	}
 	var buf [maxAddressLen]byte
 	switch what {
@@ -241,9 +249,19 @@ func (e *entry) ttl() uint32 {
 }
 
 // plainAddress reports whether the record is an address and nothing else an A or AAAA answer
-// could tell apart: no lease, no text, no group.
+// could tell apart: no lease, no text, no group, no steering policy (whose answer is chosen
+// per question).
 func (e *entry) plainAddress() bool {
-	return e.lease == 0 && e.flags&(ipv4Flag|ipv6Flag) != 0 && (e.more == nil || e.more.text == "" && e.more.group == "")
+	return e.lease == 0 && e.flags&(ipv4Flag|ipv6Flag) != 0 && e.flags&steeredFlag == 0 &&
+		(e.more == nil || e.more.text == "" && e.more.group == "")
+}
+
+// steering is the owner's policy for the name that the value carries; zero for none.
+func (e *entry) steering() record.Steering {
+	if e.flags&steeredFlag == 0 {
+		return record.Steering{}
+	}
+	return e.more.steering.Value()
 }
 
 // address is the record's address, of the family qtype asks for (A or AAAA); ok is false when

@@ -25,7 +25,7 @@ type Origin struct {
 // Explain returns the origin of every record an A or TXT question for the name reads, in key
 // order: the same records, found the same way (subtree, query wildcards, stored wildcards).
 func (ix *Index) Explain(ctx context.Context, state request.Request) ([]Origin, error) {
-	services, _, err := ix.records(state.Name(), dns.TypeTXT, false, everything)
+	services, _, err := ix.records(state.Name(), dns.TypeTXT, false, everything, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -35,11 +35,11 @@ func (ix *Index) Explain(ctx context.Context, state request.Request) ([]Origin, 
 	for _, qtype := range []uint16{dns.TypeA, dns.TypeTXT} {
 		all := services
 		if qtype != dns.TypeTXT {
-			if all, _, err = ix.records(state.Name(), qtype, false, everything); err != nil {
+			if all, _, err = ix.records(state.Name(), qtype, false, everything, nil); err != nil {
 				return nil, err
 			}
 		}
-		kept, _, err := ix.records(state.Name(), qtype, false, answered)
+		kept, _, err := ix.records(state.Name(), qtype, false, answered, nil)
 		if err != nil {
 			return nil, err
 		}

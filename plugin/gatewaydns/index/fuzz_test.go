@@ -55,8 +55,8 @@ func FuzzQuery(f *testing.F) {
 func sameFirstRecords(t *testing.T, ix, small *Index, name string) {
 	t.Helper()
 	for _, exact := range []bool{false, true} {
-		all, _, errAll := ix.records(name, dns.TypeTXT, exact, everything)
-		first, cut, err := small.records(name, dns.TypeTXT, exact, everything)
+		all, _, errAll := ix.records(name, dns.TypeTXT, exact, everything, nil)
+		first, cut, err := small.records(name, dns.TypeTXT, exact, everything, nil)
 		if errors.Is(err, ErrTooBroad) {
 			continue // a query wildcard that found nothing within its budget
 		}

@@ -32,7 +32,11 @@ func (ix *Index) JournalGap(origin string, serial uint32) (Gap, bool) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	prefix := ix.zonePrefixOf(dir)
-	from, ok := serialRevision(ix.serials[prefix], serial)
+	then, ok := ix.epochAt(prefix, serial)
+	if !ok {
+		return Gap{}, false
+	}
+	from, ok := serialRevision(ix.serials[prefix], serial-then.off)
 	start := ix.journal.start(prefix)
 	if !ok || from >= start || ix.journal.limit <= 0 {
 		return Gap{}, false
@@ -53,8 +57,8 @@ func (ix *Index) ZoneDiffFrom(origin string, serial uint32, apexNames []string, 
 		}
 		earlier[key] = e
 	}
-	return ix.zoneDiff(origin, apexNames, func(prefix, dir string, rev int64) (map[string]*entry, bool) {
-		if from, ok := serialRevision(rev, serial); !ok || from != gap.From || dir != gap.Dir {
+	return ix.zoneDiff(origin, serial, apexNames, func(prefix, dir string, rev int64, revThen uint32) (map[string]*entry, bool) {
+		if from, ok := serialRevision(rev, revThen); !ok || from != gap.From || dir != gap.Dir {
 			return nil, false
 		}
 		first, ok := ix.journal.after(prefix, gap.To) // not ok after a load since JournalGap

@@ -82,6 +82,10 @@ type Options struct {
 	// JournalChanges is how many changes the journal of incremental transfers holds
 	// (journal.go); 0: DefaultJournalChanges, below 0: none, every IXFR is the whole zone.
 	JournalChanges int
+	// FailOpen is told when a name starts (true) or stops (false) having no eligible owner:
+	// every owner's checked addresses held down, so that it answers all of them (health.go),
+	// and how many names do now; may be nil.
+	FailOpen func(name string, failing bool, names int)
 }
 
 // Index holds the records under one root, loaded prefix by prefix (Options.Prefixes).
@@ -98,6 +102,14 @@ type Index struct {
 	clashes map[string]bool         // path of a name whose records mix a CNAME with other data
 	serials map[string]int64        // prefix -> revision of its last change (serial.go)
 	journal journal                 // the changes an incremental transfer is made of
+
+	// Steering: the health-checked records (checks.go), the health of their addresses
+	// (health.go), the names that fail open, the offsets of their zones' serials
+	// (steerserial.go).
+	checks       checks
+	health       atomic.Pointer[healthView]
+	failing      map[string]bool
+	steerSerials map[string]*steerSerial
 
 	// gen counts the writes to the tree and the serials, so that a zone copied in chunks
 	// (zone.go) tells whether it saw one.
@@ -137,7 +149,7 @@ func New(opts Options) *Index {
 	if opts.JournalChanges == 0 {
 		opts.JournalChanges = DefaultJournalChanges
 	}
-	return &Index{
+	ix := &Index{
 		journal:        journal{limit: opts.JournalChanges},
 		opts:           opts,
 		root:           root,
@@ -148,7 +160,12 @@ func New(opts Options) *Index {
 		clashes:        map[string]bool{},
 		serials:        map[string]int64{},
 		loadedPrefixes: map[string]bool{},
+		checks:         newChecks(),
+		failing:        map[string]bool{},
+		steerSerials:   map[string]*steerSerial{},
 	}
+	ix.health.Store(&healthView{})
+	return ix
 }
 
 // Root is the key prefix of the records, e.g. "/skydns/".
@@ -199,8 +216,7 @@ func (ix *Index) MinTTL(request.Request) uint32 {
 // stored "*" wildcard that covers it, as RFC 4592 says. A read that spans more than
 // Options.MaxRecords records returns the first of them in key order (walk.go).
 func (ix *Index) Records(_ context.Context, state request.Request, exact bool) ([]msg.Service, error) {
-	sx, _, err := ix.records(state.Name(), state.QType(), exact, answered)
-	return sx, err
+	return ix.RecordsAsked(state, exact, Asker{W: state.W, Req: state.Req})
 }
 
 // view says which records of a read to return.
@@ -211,8 +227,9 @@ const (
 	everything             // every record the read finds, the CNAME rule's left-outs included (for Explain)
 )
 
-// records is the records of a read, and whether the read was cut at the answer limit.
-func (ix *Index) records(name string, qtype uint16, exact bool, v view) (sx []msg.Service, cut bool, err error) {
+// records is the records of a read, and whether the read was cut at the answer limit; a is who
+// asks (nil: every record, with no choice among owners).
+func (ix *Index) records(name string, qtype uint16, exact bool, v view, a *Asker) (sx []msg.Service, cut bool, err error) {
 	var buf [maxLabels]string
 	labels, star := ix.labels(buf[:0], name)
 	ix.mu.RLock()
@@ -222,7 +239,7 @@ func (ix *Index) records(name string, qtype uint16, exact bool, v view) (sx []ms
 		if set, err = ix.wildcardQuery(labels, star); err != nil {
 			return nil, false, err
 		}
-		return ix.finish(set, qtype, v), set.cut(), nil
+		return ix.finish(ix.chosenSet(set, qtype, a), qtype, v), set.cut(), nil
 	}
 	t := ix.tree
 	switch id, depth := t.find(labels); {
@@ -238,7 +255,7 @@ func (ix *Index) records(name string, qtype uint16, exact bool, v view) (sx []ms
 			return nil, false, ErrNotFound
 		}
 	}
-	return ix.finish(set, qtype, v), set.cut(), nil
+	return ix.finish(ix.chosenSet(set, qtype, a), qtype, v), set.cut(), nil
 }
 
 // pathOf is the path elements of the node that tree.find found for labels at depth: the

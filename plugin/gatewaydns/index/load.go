@@ -24,6 +24,7 @@ type Loading struct {
 	// which the load replaces too.
 	digests  map[string]*Digest
 	serials  map[string]int64
+	checked  map[string]*entry // the keys and values of checked records (checks.go)
 	rejected []rejection
 	entries  []*entry // Add's, reused
 	errs     []error
@@ -108,6 +109,14 @@ func (l *Loading) Add(kvs []record.KV) {
 			l.rejected = append(l.rejected, rejection{kv, l.errs[i]})
 		case ix.tree.insert(l.sub, l.below(kv.Key), l.entries[i]):
 			l.count++
+			fallthrough
+		default:
+			if _, ok := checkedOf(kv.Key, l.entries[i]); ok {
+				if l.checked == nil {
+					l.checked = map[string]*entry{}
+				}
+				l.checked[kv.Key] = l.entries[i]
+			}
 		}
 	}
 }
@@ -180,6 +189,11 @@ func (l *Loading) Finish(read int64) {
 	}
 	ix.reportLocked(l.rejected)
 	ix.setClashesBelowLocked(l.base, clashes)
+	checked := ix.checks.dropUnder(l.prefix)
+	for key, e := range l.checked {
+		checked = append(checked, ix.checks.set(key, e)...)
+	}
+	ix.checkedChangedLocked(checked)
 	// The zones under the prefix changed without the journal, up to the revision read: the
 	// read's, not the newest key's, which a delete after it may follow (the watcher replays
 	// those for the serial: Replayed), so that an IXFR from before the load reads them from

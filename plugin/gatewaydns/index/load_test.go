@@ -41,7 +41,7 @@ func TestLoadsBuildBesideQuestionsAndChanges(t *testing.T) {
 					wrong.Add(1)
 					first.CompareAndSwap(nil, fmt.Sprintf("%s: %v %v %v", name, addrs, ok, err))
 				}
-				sx, _, err := ix.records("b.test.", dns.TypeA, false, answered)
+				sx, _, err := ix.records("b.test.", dns.TypeA, false, answered, nil)
 				if err == nil && len(sx)%2 != 0 {
 					wrong.Add(1)
 					first.CompareAndSwap(nil, fmt.Sprintf("b.test.: %d records", len(sx)))

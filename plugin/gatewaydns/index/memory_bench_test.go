@@ -73,7 +73,7 @@ func indexMemory(b *testing.B, n int, value func(i int) string) {
 			if _, ok, err := ix.Addresses(name, dns.TypeA); err != nil {
 				b.Fatalf("%s: %v", name, err)
 			} else if !ok {
-				if _, _, err := ix.records(name, dns.TypeA, false, answered); err != nil {
+				if _, _, err := ix.records(name, dns.TypeA, false, answered, nil); err != nil {
 					b.Fatalf("%s: %v", name, err)
 				}
 			}

@@ -245,7 +245,7 @@ func checkQuestionsAgainstReference(t *testing.T, ix *Index, ref *reference, rng
 			for _, exact := range []bool{false, true} {
 				for _, v := range []view{answered, everything} {
 					want, wantCut, wildcard, wantErr := ref.records(name, qtype, exact, v)
-					got, cut, err := ix.records(name, qtype, exact, v)
+					got, cut, err := ix.records(name, qtype, exact, v, nil)
 					what := fmt.Sprintf("%s: %s %s exact %v view %d", when, name, dns.TypeToString[qtype], exact, v)
 					if wildcard && (errors.Is(err, ErrTooBroad) || cut && !wantCut) {
 						// The walk ran out of budget: what it found are the first records.

@@ -74,18 +74,22 @@ func (ix *Index) Replayed(prefix string, rev int64) {
 // Revision is the etcd revision of the last change the index holds under the prefix that
 // serves name; 0 before any.
 func (ix *Index) Revision(name string) int64 {
-	key := msg.Path(name, ix.opts.Prefix) + "/"
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	return ix.serials[ix.zonePrefixOf(key)]
+	return ix.serials[ix.zonePrefixOfName(name)]
+}
+
+// zonePrefixOfName is the key prefix of the zone that serves name.
+func (ix *Index) zonePrefixOfName(name string) string {
+	return ix.zonePrefixOf(msg.Path(name, ix.opts.Prefix) + "/")
 }
 
 // Serial implements plugin.ServiceBackend: the revision of the zone's last change, as a SOA
-// serial (see above).
+// serial (see above), with the offset of a zone with health-checked names (steerserial.go).
 func (ix *Index) Serial(state request.Request) uint32 {
 	name := state.Zone
 	if name == "" {
 		name = state.Name()
 	}
-	return uint32(ix.Revision(name)) // #nosec G115 -- RFC 1982 serial arithmetic wraps by design
+	return ix.ZoneSerial(name)
 }

@@ -19,6 +19,11 @@ import (
 type nodeSets struct {
 	sets   [3]atomic.Pointer[answerSet]
 	packed atomic.Pointer[packed.Name]
+	// steer is the steering of the name's set (belowSet or namesSet), where it has one, and
+	// prep its choice as a probe last prepared it: what a probe reads of a steered name
+	// (steerpacked.go), one load away.
+	steer atomic.Pointer[setSteer]
+	prep  atomic.Pointer[steerPrep]
 }
 
 type setKind int
@@ -106,7 +111,11 @@ func (t *tree) cached(id nodeID, k setKind) *answerSet {
 
 // cache keeps set as id's set of kind k; readers that race to do it store the same.
 func (t *tree) cache(id nodeID, k setKind, set *answerSet) {
-	t.sets.loadOrCreate(id).sets[k].Store(set)
+	ns := t.sets.loadOrCreate(id)
+	ns.sets[k].Store(set)
+	if k != exactSet && set.rare != nil && set.rare.steer != nil {
+		ns.steer.Store(set.rare.steer)
+	}
 }
 
 // forget drops id's cached set of kind k unless it is cut before key: then a write of key
@@ -117,6 +126,9 @@ func (t *tree) forget(id nodeID, k setKind, key string) {
 		p := &sets.sets[k]
 		if s := p.Load(); s != nil && !s.cutBefore(key) {
 			p.Store(nil)
+			if k != exactSet {
+				sets.forgetSteer()
+			}
 		}
 		sets.packed.Store(nil)
 	}
@@ -127,5 +139,27 @@ func (t *tree) drop(id nodeID, k setKind) {
 	if sets := t.sets.load(id); sets != nil {
 		sets.sets[k].Store(nil)
 		sets.packed.Store(nil)
+		if k != exactSet {
+			sets.forgetSteer()
+		}
 	}
+}
+
+// steered is the name's cached answer set and its steering (steerset.go); nil when none is
+// cached or it has none.
+func (ns *nodeSets) steered(exactNames bool) (*answerSet, *setSteer) {
+	k := belowSet
+	if exactNames {
+		k = namesSet
+	}
+	if s := ns.sets[k].Load(); s != nil && s.rare != nil && s.rare.steer != nil {
+		return s, s.rare.steer
+	}
+	return nil, nil
+}
+
+// forgetSteer drops the steering of the name's set, which a write dropped.
+func (ns *nodeSets) forgetSteer() {
+	ns.steer.Store(nil)
+	ns.prep.Store(nil)
 }

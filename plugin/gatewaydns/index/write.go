@@ -62,6 +62,7 @@ func (ix *Index) applyLocked(changes []record.Change, entries []*entry, skipped 
 	// The names whose records changed, to look again at whether they mix a CNAME with other
 	// data once the slice is in.
 	names := make(map[string][]string, len(changes))
+	var checked []string // the names of checked records, before or after the changes
 	for i, c := range changes {
 		if !strings.HasPrefix(c.Key, ix.root) {
 			continue
@@ -82,6 +83,7 @@ func (ix *Index) applyLocked(changes []record.Change, entries []*entry, skipped 
 		ix.applyDigestLocked(c.Key, oldRev, newRev)
 		ix.noteChangeLocked(c.Key, c.Revision)
 		ix.journal.note(c.Revision, c.Key, ix.tree.value(elems))
+		checked = append(checked, ix.checks.set(c.Key, entries[i])...)
 		delete(skipped, c.Key)
 		switch {
 		case entries[i] != nil:
@@ -106,6 +108,24 @@ func (ix *Index) applyLocked(changes []record.Change, entries []*entry, skipped 
 	for path, name := range names {
 		ix.checkClashLocked(name, path)
 	}
+	ix.checkedChangedLocked(checked)
+}
+
+// checkedChangedLocked follows a write of checked records of names (keys): their zones'
+// serials take an offset if they have none (steerserial.go), and whether they fail open is
+// looked at again.
+func (ix *Index) checkedChangedLocked(names []string) {
+	if len(names) == 0 {
+		return
+	}
+	var still []string
+	for _, n := range names {
+		if ix.checks.names[n] > 0 {
+			still = append(still, n)
+		}
+	}
+	ix.moveSteerSerialsLocked(still, ix.view(), false)
+	ix.checkFailOpenLocked(names)
 }
 
 // SetLeaseExpiry records when a lease runs out; the store refreshes it from etcd.

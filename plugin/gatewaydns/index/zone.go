@@ -25,6 +25,8 @@ import (
 type Zone struct {
 	Origin    string // the zone's name, e.g. "openmcp.cluster."
 	Revision  int64  // the serial's etcd revision
+	serial    uint32 // Revision's low 32 bits, with the zone's offset (steerserial.go)
+	view      *healthView
 	originKey string // the origin's key, without a "/" at the end
 	names     []zoneName
 	recs      []zoneRec
@@ -97,7 +99,8 @@ func (ix *Index) zone(origin string, pause func()) (z *Zone, ok bool) {
 	}
 	ix.mu.RLock()
 	gen := ix.gen
-	z.Revision = ix.serials[ix.zonePrefixOf(msg.Path(origin, ix.opts.Prefix)+"/")]
+	prefix := ix.zonePrefixOf(msg.Path(origin, ix.opts.Prefix) + "/")
+	z.Revision, z.serial, z.view = ix.serials[prefix], ix.serialOfLocked(prefix), ix.view()
 	z.ttls = ix.leaseTTLs(maps.Clone(ix.leases))
 	t := ix.tree
 	id, depth := t.walk(t.root, labels)
@@ -164,6 +167,10 @@ func (z *Zone) addName(t *tree, id nodeID, name string) {
 			z.labels = append(z.labels, el...)
 		}
 		z.recs = append(z.recs, r)
+	}
+	z.steerTransfer(int(zn.first))
+	if zn.own && (len(z.recs) == int(zn.first) || z.recs[zn.first].n != 0) {
+		zn.own = false // its own value is an owner's that the transfer leaves out
 	}
 	zn.end = uint32(len(z.recs)) // #nosec G115 -- as above
 	z.names = append(z.names, zn)
@@ -358,11 +365,6 @@ func (z *Zone) Lookup(context.Context, request.Request, string, uint16) (*dns.Ms
 
 // IsNameError implements plugin.ServiceBackend.
 func (z *Zone) IsNameError(err error) bool { return errors.Is(err, ErrNotFound) }
-
-// Serial implements plugin.ServiceBackend.
-func (z *Zone) Serial(request.Request) uint32 {
-	return uint32(z.Revision) // #nosec G115 -- RFC 1982 serial arithmetic wraps by design
-}
 
 // MinTTL implements plugin.ServiceBackend.
 func (z *Zone) MinTTL(request.Request) uint32 { return z.minTTL }

@@ -26,8 +26,8 @@ const MaxDiffKeys = 2048
 // apexNames are names whose records the apex's records hold too (the glue of in-zone
 // nameservers a stanza names): a change of one of them changes the apex's.
 func (ix *Index) ZoneDiff(origin string, serial uint32, apexNames []string) (past, now *Zone, ok bool) {
-	return ix.zoneDiff(origin, apexNames, func(prefix, dir string, rev int64) (map[string]*entry, bool) {
-		first, ok := ix.journal.since(prefix, rev, serial)
+	return ix.zoneDiff(origin, serial, apexNames, func(prefix, dir string, rev int64, revThen uint32) (map[string]*entry, bool) {
+		first, ok := ix.journal.since(prefix, rev, revThen)
 		if !ok {
 			return nil, false
 		}
@@ -36,8 +36,9 @@ func (ix *Index) ZoneDiff(origin string, serial uint32, apexNames []string) (pas
 }
 
 // zoneDiff is ZoneDiff with the changed keys' values then given by changed (called under the
-// read lock with the zone's key prefix, its directory and its revision), ok false for none.
-func (ix *Index) zoneDiff(origin string, apexNames []string, changed func(prefix, dir string, rev int64) (map[string]*entry, bool)) (past, now *Zone, ok bool) {
+// read lock with the zone's key prefix, its directory, its revision and the revision's low 32
+// bits that serial stands for: steerserial.go), ok false for none.
+func (ix *Index) zoneDiff(origin string, serial uint32, apexNames []string, changed func(prefix, dir string, rev int64, revThen uint32) (map[string]*entry, bool)) (past, now *Zone, ok bool) {
 	if !ix.Loaded() {
 		return nil, nil, false
 	}
@@ -48,20 +49,62 @@ func (ix *Index) zoneDiff(origin string, apexNames []string, changed func(prefix
 	defer ix.mu.RUnlock()
 	dir := msg.Path(origin, ix.opts.Prefix) + "/"
 	prefix := ix.zonePrefixOf(dir)
-	rev := ix.serials[prefix]
-	then, ok := changed(prefix, dir, rev)
-	if !ok || len(then) > MaxDiffKeys {
+	rev, cur := ix.serials[prefix], ix.serialOfLocked(prefix)
+	then, ok := ix.epochAt(prefix, serial)
+	if !ok || !SerialAfter(cur, serial) {
 		return nil, nil, false
 	}
-	h := ix.history(then)
+	values := map[string]*entry{}                             // none changed, where only the health of addresses has
+	if revThen := serial - then.off; revThen != uint32(rev) { // #nosec G115 -- RFC 1982
+		if values, ok = changed(prefix, dir, rev, revThen); !ok {
+			return nil, nil, false
+		}
+	}
+	if len(values) > MaxDiffKeys {
+		return nil, nil, false
+	}
+	h := ix.history(values)
 	paths := h.changedNames(ix, labels, origin, apexNames)
+	paths = ix.healthChangedNames(paths, dir, then.view)
 	ttls := ix.leaseTTLs(maps.Clone(ix.leases))
-	now = namesOf(ix.tree, origin, labels, paths)
-	past = namesOf(h.pastTree(ix.root, paths), origin, labels, paths)
+	now = namesOf(ix.tree, origin, labels, paths, ix.view())
+	past = namesOf(h.pastTree(ix.root, paths), origin, labels, paths, then.view)
 	for _, z := range []*Zone{past, now} {
-		z.Revision, z.ttls, z.minTTL = rev, ttls, minTTL
+		z.Revision, z.serial, z.ttls, z.minTTL = rev, cur, ttls, minTTL
 	}
 	return past, now, true
+}
+
+// healthChangedNames adds to paths those of the names of the zone under dir whose checked
+// addresses were held down otherwise in the view then than now: their records have not
+// changed, but what a transfer holds of them may have.
+func (ix *Index) healthChangedNames(paths [][]string, dir string, then *healthView) [][]string {
+	now := ix.view()
+	if then == now {
+		return paths
+	}
+	var moved []CheckTarget
+	for t := range ix.checks.targets {
+		if then.isDown(t.Check, t.Host) != now.isDown(t.Check, t.Host) {
+			moved = append(moved, t)
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		seen[strings.Join(p, "/")] = true
+	}
+	for _, n := range ix.checks.namesOf(moved) {
+		if !strings.HasPrefix(n+"/", dir) {
+			continue
+		}
+		p := ix.elements(n)
+		if k := strings.Join(p, "/"); !seen[k] {
+			seen[k] = true
+			paths = append(paths, p)
+		}
+	}
+	slices.SortFunc(paths, slices.Compare)
+	return paths
 }
 
 // history is the index's tree now, with the values that the changed keys had before
@@ -280,9 +323,9 @@ func (h *history) childLabels(key string, id nodeID) []string {
 }
 
 // namesOf is a Zone of the names at paths in t, with the record names below them (where a
-// record's target may point: the zone writer's glue, in package xfr).
-func namesOf(t *tree, origin string, labels []string, paths [][]string) *Zone {
-	z := &Zone{Origin: origin, originKey: strings.TrimSuffix(t.keyOf(labels), "/"), last: -1}
+// record's target may point: the zone writer's glue, in package xfr), in the health view.
+func namesOf(t *tree, origin string, labels []string, paths [][]string, view *healthView) *Zone {
+	z := &Zone{Origin: origin, originKey: strings.TrimSuffix(t.keyOf(labels), "/"), last: -1, view: view}
 	listed := map[string]bool{}
 	for _, p := range paths {
 		listed[strings.Join(p, "/")] = true

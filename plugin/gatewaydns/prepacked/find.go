@@ -12,13 +12,13 @@ import (
 // (lower case) in zone, from ix, if one may be written behind plugins that take writes: a
 // (nil: NXDOMAIN) and the zone's negative reply when it needs one. ok is false when the usual
 // path answers; pq then holds what Keep takes after it (when pq.zone is set).
-func (p *Packer) find(pq *Question, name, zoneName string, ix *index.Index, writes Writes) (a *packed.Answer, neg *packed.Negative, ok bool) {
+func (p *Packer) find(pq *Question, name, zoneName string, ix *index.Index, writes Writes, asker *index.Asker) (a *packed.Answer, neg *packed.Negative, ok bool) {
 	z := p.zones[zoneName]
 	if z == nil || name == zoneName || pq.q.Qclass != dns.ClassINET || !packedType(pq.q.Qtype) || !plainName(name) || p.rules.Apex().Glued(name) {
 		return nil, nil, false
 	}
 	pq.zone, pq.name = z, name
-	pq.probe = ix.Packed(name, z.prefix)
+	pq.probe = ix.PackedAsked(name, z.prefix, asker)
 	switch {
 	case writes == WritesMsgs:
 		return nil, nil, false
@@ -27,7 +27,7 @@ func (p *Packer) find(pq *Question, name, zoneName string, ix *index.Index, writ
 			return nil, nil, false
 		}
 	default:
-		if a = pq.probe.Name.Find(p.owner, packed.Key{Qtype: pq.q.Qtype}); a == nil {
+		if a = pq.probe.Name.Find(p.owner, packed.Key{Qtype: pq.q.Qtype, Variant: pq.probe.Variant}); a == nil {
 			return nil, nil, false
 		}
 	}
@@ -71,19 +71,23 @@ func (p *Packer) Keep(ix *index.Index, pq *Question, m *dns.Msg, rcode int) {
 	if p == nil || pq.zone == nil || !pq.probe.Ref.Valid() {
 		return
 	}
+	placing := p.rules.Locality.Configured()
+	if pq.probe.Steered(placing) {
+		return // answered from a choice no variant of which is packed
+	}
 	var a packed.Answer
 	switch {
 	case m != nil:
 		var ok bool
-		if a, ok = packed.NewAnswer(m, 0); !ok {
+		if a, ok = packed.NewAnswer(m, pq.probe.Variant); !ok {
 			return
 		}
 	case rcode == dns.RcodeSuccess:
-		a = packed.NewNoData(packed.Key{Qtype: pq.q.Qtype})
+		a = packed.NewNoData(packed.Key{Qtype: pq.q.Qtype, Variant: pq.probe.Variant})
 	default:
 		return
 	}
-	ix.Keep(pq.probe.Ref, pq.name, pq.probe.Name.With(p.owner, a))
+	ix.KeepFor(pq.probe.Ref, pq.name, pq.probe.Name.With(p.owner, a), placing)
 }
 
 // queryOf is the packed.Query of state's question, but its name; ok is false for a question

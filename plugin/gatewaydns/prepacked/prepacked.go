@@ -17,6 +17,7 @@
 package prepacked
 
 import (
+	"net"
 	"sync"
 	"sync/atomic"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/steer"
 )
 
 // Rules are the handler's answer rules the packed replies must follow: its apex (whose glued
@@ -34,6 +36,9 @@ import (
 type Rules struct {
 	Apex        func() *answer.Apex
 	FallThrough func(name string) bool
+	// Locality places the stanza's clients (nil: none), so that a name of several owners is
+	// answered from a choice per question, packed per choice (index.Index.PackedAsked).
+	Locality *steer.Locality
 }
 
 // Packer is a stanza's packed replies: its answer rules' token (the index may be shared with a
@@ -74,6 +79,11 @@ type Question struct {
 	name  string // lower case
 }
 
+// Draw is the draw of the choice a steered name's probe found the question's variant with;
+// ok is false for any other question. The question's lookup must draw with it
+// (index.WithDraw), for Keep to keep its reply as that variant.
+func (q *Question) Draw() (draw uint64, ok bool) { return q.probe.Draw, q.probe.Variant != 0 }
+
 // Serve writes the packed reply to the question of state, if there is one and the chain in
 // front lets it write bytes, and reports whether it did. Otherwise, when it found where the
 // reply would be kept, Keep takes pq after the usual path answered.
@@ -86,7 +96,8 @@ func (p *Packer) Serve(w dns.ResponseWriter, state *request.Request, zone string
 		return false
 	}
 	writes := Writes(p.writes.Load())
-	a, neg, ok := p.find(pq, state.Name(), zone, ix, writes)
+	asker := index.Asker{Locality: p.rules.Locality, W: state.W, Req: r}
+	a, neg, ok := p.find(pq, state.Name(), zone, ix, writes, &asker)
 	if !ok {
 		return false
 	}
@@ -119,13 +130,15 @@ func (p *Packer) Serve(w dns.ResponseWriter, state *request.Request, zone string
 }
 
 // AppendBatched appends the packed reply to q (its name, in wire form, set) for name (lower
-// case, plain) in zone to dst, for the batched UDP path, where nothing in front reads replies:
+// case, plain) in zone, asked from the client address from, to dst, for the batched UDP path,
+// where nothing in front reads replies:
 // nx tells an NXDOMAIN. ok is false when the server is to answer: no packed reply, one too
 // large, or, with shuffle (loadbalance in front), one the path could not shuffle as
 // loadbalance would.
-func (p *Packer) AppendBatched(dst []byte, q *packed.Query, name, zone string, ix *index.Index, shuffle bool, rand func() uint32) (out []byte, nx, ok bool) {
+func (p *Packer) AppendBatched(dst []byte, q *packed.Query, name, zone string, ix *index.Index, from net.Addr, shuffle bool, rand func() uint32) (out []byte, nx, ok bool) {
 	pq := Question{q: *q}
-	a, neg, ok := p.find(&pq, name, zone, ix, WritesAll)
+	asker := index.Asker{Locality: p.rules.Locality, From: from}
+	a, neg, ok := p.find(&pq, name, zone, ix, WritesAll, &asker)
 	if !ok || shuffle && a != nil && !a.Negative() && !a.Shufflable() {
 		return dst, false, false
 	}

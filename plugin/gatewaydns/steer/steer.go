@@ -165,15 +165,27 @@ func (n *Name) Choose(c Client, rnd uint64, dst []int) Result {
 		res.Owners = append(res.Owners, n.anywhere.Owners...)
 		return res
 	}
-	draw, _ := bits.Mul64(rnd, n.cum[len(n.cum)-1]) // uniform in [0, total)
-	for i, c := range n.cum {
-		if draw < c {
-			res.Owners = append(res.Owners, n.anywhere.Owners[i])
-			break
-		}
-	}
+	res.Owners = append(res.Owners, n.anywhere.Owners[Pick(n.cum, rnd)])
 	return res
 }
+
+// Pick is the position in cum, cumulative weights (ascending, the last their total), that the
+// uniformly random number rnd draws: each in proportion to its weight.
+func Pick(cum []uint64, rnd uint64) int {
+	draw, _ := bits.Mul64(rnd, cum[len(cum)-1]) // uniform in [0, total)
+	for i, c := range cum {
+		if draw < c {
+			return i
+		}
+	}
+	return len(cum) - 1
+}
+
+// Anywhere is the choice of a client that locality places nowhere, as Prepare worked it out:
+// for a draw by weight (cum not nil) the owners drawn among, with their cumulative weights,
+// one of which Choose answers (Pick); otherwise the answer itself. res.Owners must not be
+// changed.
+func (n *Name) Anywhere() (res Result, cum []uint64) { return n.anywhere, n.cum }
 
 // places reports whether locality may place client c among the owners: its cluster or its
 // region is one of theirs.

@@ -34,6 +34,8 @@ type Question struct {
 	Name  []byte    // the question's name in lower case, text form; good during Answer only
 	Len   int       // the request's length
 	Read  time.Time // when its batch was read
+	// From is the client's address, which steering places clients by; good during Answer only.
+	From net.Addr
 }
 
 // Config is what a path runs.
@@ -202,15 +204,18 @@ func (p *Path) Stop(wait time.Duration) error {
 	return err
 }
 
-// answer is the packed reply to the datagram req (from a socket of family), appended to dst;
-// q and name are the reader's, reused from one datagram to the next.
-func (s *Serving) answer(req []byte, q *Question, name *[]byte, family int, dst []byte) ([]byte, bool) {
+// answer is the packed reply to the datagram req (from a socket of family, sent from the client
+// address from), appended to dst; q and name are the reader's, reused from one datagram to the
+// next.
+func (s *Serving) answer(req []byte, q *Question, name *[]byte, family int, from net.Addr, dst []byte) ([]byte, bool) {
 	var ok bool
 	if *name, ok = packed.ParseQuery(req, &q.Query, *name); !ok {
 		return nil, false
 	}
-	q.Name, q.Len, q.Query.Family = *name, len(req), family
-	return s.Answer(q, dst)
+	q.Name, q.Len, q.Query.Family, q.From = *name, len(req), family, from
+	reply, ok := s.Answer(q, dst)
+	q.From = nil // no reference to a client's address past its answer
+	return reply, ok
 }
 
 // listen binds a UDP socket with SO_REUSEPORT to addr.
@@ -271,7 +276,7 @@ func (p *Path) read(c net.PacketConn, h *handoff) {
 		for i := range in[:n] {
 			m := &in[i]
 			req := m.Buffers[0][:m.N]
-			reply, ok := sv.answer(req, &q, &name, family, replies[i][:0])
+			reply, ok := sv.answer(req, &q, &name, family, m.Addr, replies[i][:0])
 			switch {
 			case ok:
 				replies[i] = reply[:0]

@@ -50,7 +50,7 @@ func (t *Transfers) serialOf(b Records, zone string) (serial uint32, ok bool) {
 	if !b.Serves(zone) {
 		return 0, false
 	}
-	return uint32(b.Revision(zone)), true // #nosec G115 -- RFC 1982: the serial is the revision's low 32 bits
+	return b.ZoneSerial(zone), true
 }
 
 // soaAt is the SOA a NOTIFY of zone at serial carries.
