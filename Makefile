@@ -5,7 +5,7 @@
 #   make test            the whole test suite (race detector on), as CI runs it
 #   make build           ./coredns
 #   make generate        regenerate the plugin list from plugin.cfg
-#   make test-binaries   etcd, etcdctl, kube-apiserver, kubeadm, promtool, external-dns and helm for the tests, into ./bin
+#   make test-binaries   etcd, etcdctl, etcdutl, kube-apiserver, kubeadm, promtool, external-dns and helm for the tests, into ./bin
 #   make fuzz            every fuzz target for FUZZTIME seconds (default 10)
 #   make bench           benchmarks vs the stock etcd, cache and hosts plugins and external-dns (BENCHFLAGS=...)
 #   make soak            the load, reload, outage and convergence tests at full length: 60s of dnsperf load and churn,

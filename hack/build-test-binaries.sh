@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds the real components the integration tests run against:
-#   kube-apiserver and kubeadm (k8s.io/kubernetes), etcd and etcdctl (go.etcd.io/etcd)
+#   kube-apiserver and kubeadm (k8s.io/kubernetes), etcd, etcdctl and etcdutl (go.etcd.io/etcd)
 # from the Go module proxy, at the versions pinned in tools/go.mod.
 #
-# Usage: hack/build-test-binaries.sh [OUTDIR [NAME...]]      (default: <repo>/bin, all four)
+# Usage: hack/build-test-binaries.sh [OUTDIR [NAME...]]      (default: <repo>/bin, all five)
 #
-# NAMEs (etcd, etcdctl, kube-apiserver, kubeadm) build only those: `make demo` and `make run`
+# NAMEs (etcd, etcdctl, etcdutl, kube-apiserver, kubeadm) build only those: `make demo` and `make run`
 # ask for what they run, so a first demo does not wait for kubeadm (or, in the Makefile, for
 # promtool and external-dns), which only the tests run.
 #
@@ -18,7 +18,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="${ROOT}/tools"
 OUTDIR="${1:-${ROOT}/bin}"
 shift || true
-ALL=(etcd etcdctl kube-apiserver kubeadm)
+ALL=(etcd etcdctl etcdutl kube-apiserver kubeadm)
 WANT=("$@")
 [[ ${#WANT[@]} -gt 0 ]] || WANT=("${ALL[@]}")
 for w in "${WANT[@]}"; do
@@ -96,6 +96,8 @@ log "output directory: ${OUTDIR}"
 # etcd first: it is small, and its dependencies warm the cache for the rest.
 build etcd go.etcd.io/etcd/server/v3 -ldflags "-s -w"
 build etcdctl go.etcd.io/etcd/etcdctl/v3 -ldflags "-s -w"
+# etcdutl: the tests restore etcd from a snapshot as an operator does (testenv.EtcdCluster.Restore).
+build etcdutl go.etcd.io/etcd/etcdutl/v3 -ldflags "-s -w"
 # Same build tags as upstream's hack/lib/golang.sh for release binaries.
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver \
 	-tags selinux,notest,grpcnotrace -ldflags "${kube_ldflags}"
@@ -118,4 +120,5 @@ check_version "${OUTDIR}/kube-apiserver" "Kubernetes ${KUBE_VERSION}" --version
 check_version "${OUTDIR}/kubeadm" "${KUBE_VERSION}" version -o short
 check_version "${OUTDIR}/etcd" "etcd Version: ${ETCD_VERSION}" --version
 check_version "${OUTDIR}/etcdctl" "etcdctl version: ${ETCD_VERSION}" version
-log "done in $((SECONDS - total_start))s: ${WANT[*]} (kube-apiserver and kubeadm ${KUBE_VERSION}, etcd and etcdctl ${ETCD_VERSION}) in ${OUTDIR}"
+check_version "${OUTDIR}/etcdutl" "etcdutl version: ${ETCD_VERSION}" version
+log "done in $((SECONDS - total_start))s: ${WANT[*]} (kube-apiserver and kubeadm ${KUBE_VERSION}, etcd, etcdctl and etcdutl ${ETCD_VERSION}) in ${OUTDIR}"

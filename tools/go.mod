@@ -6,6 +6,7 @@ godebug default=go1.26
 
 require (
 	go.etcd.io/etcd/etcdctl/v3 v3.7.3
+	go.etcd.io/etcd/etcdutl/v3 v3.7.3
 	go.etcd.io/etcd/server/v3 v3.7.3
 	k8s.io/kubernetes v1.36.3
 )

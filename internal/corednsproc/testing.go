@@ -98,6 +98,17 @@ func (p *Process) WaitMetric(t testing.TB, timeout time.Duration, selector strin
 	}
 }
 
+// WaitOutput waits until the process has written line, and fails the test with its output
+// after timeout.
+func (p *Process) WaitOutput(t testing.TB, line string, timeout time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !strings.Contains(p.Output(), line); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("coredns %s wrote no %q within %s:\n%s", p.Name, line, timeout, p.Output())
+		}
+	}
+}
+
 // WaitExported waits until /metrics exports a series selector names: the process is up and
 // its stanza started.
 func (p *Process) WaitExported(t testing.TB, timeout time.Duration, selector string) {

@@ -129,3 +129,27 @@ func Render(r *dns.Msg) string {
 	}
 	return b.String()
 }
+
+// AXFRText transfers openmcp.cluster from addr: its records (the closing SOA left out), as text.
+func AXFRText(t testing.TB, addr string) []string {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetAxfr("openmcp.cluster.")
+	env, err := (&dns.Transfer{ReadTimeout: 10 * time.Second}).In(m, addr)
+	if err != nil {
+		t.Fatalf("AXFR from %s: %v", addr, err)
+	}
+	var out []string
+	for e := range env {
+		if e.Error != nil {
+			t.Fatalf("AXFR from %s: %v", addr, e.Error)
+		}
+		for _, rr := range e.RR {
+			out = append(out, strings.ToLower(strings.ReplaceAll(rr.String(), "\t", " ")))
+		}
+	}
+	if len(out) < 2 {
+		t.Fatalf("AXFR from %s: %d records", addr, len(out))
+	}
+	return out[:len(out)-1]
+}

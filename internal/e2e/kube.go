@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/gatewaydns/gatewaydns/internal/gatewayfixture"
 )
 
 // WaitObservedGeneration waits until the DNSEndpoint name's status.observedGeneration is its
@@ -26,5 +28,20 @@ func WaitObservedGeneration(t testing.TB, res dynamic.ResourceInterface, name st
 		if time.Now().After(deadline) {
 			t.Fatalf("DNSEndpoint %s: status.observedGeneration %d, generation %d", name, og, u.GetGeneration())
 		}
+	}
+}
+
+// WaitEvent polls until a Warning Event with reason is on the object, and returns its message.
+func WaitEvent(t testing.TB, k8s *gatewayfixture.Cluster, namespace, kind, name, reason string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if evs := k8s.WarningEvents(namespace, kind, name, reason); len(evs) > 0 {
+			return evs[0].Message
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Warning Event %q on %s %s/%s within %s", reason, kind, namespace, name, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -28,7 +28,12 @@ import (
 type EtcdCluster struct {
 	Members []*EtcdMember
 	t       testing.TB
+	named   int      // members ever made, for the next one's name (AddMember)
+	args    []string // every member's flags besides the cluster's own (WithEtcdArgs)
 }
+
+// clusterToken is every cluster's --initial-cluster-token (and a restore's).
+const clusterToken = "testenv-cluster"
 
 // EtcdMember is one member of an EtcdCluster. Its ports and data directory stay the same
 // across Stop/Restart.
@@ -44,6 +49,9 @@ type EtcdMember struct {
 
 	c *EtcdCluster
 
+	// existing: the member joins a running cluster (AddMember), not one started with it.
+	existing bool
+
 	opMu   sync.Mutex // serializes start, stop, freeze and thaw
 	mu     sync.Mutex // guards the fields below
 	proc   *child.Process
@@ -53,15 +61,19 @@ type EtcdMember struct {
 // StartEtcdCluster starts an n-member etcd cluster (bin/etcd, see FindBinary) on free
 // 127.0.0.1 ports, with data under t.TempDir(), and waits until every member reports
 // healthy. Members are thawed and stopped by t.Cleanup; when the test failed, the tail of
-// each member's log is printed.
-func StartEtcdCluster(t testing.TB, n int) *EtcdCluster {
+// each member's log is printed. Of opts, WithEtcdArgs adds flags to every member's.
+func StartEtcdCluster(t testing.TB, n int, opts ...EtcdOption) *EtcdCluster {
 	t.Helper()
+	var o etcdOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if n < 1 {
 		t.Fatalf("testenv: StartEtcdCluster(%d): need at least one member", n)
 	}
 	bin := FindBinary(t, "etcd")
 	dir := t.TempDir()
-	c := &EtcdCluster{t: t}
+	c := &EtcdCluster{t: t, named: n, args: o.args}
 	for i := range n {
 		name := fmt.Sprintf("m%d", i)
 		m := &EtcdMember{
@@ -147,7 +159,11 @@ func (c *EtcdCluster) learnIDs() error {
 }
 
 func (m *EtcdMember) args(cluster string) []string {
-	return []string{
+	state := "new" // ignored once the data directory holds a member
+	if m.existing {
+		state = "existing"
+	}
+	return append([]string{
 		"--name=" + m.Name,
 		"--data-dir=" + m.DataDir,
 		"--listen-client-urls=" + m.ClientURL,
@@ -155,13 +171,13 @@ func (m *EtcdMember) args(cluster string) []string {
 		"--listen-peer-urls=" + m.PeerURL,
 		"--initial-advertise-peer-urls=" + m.PeerURL,
 		"--initial-cluster=" + cluster,
-		"--initial-cluster-state=new", // ignored once the data directory holds a member
-		"--initial-cluster-token=testenv-cluster",
+		"--initial-cluster-state=" + state,
+		"--initial-cluster-token=" + clusterToken,
 		"--heartbeat-interval=50",
 		"--election-timeout=500",
 		"--unsafe-no-fsync=true",
 		"--log-level=info",
-	}
+	}, m.c.args...)
 }
 
 // launch starts the member's process without waiting for it.
@@ -248,11 +264,7 @@ func (m *EtcdMember) Restart() {
 	m.c.t.Helper()
 	m.Stop()
 	bin := FindBinary(m.c.t, "etcd")
-	var initial []string
-	for _, o := range m.c.Members {
-		initial = append(initial, o.Name+"="+o.PeerURL)
-	}
-	if err := m.launch(bin, strings.Join(initial, ",")); err != nil {
+	if err := m.launch(bin, m.c.initialCluster()); err != nil {
 		m.c.t.Fatalf("testenv: restarting etcd member %s: %v", m.Name, err)
 	}
 	if err := m.waitHealthy(30 * time.Second); err != nil {

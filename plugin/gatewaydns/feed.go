@@ -51,7 +51,7 @@ type feed struct {
 func (f *feed) start() error {
 	etcd := f.etcd
 	etcd.WatchStreams = etcdWatchStreams.WithLabelValues(f.server, f.zones)
-	client, err := store.NewClient(etcd)
+	client, members, err := store.Connect(etcd, log)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,6 @@ func (f *feed) start() error {
 		return err
 	}
 	f.client, f.cancel, f.done = client, cancel, make(chan struct{})
-	members := store.NewMembers(client, etcd.Endpoints, log)
 	watchers.Go(func() { members.Run(ctx) })
 	for _, prefix := range f.prefixes {
 		w := &mirror.Watcher{Client: client, Prefix: prefix, Sink: f.index, Observer: feedObserver{f.metrics, f}, Log: log, Grace: f.grace, Members: members}

@@ -27,7 +27,7 @@ var (
 	}, []string{"server", "zones", "type"})
 	resyncs = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "resyncs_total",
-		Help: "Full loads of the zone from etcd, by reason (start, compacted).",
+		Help: "Full loads of the zone from etcd, by reason (start, compacted, inconsistent, new-store: etcd restored from a snapshot or another cluster).",
 	}, []string{"server", "zones", "reason"})
 	resyncDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "resync_duration_seconds",
@@ -138,7 +138,7 @@ func metricsAtZero(server, zones string) {
 	for _, op := range []string{"get", "watch", "lease", "check"} {
 		etcdErrors.WithLabelValues(server, zones, op)
 	}
-	for _, reason := range []string{"start", "compacted", "inconsistent"} {
+	for _, reason := range []string{"start", "compacted", "inconsistent", "new-store"} {
 		resyncs.WithLabelValues(server, zones, reason)
 	}
 	for _, typ := range []string{"put", "delete"} {

@@ -133,9 +133,16 @@ type emptied struct {
 }
 
 func watchNames(t *testing.T, cluster *testenv.EtcdCluster) *nameHistory {
+	h := &nameHistory{}
+	h.follow(t, cluster)
+	t.Cleanup(h.stop)
+	return h
+}
+
+// follow counts each name's keys in etcd now and follows them from there.
+func (h *nameHistory) follow(t *testing.T, cluster *testenv.EtcdCluster) {
 	cli := cluster.Client(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &nameHistory{cancel: cancel, done: make(chan struct{}), counts: map[string]int{}}
 	gctx, gcancel := context.WithTimeout(ctx, 10*time.Second)
 	resp, err := cli.Get(gctx, convPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	gcancel()
@@ -143,20 +150,23 @@ func watchNames(t *testing.T, cluster *testenv.EtcdCluster) *nameHistory {
 		cancel()
 		t.Fatalf("reading etcd: %v", err)
 	}
+	counts := map[string]int{}
 	for _, kv := range resp.Kvs {
 		if name, ok := record.RecordName("skydns", string(kv.Key)); ok {
-			h.counts[name]++
+			counts[name]++
 		}
 	}
+	h.mu.Lock()
+	h.cancel, h.done, h.counts = cancel, make(chan struct{}), counts
+	done := h.done
+	h.mu.Unlock()
 	wch := cli.Watch(ctx, convPrefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
 	go func() {
-		defer close(h.done)
+		defer close(done)
 		for wr := range wch {
 			h.apply(wr.Events)
 		}
 	}()
-	t.Cleanup(h.stop)
-	return h
 }
 
 // apply counts the events of one watch response, a revision at a time: a transaction that
@@ -193,8 +203,11 @@ func (h *nameHistory) apply(events []*clientv3.Event) {
 }
 
 func (h *nameHistory) stop() {
-	h.cancel()
-	<-h.done
+	h.mu.Lock()
+	cancel, done := h.cancel, h.done
+	h.mu.Unlock()
+	cancel()
+	<-done
 }
 
 // deletedWhileAlive lists each name that lost its last key while its route existed: before the

@@ -52,10 +52,11 @@ func convergenceSeed(t *testing.T) uint64 {
 // created and deleted and the Gateway's address changes, 5 times a second, while the faults
 // drawn from the seed happen one after the other: a writer SIGKILLed and started again at once,
 // an etcd member SIGSTOPped for 0-3 s, the kube-apiserver restarted with a writer starting
-// during its start, the central server reloaded; the schedule ends with kube-apiserver restarts
-// until the last is the third in under a minute. Within convergeBound of the last fault every
-// name is as the objects say. A failure names its seed; GATEWAYDNS_SEED=<seed> replays its
-// schedule.
+// during its start, the central server reloaded, etcd restored from a snapshot taken 0.5-2.5 s
+// before (plain, or with --bump-revision --mark-compacted); the schedule ends with
+// kube-apiserver restarts until the last is the third in under a minute. Within convergeBound
+// of the last fault every name is as the objects say. A failure names its seed;
+// GATEWAYDNS_SEED=<seed> replays its schedule.
 func TestConvergesAfterSeededFaults(t *testing.T) {
 	seed := convergenceSeed(t)
 	t.Logf("seed %d (GATEWAYDNS_SEED=%d replays this schedule)", seed, seed)
@@ -70,6 +71,7 @@ func TestConvergesAfterSeededFaults(t *testing.T) {
 	}
 	l := startLandscape(t)
 	hist := watchNames(t, l.cluster)
+	l.hist = hist
 
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := &churn{k8s: l.k8s, rng: rand.New(rand.NewPCG(seed, 2)), routes: map[string]*routeLife{}}
@@ -104,6 +106,7 @@ type landscape struct {
 	central   *corednsproc.Process
 	centralCf string
 	reloads   int
+	hist      *nameHistory // follows etcd anew after a restore (restoreEtcd)
 	// apiRestarts are when the kube-apiserver restarts began.
 	apiRestarts []time.Time
 }
@@ -141,10 +144,11 @@ func (l *landscape) startWriter(t *testing.T, i int) {
 	l.writers[i] = corednsproc.Start(t, name+".Corefile", cf, "POD_NAME="+name)
 }
 
-// injectFaults runs faults drawn from rng, one after the other, for length; the first four
+// injectFaults runs faults drawn from rng, one after the other, for length; the first five
 // are one of each kind, in an order drawn from rng.
 func (l *landscape) injectFaults(t *testing.T, rng *rand.Rand, length time.Duration) []string {
-	kinds := []func(*testing.T, *rand.Rand) string{l.killWriter, l.freezeMember, l.restartAPIServer, l.reloadCentral}
+	kinds := []func(*testing.T, *rand.Rand) string{l.killWriter, l.freezeMember, l.restartAPIServer, l.reloadCentral,
+		l.restoreEtcd}
 	order := rng.Perm(len(kinds))
 	var done []string
 	end := time.Now().Add(length)

@@ -1,7 +1,9 @@
 // Package faults tests the rare days end to end: etcd outages and frozen members
-// (outage_test.go, failover_test.go), crashed writers, a kube-apiserver restarting again and
-// again (apiserver_restarts_test.go, faults_test.go), and a seeded schedule of all of them
-// after which every name must converge (convergence_test.go).
+// (outage_test.go, failover_test.go), a server that never reaches etcd (never_loaded_test.go),
+// etcd's members replaced, etcd restored from a snapshot and etcd full (etcd_days_test.go),
+// crashed writers, a kube-apiserver restarting again and again (apiserver_restarts_test.go,
+// faults_test.go), and a seeded schedule of all of them after which every name must converge
+// (convergence_test.go).
 package faults
 
 import (

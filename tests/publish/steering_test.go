@@ -97,7 +97,7 @@ func TestWriterPublishesSteering(t *testing.T) {
 		})
 	}
 
-	msg := waitEvent(t, k8s, "shop", "HTTPRoute", "typo", string(source.CauseInvalidAnnotation), 10*time.Second)
+	msg := e2e.WaitEvent(t, k8s, "shop", "HTTPRoute", "typo", string(source.CauseInvalidAnnotation), 10*time.Second)
 	if !strings.Contains(msg, source.WeightAnnotation) || !strings.Contains(msg, `"ninety"`) || !strings.Contains(msg, "without this steering policy") {
 		t.Errorf("the Event does not say what is wrong and what was done: %q", msg)
 	}

@@ -28,21 +28,6 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
 
-// waitEvent polls until a Warning Event with reason is on the object, and returns its message.
-func waitEvent(t *testing.T, k8s *gatewayfixture.Cluster, namespace, kind, name, reason string, timeout time.Duration) string {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if evs := k8s.WarningEvents(namespace, kind, name, reason); len(evs) > 0 {
-			return evs[0].Message
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no Warning Event %q on %s %s/%s within %s", reason, kind, namespace, name, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestWriterTwoOwnersOneName: two clusters (two kube-apiservers, two writer binaries with
 // different owners) publish the same name into one etcd. In shared mode the central server
 // answers the union of both clusters' addresses; in exclusive mode the oldest claim keeps the
@@ -136,7 +121,7 @@ func TestWriterTwoOwnersOneName(t *testing.T) {
 		before := e2e.KeysUnder(t, cli, prefix)
 
 		b.HTTPRoute("excl", "web", "excl", "gw", name)
-		msg := waitEvent(t, b, "excl", "HTTPRoute", "web", "Conflict", 15*time.Second)
+		msg := e2e.WaitEvent(t, b, "excl", "HTTPRoute", "web", "Conflict", 15*time.Second)
 		t.Logf("Conflict Event on cluster B's route: %s", msg)
 		if !strings.Contains(msg, "eu1x") {
 			t.Errorf("the Conflict Event does not name the winner eu1x: %q", msg)
@@ -269,7 +254,7 @@ func TestWriterEtcdAuthConfinesCredentials(t *testing.T) {
 	// refused too, and counted: wait for that before taking the count the intruder must raise.
 	base := w.WaitMetric(t, 10*time.Second, failures, func(v float64) bool { return v >= 1 })
 	k8s.HTTPRoute("shop", "intruder", "infra", "open", "web.us1.openmcp.cluster")
-	msg := waitEvent(t, k8s, "shop", "HTTPRoute", "intruder", "PublishFailed", 15*time.Second)
+	msg := e2e.WaitEvent(t, k8s, "shop", "HTTPRoute", "intruder", "PublishFailed", 15*time.Second)
 	t.Logf("PublishFailed Event: %s", msg)
 	w.WaitMetric(t, 5*time.Second, failures, func(v float64) bool { return v > base })
 	if r := e2e.Ask(t, "udp", central.DNS, "web.us1.openmcp.cluster.", dns.TypeA); !e2e.IsNXDOMAIN(r) {
@@ -460,17 +445,9 @@ func TestDryRunWriterLogsThePlanAndWritesNothing(t *testing.T) {
 	line := func(name string) string {
 		return `Dry run: owner "eu1" would write ` + name + " +/skydns/cluster/openmcp/eu1/"
 	}
-	waitLogged := func(what string) {
-		t.Helper()
-		for deadline := time.Now().Add(15 * time.Second); !strings.Contains(w.Output(), what); time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no log line %q within 15s:\n%s", what, w.Output())
-			}
-		}
-	}
-	waitLogged(line("app.eu1.openmcp.cluster"))
+	w.WaitOutput(t, line("app.eu1.openmcp.cluster"), 15*time.Second)
 	k8s.HTTPRoute("infra", "api", "infra", "gw", "api.eu1.openmcp.cluster")
-	waitLogged(line("api.eu1.openmcp.cluster"))
+	w.WaitOutput(t, line("api.eu1.openmcp.cluster"), 15*time.Second)
 	if n := strings.Count(w.Output(), line("app.eu1.openmcp.cluster")); n != 1 {
 		t.Errorf("the change of app was logged %d times, want once", n)
 	}

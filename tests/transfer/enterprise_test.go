@@ -38,30 +38,6 @@ func enterpriseCorpus(t *testing.T, cli *clientv3.Client, n int) {
 	})
 }
 
-// axfrText transfers openmcp.cluster from addr: its records (the closing SOA left out), as text.
-func axfrText(t *testing.T, addr string) []string {
-	t.Helper()
-	m := new(dns.Msg)
-	m.SetAxfr("openmcp.cluster.")
-	env, err := (&dns.Transfer{ReadTimeout: 10 * time.Second}).In(m, addr)
-	if err != nil {
-		t.Fatalf("AXFR from %s: %v", addr, err)
-	}
-	var out []string
-	for e := range env {
-		if e.Error != nil {
-			t.Fatalf("AXFR from %s: %v", addr, e.Error)
-		}
-		for _, rr := range e.RR {
-			out = append(out, strings.ToLower(strings.ReplaceAll(rr.String(), "\t", " ")))
-		}
-	}
-	if len(out) < 2 {
-		t.Fatalf("AXFR from %s: %d records", addr, len(out))
-	}
-	return out[:len(out)-1]
-}
-
 // startEnterprisePrimary runs corefile.d/primary.Corefile with secondaries as its `to` list.
 func startEnterprisePrimary(t *testing.T, etcdURL string, secondaries ...*e2e.Secondary) *corednsproc.Process {
 	t.Helper()
@@ -225,10 +201,10 @@ func apexMovesByIXFR(t *testing.T, cli *clientv3.Client, primary *corednsproc.Pr
 // that AXFR, sorted.
 func sameZone(t *testing.T, when, primary string, secondaries ...*e2e.Secondary) []string {
 	t.Helper()
-	want := axfrText(t, primary)
+	want := e2e.AXFRText(t, primary)
 	slices.Sort(want)
 	for _, s := range secondaries {
-		got := axfrText(t, s.DNS)
+		got := e2e.AXFRText(t, s.DNS)
 		slices.Sort(got)
 		if !slices.Equal(got, want) {
 			missing, extra := diffSorted(want, got)

@@ -74,13 +74,18 @@ func (w *Watcher) check(ctx context.Context, snap snapshot) error {
 	switch {
 	case errors.Is(err, rpctypes.ErrCompacted):
 		return nil // the session will meet the compaction itself; try again next round
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		// etcd has not reached a revision it gave the index: its history went back. Not a
+		// failed check, but the surest inconsistency there is.
+		w.Log.Warningf("etcd has not reached revision %d of %s, which the index holds: its history went back (restored from a snapshot?); reloading", snap.rev, w.Prefix)
 	case err != nil:
 		return err
 	case etcd == snap.digest:
 		return nil
+	default:
+		w.Log.Warningf("Index of %s differs from etcd at revision %d (%d keys held, %d in etcd); reloading",
+			w.Prefix, snap.rev, snap.digest.Keys, etcd.Keys)
 	}
-	w.Log.Warningf("Index of %s differs from etcd at revision %d (%d keys held, %d in etcd); reloading",
-		w.Prefix, snap.rev, snap.digest.Keys, etcd.Keys)
 	select {
 	case w.inconsistent <- snap.gen:
 	default:

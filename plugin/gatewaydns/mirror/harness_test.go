@@ -109,11 +109,19 @@ func (e *env) start(t *testing.T, sink Sink, ix *index.Index, tune func(*Watcher
 	if tune != nil {
 		tune(w)
 	}
+	runUntilEnd(t, w.Run, nil)
+	waitFor(t, 10*time.Second, "first load", func() bool { return ix.Loaded() })
+	return o, w
+}
+
+// runUntilEnd runs run until the test ends: its cleanup cancels run's context, fails the test
+// when run has not returned 5 s later, and then calls after (nil: nothing).
+func runUntilEnd(t *testing.T, run func(context.Context), after func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w.Run(ctx)
+		run(ctx)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -122,9 +130,10 @@ func (e *env) start(t *testing.T, sink Sink, ix *index.Index, tune func(*Watcher
 		case <-time.After(5 * time.Second):
 			t.Error("Run did not return within 5s of cancel")
 		}
+		if after != nil {
+			after()
+		}
 	})
-	waitFor(t, 10*time.Second, "first load", func() bool { return ix.Loaded() })
-	return o, w
 }
 
 func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
@@ -139,11 +148,14 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 }
 
 // etcdDigest is the digest of etcd's keys under prefix now, and how many there are.
-func (e *env) etcdDigest(t *testing.T) index.Digest {
+func (e *env) etcdDigest(t *testing.T) index.Digest { return clusterDigest(t, e.direct) }
+
+// clusterDigest is the digest of the keys under prefix that cli reads now.
+func clusterDigest(t *testing.T, cli *clientv3.Client) index.Digest {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := e.direct.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,23 +83,33 @@ func (w *Watcher) pages(ctx context.Context, rev int64, keysOnly bool, page func
 // requestTimeout, so a black-holed etcd fails the read rather than hang it. An etcd before
 // 3.7 fails it at once with codes.Unimplemented.
 func readStream(ctx context.Context, kv clientv3.KV, prefix string, rev int64, answered func(), page func(*clientv3.GetResponse), extra ...clientv3.OpOption) (int64, error) {
-	ctx, cancel := context.WithCancel(ctx)
+	// The open is bounded too: it waits for a connection to etcd, for ever when there is none,
+	// and a server that never reached etcd never said why. A connection is given as long as a
+	// dial may take (store's connect timeout); each part then requestTimeout.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	noConnection := fmt.Errorf("no connection within %s", openTimeout)
+	opening := time.AfterFunc(openTimeout, func() { cancel(noConnection) })
 	opts := append([]clientv3.OpOption{clientv3.WithPrefix()}, extra...)
 	if rev != 0 {
 		opts = append(opts, clientv3.WithRev(rev))
 	}
 	parts, err := kv.GetStream(ctx, prefix, opts...)
+	opening.Stop()
 	if err != nil {
-		cancel()
+		if cause := context.Cause(ctx); cause == noConnection {
+			err = fmt.Errorf("%w: %w", cause, err)
+		}
 		return 0, fmt.Errorf("reading %s at revision %d: %w", prefix, rev, err)
 	}
 	defer func() {
-		cancel()
+		cancel(nil)
 		for range parts { // the client's receiving goroutine ends once it has sent what it has
 		}
 	}()
-	wait := time.NewTimer(requestTimeout)
-	defer wait.Stop()
+	noAnswer := fmt.Errorf("no answer within %s", requestTimeout)
+	bound := time.AfterFunc(requestTimeout, func() { cancel(noAnswer) })
+	defer bound.Stop()
 	for {
 		select {
 		case part, ok := <-parts:
@@ -114,10 +124,11 @@ func readStream(ctx context.Context, kv clientv3.KV, prefix string, rev int64, a
 			if part.Header != nil { // only the last part has one
 				return part.Header.Revision, nil
 			}
-			wait.Reset(requestTimeout)
-		case <-wait.C:
-			return 0, fmt.Errorf("reading %s at revision %d: no answer within %s", prefix, rev, requestTimeout)
+			bound.Reset(requestTimeout)
 		case <-ctx.Done():
+			if cause := context.Cause(ctx); cause == noAnswer || cause == noConnection {
+				return 0, fmt.Errorf("reading %s at revision %d: %w", prefix, rev, cause)
+			}
 			return 0, ctx.Err()
 		}
 	}

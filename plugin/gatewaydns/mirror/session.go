@@ -28,14 +28,23 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 	// many times leaves no stream behind.
 	watches := store.NewWatches(w.Client)
 	defer watches.Close()
-	sctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &session{w: w, watches: watches, ctx: sctx, rev: rev,
+	sctx := clientv3.WithRequireLeader(rctx)
+	gen, newStore := w.Members.Lineage().Generation()
+	if gen != w.storeGen {
+		return rev, false, errNewStore
+	}
+	s := &session{w: w, watches: watches, ctx: sctx, reads: rctx, rev: rev,
 		p: newProgress(w.progressEvery(), w.stallAfter(), time.Now())}
 	wch, ok := s.open(cancel, from)
 	if !ok && ctx.Err() == nil {
 		return rev, false, errStalled
 	}
+	// The client resumes a watch on a new connection by itself, silently: after a restore
+	// from a snapshot, at a revision the restored store has not reached, where etcd answers
+	// no progress request. Whether etcd went back is asked at once instead of after a stall.
+	back := store.Reconnected(sctx, w.Client)
 
 	tick := time.NewTicker(s.p.every / 10)
 	defer tick.Stop()
@@ -51,6 +60,13 @@ func (w *Watcher) session(ctx context.Context, rev, from int64) (int64, bool, er
 		case gen := <-w.inconsistent:
 			if gen == w.generation {
 				err = errInconsistent
+			}
+		case <-newStore:
+			err = errNewStore
+		case <-back:
+			back = store.Reconnected(sctx, w.Client)
+			if s.behind() {
+				err = errNewStore
 			}
 		case resp, open := <-wch:
 			if !open {
@@ -71,6 +87,7 @@ type session struct {
 	w       *Watcher
 	watches *store.Watches
 	ctx     context.Context // the stream's: it requires a leader and ends with the session
+	reads   context.Context // the session's reads': they wait for a leader (behind)
 	p       *progress
 	rev     int64
 	heard   bool
@@ -130,6 +147,9 @@ func (s *session) receive(resp clientv3.WatchResponse) error {
 	s.heard = true
 	s.p.heard(time.Now())
 	s.w.answered()
+	if resp.Created && resp.Header.Revision < s.rev && s.behind() {
+		return errNewStore
+	}
 	if !resp.Created {
 		// Freshness moves with data and progress only: a new watch may be far behind.
 		s.w.Observer.Heard()
@@ -157,6 +177,30 @@ func (s *session) receive(resp clientv3.WatchResponse) error {
 		s.rev = resp.Header.Revision
 	}
 	return nil
+}
+
+// behindTimeout bounds the read that tells whether etcd is behind the Sink.
+const behindTimeout = 2 * time.Second
+
+// behind tells whether etcd is at a revision before the one the Sink holds, when a new stream
+// said it is (its created response carries the member's revision) or the connection came back.
+// After a restore from a snapshot etcd numbers its revisions anew from the snapshot's: a watch
+// from the Sink's revision would wait for revisions that are others, and never be answered a
+// progress request. A follower that lags says so as well, so a linearizable read, at or after
+// every revision the Sink was given, decides; it waits for a leader (a cluster that just came
+// back elects one), within behindTimeout.
+func (s *session) behind() bool {
+	ctx, cancel := context.WithTimeout(s.reads, behindTimeout)
+	defer cancel()
+	resp, err := s.w.Client.Get(ctx, s.w.Prefix, clientv3.WithCountOnly())
+	if err != nil {
+		return false // the stall and the next session find out
+	}
+	if resp.Header.Revision < s.rev {
+		s.w.Log.Warningf("etcd is at revision %d, before revision %d of %s that the index holds: its history went back (restored from a snapshot?)", resp.Header.Revision, s.rev, s.w.Prefix)
+		return true
+	}
+	return false
 }
 
 // apply hands one response's events to the Sink and returns the last one's revision (a

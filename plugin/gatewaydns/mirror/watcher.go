@@ -54,6 +54,7 @@ type Observer interface {
 
 const (
 	requestTimeout  = 10 * time.Second
+	openTimeout     = 5 * time.Second // a stream's wait for a connection (load.go)
 	leaseRefresh    = 5 * time.Second
 	leaseRPCTimeout = 5 * time.Second
 
@@ -73,11 +74,15 @@ const (
 var (
 	errInconsistent = errors.New("index differs from etcd")
 	errStalled      = errors.New("watch stream stalled: no event or progress notification")
+	// errNewStore: etcd is not the store the Sink was loaded from (store.Lineage), or is behind
+	// the revision the Sink holds: restored from a snapshot, or another cluster.
+	errNewStore = errors.New("etcd is a new store")
 )
 
 // Watcher mirrors every key under a prefix into a Sink: one paged Get at a single revision,
-// then a Watch from the revision after it. A failed consistency check, or a compacted revision
-// the Sink has not caught up to, triggers a fresh Get (a compaction of the history just after
+// then a Watch from the revision after it. A failed consistency check, a new store (etcd
+// restored from a snapshot, or another cluster: see store.Lineage and session.behind), or a
+// compacted revision the Sink has not caught up to, triggers a fresh Get (a compaction of the history just after
 // the load, or of the Sink's own revision alone, only moves where the watch starts). Any other
 // failure resumes the watch from the last revision applied, with back-off, while the Sink
 // keeps what it has.
@@ -117,6 +122,7 @@ type Watcher struct {
 	snapshots    chan chan snapshot // the check asks the running session for one
 	inconsistent chan int64         // the load generation a check found wrong
 	generation   int64              // loads so far; owned by Run's goroutine
+	storeGen     uint64             // the store's generation (store.Lineage) the last load began in
 	reach        reach
 	noStream     atomic.Bool // etcd answered RangeStream with Unimplemented: read in pages (load.go)
 }
@@ -173,8 +179,11 @@ func (w *Watcher) Run(ctx context.Context) {
 			rev, reason = 0, "compacted"
 		case foundInconsistent:
 			rev, reason = 0, "inconsistent"
+		case foundNewStore:
+			w.Log.Warningf("etcd is not the store %s was loaded from (restored from a snapshot, or another cluster): reloading", w.Prefix)
+			rev, reason = 0, "new-store"
 		case sessionFailed:
-			w.failed("watch", err)
+			w.failed(ctx, "watch", err)
 			w.Log.Debugf("Watching %s stopped at revision %d, resuming: %v", w.Prefix, rev, err)
 			store.Pause(ctx, w.Client, delay, w.Members)
 		}
@@ -183,11 +192,13 @@ func (w *Watcher) Run(ctx context.Context) {
 
 // reload replaces what the Sink holds by one read of etcd: a new load generation.
 func (w *Watcher) reload(ctx context.Context, reason string) (loaded, newest int64, err error) {
+	// Before the read: a new store found during it is one the read may have missed.
+	w.storeGen, _ = w.Members.Lineage().Generation()
 	w.dropHeld()
 	loaded, newest, err = w.load(ctx, reason)
 	if err != nil {
 		if ctx.Err() == nil {
-			w.failed("get", err)
+			w.failed(ctx, "get", err)
 		}
 		return 0, 0, err
 	}
@@ -211,6 +222,8 @@ const (
 	unseenCompacted
 	// foundInconsistent: the consistency check found the Sink differs from etcd: reload.
 	foundInconsistent
+	// foundNewStore: etcd is not the store the Sink was loaded from: reload.
+	foundNewStore
 )
 
 // endOf sorts out why a session that watched from revision from, the Sink at rev, ended.
@@ -225,6 +238,8 @@ func endOf(err error, rev, from int64) sessionEnd {
 		return unseenCompacted
 	case errors.Is(err, errInconsistent):
 		return foundInconsistent
+	case errors.Is(err, errNewStore):
+		return foundNewStore
 	}
 	return sessionFailed
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/plan"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/source"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/statelog"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/writer"
 )
 
 // The publish role's metrics carry the owner id.
@@ -46,6 +47,14 @@ var (
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_failures_total",
 		Help: "Names the store refused or could not be reached for, once per name and error; retried at the next sync.",
 	}, []string{"server", "owner"})
+	writerRefusals = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_refusals_total",
+		Help: "Transactions etcd refused, by cause (no-space: the NOSPACE alarm; too-many-requests; permission-denied; too-large; corrupt; other).",
+	}, []string{"server", "owner", "cause"})
+	writerRefused = promauto.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_refused",
+		Help: "1 for the cause etcd refuses this replica's writes for, as a whole, now; 0 once a write lands again.",
+	}, []string{"server", "owner", "cause"})
 	writerDryRun = promauto.NewCounterVec(prometheus.CounterOpts{
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "writer_dry_run_ops_total",
 		Help: "With dry-run: own keys the writer would have put or deleted, by operation, each would-be put and delete counted once (0 without dry-run).",
@@ -146,6 +155,27 @@ func (m *metrics) Failed(string, error) {
 	writerFailures.WithLabelValues(m.server, m.owner).Inc()
 }
 
+func (m *metrics) Refused(cause string, _ error) {
+	writerRefusals.WithLabelValues(m.server, m.owner, cause).Inc()
+}
+
+// Refusing is told when etcd starts refusing the writes as a whole, and when it stops: logged
+// once each, however many transactions and retries lie between.
+func (m *metrics) Refusing(cause string, err error) {
+	for _, c := range writer.RefusalCauses {
+		v := 0.0
+		if c == cause {
+			v = 1
+		}
+		writerRefused.WithLabelValues(m.server, m.owner, c).Set(v)
+	}
+	if cause == "" {
+		log.Infof("Writer for owner %q: etcd takes its writes again", m.owner)
+		return
+	}
+	log.Warningf("Writer for owner %q: %v", m.owner, err)
+}
+
 func (m *metrics) Planned(c plan.Change) {
 	writerDryRun.WithLabelValues(m.server, m.owner, "put").Add(float64(len(c.Puts)))
 	writerDryRun.WithLabelValues(m.server, m.owner, "delete").Add(float64(len(c.Deletes)))
@@ -228,6 +258,10 @@ func (m *metrics) atZero(kinds, sources []string) {
 	}
 	writerConflicts.WithLabelValues(m.server, m.owner)
 	writerFailures.WithLabelValues(m.server, m.owner)
+	for _, cause := range writer.RefusalCauses {
+		writerRefusals.WithLabelValues(m.server, m.owner, cause)
+		writerRefused.WithLabelValues(m.server, m.owner, cause)
+	}
 	writerLostNames.WithLabelValues(m.server, m.owner)
 	writerFailingNames.WithLabelValues(m.server, m.owner)
 	writerLastSync.WithLabelValues(m.server, m.owner)
@@ -256,7 +290,7 @@ func forgetSeries(server, owner string) {
 	for _, vec := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{writerLeader, writerDesired, writerWrites, writerConflicts, writerLostNames,
-		writerFailingNames, writerSkipped, writerFailures, writerDryRun, writerLastSync, writerPropagation,
+		writerFailingNames, writerSkipped, writerFailures, writerRefusals, writerRefused, writerDryRun, writerLastSync, writerPropagation,
 		writerAdopted, sourceKindServed, sourceKindNamed, sourceRejections, sourceRejecting, writerEtcdReachable, writerWatchStreams} {
 		vec.DeletePartialMatch(labels)
 	}

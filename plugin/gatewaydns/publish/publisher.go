@@ -24,7 +24,7 @@ type publisher struct {
 	kube   *kubesource.Watcher
 	writer *writer.Writer
 	client *clientv3.Client
-	// members steers the client off etcd members that stop answering; run with the writer.
+	// members keeps the client on etcd's members that answer; run with the writer.
 	members *store.Members
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -58,11 +58,11 @@ func (c *Config) kindOptions() kubesource.Options { return kubesource.Options{Ki
 func startPublisher(cfg *Config) (*publisher, error) {
 	etcd := cfg.Stanza.Etcd
 	etcd.WatchStreams = writerWatchStreams.WithLabelValues(cfg.Stanza.Server, cfg.Owner)
-	client, err := store.NewClient(etcd)
+	client, members, err := store.Connect(etcd, log)
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPublisher(cfg, client)
+	p, err := newPublisher(cfg, client, members)
 	if err != nil {
 		_ = client.Close()
 		return nil, err
@@ -78,8 +78,9 @@ func startPublisher(cfg *Config) (*publisher, error) {
 	return p, nil
 }
 
-// newPublisher wires the sources to a writer on client. Nothing runs until run.
-func newPublisher(cfg *Config, client *clientv3.Client) (*publisher, error) {
+// newPublisher wires the sources to a writer on client, which members keeps on etcd's members.
+// Nothing runs until run.
+func newPublisher(cfg *Config, client *clientv3.Client, members *store.Members) (*publisher, error) {
 	rc, err := kubesource.RestConfig(cfg.Kubeconfig, cfg.Kubecontext)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
@@ -96,7 +97,7 @@ func newPublisher(cfg *Config, client *clientv3.Client) (*publisher, error) {
 		return nil, fmt.Errorf("kubernetes sources: %w", err)
 	}
 	cfg.seriesAtZero()
-	p.members = store.NewMembers(client, cfg.Stanza.Etcd.Endpoints, log)
+	p.members = members
 	wcfg := cfg.writerConfig(desired{p.kube}, nil, p.members)
 	wcfg.Observer = writerEvents{metrics: obs, kube: p.kube,
 		lead: &leadership{owner: cfg.Owner, identity: wcfg.Identity, dryRun: cfg.DryRun}}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/backoff"
@@ -50,21 +51,27 @@ func (w *Watches) Close() {
 func Reconnected(ctx context.Context, c *clientv3.Client) <-chan struct{} {
 	up := make(chan struct{})
 	conn := c.ActiveConnection()
-	go func() {
-		state := conn.GetState()
-		for conn.WaitForStateChange(ctx, state) {
-			next := conn.GetState()
-			switch {
-			case next == connectivity.Shutdown:
-				return
-			case next == connectivity.Ready && state != connectivity.Ready:
-				close(up)
-				return
-			}
-			state = next
+	go onStateChanges(ctx, conn, func(from, to connectivity.State) bool {
+		if to == connectivity.Ready && from != connectivity.Ready {
+			close(up)
+			return false
 		}
-	}()
+		return true
+	})
 	return up
+}
+
+// onStateChanges calls changed with each change of conn's state, from the state it is in when
+// called, until ctx ends, the connection shuts down, or changed returns false.
+func onStateChanges(ctx context.Context, conn *grpc.ClientConn, changed func(from, to connectivity.State) bool) {
+	state := conn.GetState()
+	for conn.WaitForStateChange(ctx, state) {
+		next := conn.GetState()
+		if next == connectivity.Shutdown || !changed(state, next) {
+			return
+		}
+		state = next
+	}
 }
 
 // Pause waits b's next delay after a failure, cut short when the connection to etcd comes back:

@@ -57,8 +57,11 @@ type Config struct {
 }
 
 // NewClient returns a client that connects in the background: a store that is down at start
-// is retried, not fatal.
-func NewClient(cfg Config) (*clientv3.Client, error) {
+// is retried, not fatal. The roles use Connect, which adds the Members and the Lineage.
+func NewClient(cfg Config) (*clientv3.Client, error) { return newClient(cfg) }
+
+// newClient is NewClient with extra dial options (Connect's Lineage).
+func newClient(cfg Config, extra ...grpc.DialOption) (*clientv3.Client, error) {
 	endpoints := cfg.Endpoints
 	if len(endpoints) == 0 {
 		endpoints = []string{DefaultEndpoint}
@@ -69,6 +72,7 @@ func NewClient(cfg Config) (*clientv3.Client, error) {
 	if cfg.WatchStreams != nil {
 		dial = append(dial, grpc.WithStatsHandler(streamCounter{cfg.WatchStreams}))
 	}
+	dial = append(dial, extra...)
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:            endpoints,
 		TLS:                  cfg.TLS,

@@ -162,6 +162,7 @@ func (w *Writer) commitWith(ctx context.Context, term *Term, snap snapshot, batc
 		return err
 	})
 	if err != nil {
+		w.refused(err)
 		if t.guarded && permissionDenied(err) {
 			// The guards' or the records'? Without the guards, as before them, tells.
 			if err2 := w.commitWith(ctx, term, snap, batch, res, false); err2 != nil {
@@ -172,6 +173,7 @@ func (w *Writer) commitWith(ctx context.Context, term *Term, snap snapshot, batc
 		}
 		return err
 	}
+	w.accepted()
 	if !resp.Succeeded {
 		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) == 1 && kvs[0].CreateRevision == term.Rev {
 			return errStale

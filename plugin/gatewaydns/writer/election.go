@@ -62,6 +62,9 @@ type Election struct {
 	// standingBy, when set, is told that the campaign waits behind the key of another replica
 	// whose session is kept alive: a healthy leader (healthyLeader).
 	standingBy func()
+	// wrote, when set, is told that etcd took a write of the campaign (its session's lease, its
+	// key): a refusal of the writes (refusal.go) is over, also for a replica that then stands by.
+	wrote func()
 	// members keeps the session's keep-alive off members that stop answering; a failed
 	// campaign tells it through the caller's store.Pause.
 	members *store.Members
@@ -117,6 +120,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 	if err != nil {
 		return nil, fmt.Errorf("election %s: session: %w", e.prefix, err)
 	}
+	e.tookWrite()
 	liveSessions.Store(grant.ID, struct{}{})
 	alive, stop := keepAlive(ctx, e.client, e.members, grant.ID, e.grant(grant.TTL), e.attempt)
 	t := &Term{Key: fmt.Sprintf("%s/%x", e.prefix, grant.ID), lease: grant.ID, alive: alive, stopKeepAlive: stop, client: e.client, el: e}
@@ -141,6 +145,7 @@ func (e *Election) campaign(ctx context.Context, t *Term) error {
 	if err != nil {
 		return err
 	}
+	e.tookWrite()
 	t.Rev = resp.Header.Revision
 	if !resp.Succeeded {
 		t.Rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
@@ -245,6 +250,12 @@ func (e *Election) exorcise(ctx context.Context, key string, lease clientv3.Leas
 		return fmt.Errorf("revoking this replica's previous session %x %s: %w", lease, key, err)
 	}
 	return nil
+}
+
+func (e *Election) tookWrite() {
+	if e.wrote != nil {
+		e.wrote()
+	}
 }
 
 func (e *Election) tell(ctx context.Context, err error) {

@@ -187,6 +187,12 @@ func (w *Writer) reconcileTelling(ctx context.Context, term *Term, lease clientv
 	if err == nil {
 		w.settle(all, &res)
 	}
+	if cause, refused := refusedAll(err); refused {
+		// Each name whose change waits is a failure of its own, on its objects, until it lands.
+		for n := range res.Failed {
+			w.reportFailure(n, wait(cause, err))
+		}
+	}
 	w.tellPublished(term, &res, settled && err == nil)
 	if ao, ok := w.obs.(AdoptionObserver); ok && res.Adopted > 0 {
 		ao.Adopted(res.Adopted)

@@ -22,26 +22,55 @@ func (w *Writer) Run(ctx context.Context) error {
 	w.obs.Leading(false)
 	delay := newRetryDelay()
 	for ctx.Err() == nil {
-		term, err := w.el.Campaign(ctx)
+		// The term lives in cctx (its session does): cancelled when the term is over, or while
+		// campaigning when etcd turns out a new store.
+		cctx, cancel := context.WithCancel(ctx)
+		renewed := w.cancelOnNewStore(cctx, cancel)
+		term, err := w.el.Campaign(cctx)
+		if renewed() {
+			cancel()
+			if term != nil {
+				_ = term.Resign(ctx)
+			}
+			continue // at once, in the new store
+		}
 		if err != nil {
+			cancel()
 			if ctx.Err() != nil {
 				break
 			}
 			w.reached(err)
+			w.refused(err)
 			w.obs.Failed(w.el.Prefix(), err)
-			store.Pause(ctx, w.client, delay, w.cfg.Members)
+			w.pause(ctx, delay, err)
 			continue
 		}
 		w.reached(nil)
 		delay.Reset()
-		err = w.lead(ctx, term)
+		err = w.lead(cctx, term)
 		_ = term.Resign(ctx) // bounded by resignTimeout, whether ctx ended or not
+		cancel()
 		if err != nil && ctx.Err() == nil {
+			w.refused(err)
 			w.obs.Failed(w.el.Prefix(), err)
-			store.Pause(ctx, w.client, delay, w.cfg.Members)
+			w.pause(ctx, delay, err)
 		}
 	}
 	return nil
+}
+
+// pause waits after a failed campaign or term: store.Pause, cut short when etcd answers again;
+// or, when etcd refused a write (a full database: a campaign grants a lease and puts a key),
+// until a probe finds that it takes writes again.
+func (w *Writer) pause(ctx context.Context, delay *backoff.Backoff, err error) {
+	cause, refused := refusedAll(err)
+	if !refused {
+		store.Pause(ctx, w.client, delay, w.cfg.Members)
+		return
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	delay.Wait(pctx, w.whenAccepted(pctx, cause, nil))
 }
 
 // lead does the work of one term; it returns when the term, the records' lease or ctx ends.
@@ -64,42 +93,62 @@ func (w *Writer) lead(ctx context.Context, term *Term) error {
 	deposed := w.setTerm(term, lease, watches)
 	w.obs.Leading(true)
 	defer w.stepDown(term)
-	go w.watchKey(ctx, watches, term)
 
 	// The full resync at the start covers everything enqueued so far.
 	w.mu.Lock()
 	clear(w.pending)
 	w.mu.Unlock()
 
-	l := newTermWork(w, term, lease)
+	l := newTermWork(ctx, w, term, lease)
 	defer l.resync.Stop()
+	go w.watchKey(ctx, watches, term, l.keyCompacted)
 	for {
-		var err error
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-term.Done():
-			return errors.New("election session lost")
-		case <-deposed:
-			return ErrNotLeader
-		case <-leaseLost:
-			return errors.New("records' lease lost")
-		case <-l.syncedC:
-			l.sourcesSynced()
-		case <-l.resync.C:
-			err = l.resyncAll(ctx)
-		case <-l.up:
-			l.reconnected()
-		case <-l.retry:
-			l.retry = nil
-			w.Enqueue()
-		case <-w.wake:
-			err = l.reconcilePending(ctx)
-		}
-		if errors.Is(err, ErrNotLeader) {
+		over, err := l.next(ctx, deposed, leaseLost)
+		if over || errors.Is(err, ErrNotLeader) {
 			return err
 		}
 	}
+}
+
+// next waits for the term's next event and does what it calls for; over tells that the term
+// ended (err says why, nil when ctx ended).
+func (l *termWork) next(ctx context.Context, deposed, leaseLost <-chan struct{}) (over bool, err error) {
+	w := l.w
+	select {
+	case <-ctx.Done():
+		return true, nil
+	case <-l.term.Done():
+		return true, errors.New("election session lost")
+	case <-deposed:
+		return true, ErrNotLeader
+	case <-leaseLost:
+		return true, errors.New("records' lease lost")
+	case <-l.syncedC:
+		l.sourcesSynced()
+	case <-l.resync.C:
+		err = l.resyncAll(ctx)
+	case <-l.up:
+		l.up = nil
+		l.retryNow()
+	case <-l.accepted:
+		l.accepted = nil
+		l.retryNow()
+	case <-l.retry:
+		l.retry = nil
+		w.Enqueue()
+	case <-w.wake:
+		err = l.reconcilePending(ctx)
+	case <-l.back:
+		l.back = store.Reconnected(ctx, w.client)
+		err = l.checkTerm(ctx)
+	case <-l.newStore:
+		err = l.storeChanged(ctx)
+	case <-l.keyCompacted:
+		// History the key's watch needed is gone (a restore with --mark-compacted among the
+		// causes): what else happened in it is not known. Plan everything again.
+		l.resync.Reset(0)
+	}
+	return false, err
 }
 
 // stepDown ends a term as leader.
@@ -131,11 +180,23 @@ type termWork struct {
 	// up is closed when etcd's connection comes back while a resync or a retry waits out its
 	// delay: the pending work is done then, not after the delay (store.Pause's rule).
 	up <-chan struct{}
+	// accepted is closed when etcd takes writes again after refusing them (whenAccepted) while
+	// a resync or a retry waits: the same rule for an etcd that answers and says no.
+	accepted <-chan struct{}
+
+	// back is closed at every return of the connection, newStore when the client's Lineage
+	// finds etcd is a new store (restored from a snapshot, another cluster), keyCompacted when
+	// the term key's watch finds the history it needed compacted.
+	back         <-chan struct{}
+	newStore     <-chan struct{}
+	keyCompacted chan struct{}
 }
 
-func newTermWork(w *Writer, term *Term, lease clientv3.LeaseID) *termWork {
+func newTermWork(ctx context.Context, w *Writer, term *Term, lease clientv3.LeaseID) *termWork {
+	_, newStore := w.cfg.Members.Lineage().Generation()
 	return &termWork{w: w, term: term, lease: lease, syncedC: w.cfg.Desired.SyncedC(),
-		delay: newRetryDelay(), resync: time.NewTimer(0)}
+		delay: newRetryDelay(), resync: time.NewTimer(0),
+		back: store.Reconnected(ctx, w.client), newStore: newStore, keyCompacted: make(chan struct{}, 1)}
 }
 
 func (l *termWork) sourcesSynced() {
@@ -156,7 +217,7 @@ func (l *termWork) resyncAll(ctx context.Context) error {
 	if err != nil && ctx.Err() == nil {
 		l.resync.Reset(l.delay.Next())
 		l.resyncFailed = true
-		l.awaitReconnect(ctx)
+		l.awaitRecovery(ctx, err)
 		return nil
 	}
 	l.resyncFailed = false
@@ -182,25 +243,29 @@ func (l *termWork) reconcilePending(ctx context.Context) error {
 		return err
 	}
 	if err != nil && ctx.Err() == nil {
-		// etcd unreachable or the like: try these names again later.
+		// etcd unreachable, or refusing writes: try these names again later.
 		l.w.requeue(names, since)
 		l.retry = time.After(l.delay.Next())
-		l.awaitReconnect(ctx)
+		l.awaitRecovery(ctx, err)
 		return nil
 	}
 	l.delay.Reset()
 	return nil
 }
 
-func (l *termWork) awaitReconnect(ctx context.Context) {
+// awaitRecovery watches for the end of what made work fail, to do it at once then: the
+// connection's return, or etcd taking writes again when it refused them.
+func (l *termWork) awaitRecovery(ctx context.Context, err error) {
 	if l.up == nil {
 		l.up = store.Reconnected(ctx, l.w.client)
 	}
+	if cause, refused := refusedAll(err); refused && l.accepted == nil {
+		l.accepted = l.w.whenAccepted(ctx, cause, l.term)
+	}
 }
 
-// reconnected does at once what waits out a delay.
-func (l *termWork) reconnected() {
-	l.up = nil
+// retryNow does at once what waits out a delay.
+func (l *termWork) retryNow() {
 	if l.resyncFailed {
 		l.resync.Reset(0)
 	}
@@ -216,22 +281,6 @@ func (l *termWork) reconnected() {
 // the takeover) is taken over then, not at the next periodic resync. Once a resync takes
 // nothing over, the period is ResyncInterval again.
 const adoptionRecheck = 10 * time.Second
-
-// watchKey deposes term as soon as its election key is deleted (resigned by hand, its
-// session's lease revoked or expired), without waiting for the session's next keep-alive.
-func (w *Writer) watchKey(ctx context.Context, watches *store.Watches, term *Term) {
-	for ev := range watches.Watch(ctx, term.Key, clientv3.WithRev(term.Rev)) {
-		for _, e := range ev.Events {
-			if e.Type == clientv3.EventTypeDelete {
-				w.depose(term)
-				return
-			}
-		}
-		if ev.Err() != nil {
-			return // compacted or canceled: the session and the fence still guard the term
-		}
-	}
-}
 
 // newRetryDelay is the writer's wait after a failed campaign, term or write: short at first,
 // so that a passing fault costs little, and at most 30s, so that a long outage is not hammered.

@@ -245,7 +245,8 @@ type Writer struct {
 
 	opMu sync.Mutex // one reconcile at a time
 
-	reach statelog.State[reachability] // what the Observer was last told of etcd (request.go)
+	reach    statelog.State[reachability] // what the Observer was last told of etcd (request.go)
+	refusing statelog.State[string]       // the cause etcd refuses the writes for, "" none (refusal.go)
 
 	mu      sync.Mutex
 	term    *Term
@@ -339,6 +340,7 @@ func New(client *clientv3.Client, cfg Config) (*Writer, error) {
 	}
 	el.reached = wr.reached
 	el.standingBy = wr.settleElection
+	el.wrote = wr.accepted
 	return wr, nil
 }
 
