@@ -110,6 +110,9 @@ type Index struct {
 	health       atomic.Pointer[healthView]
 	failing      map[string]bool
 	steerSerials map[string]*steerSerial
+	// storeBarriers are, per zone prefix, the serial the zone had when a load found etcd to be
+	// a new store (newstore.go): no IXFR is made from it or an earlier one.
+	storeBarriers map[string]uint32
 
 	// gen counts the writes to the tree and the serials, so that a zone copied in chunks
 	// (zone.go) tells whether it saw one.

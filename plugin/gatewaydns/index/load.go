@@ -29,6 +29,7 @@ type Loading struct {
 	entries  []*entry // Add's, reused
 	errs     []error
 	elems    []string // below's, reused
+	newStore bool     // the read is of a new store (NewStore)
 }
 
 // below is the path elements of key (under the prefix) below the prefix's node.
@@ -194,6 +195,9 @@ func (l *Loading) Finish(read int64) {
 		checked = append(checked, ix.checks.set(key, e)...)
 	}
 	ix.checkedChangedLocked(checked)
+	if l.newStore {
+		ix.newStoreLocked()
+	}
 	// The zones under the prefix changed without the journal, up to the revision read: the
 	// read's, not the newest key's, which a delete after it may follow (the watcher replays
 	// those for the serial: Replayed), so that an IXFR from before the load reads them from

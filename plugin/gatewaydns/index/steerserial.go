@@ -107,6 +107,9 @@ func (ix *Index) moveSteerSerialsLocked(names []string, v *healthView, health bo
 // epochs remembered. A serial before the first epoch is a revision (offset 0) of a zone
 // without checked names, whose view does not matter: nothing is held down.
 func (ix *Index) epochAt(p string, s uint32) (serialEpoch, bool) {
+	if b, ok := ix.storeBarriers[p]; ok && !SerialAfter(s, b) {
+		return serialEpoch{}, false // a serial of the store before (newstore.go)
+	}
 	ss := ix.steerSerials[p]
 	if ss == nil {
 		return serialEpoch{from: s}, true

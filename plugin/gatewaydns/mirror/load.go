@@ -21,6 +21,9 @@ import (
 func (w *Watcher) load(ctx context.Context, reason string) (rev, newest int64, err error) {
 	start := time.Now()
 	loading := w.Sink.StartLoad(w.Prefix)
+	if reason == reasonNewStore {
+		loading.NewStore() // no IXFR across it (index/newstore.go)
+	}
 	var kvs []record.KV
 	var leases []int64
 	keys := 0

@@ -181,7 +181,7 @@ func (w *Watcher) Run(ctx context.Context) {
 			rev, reason = 0, "inconsistent"
 		case foundNewStore:
 			w.Log.Warningf("etcd is not the store %s was loaded from (restored from a snapshot, or another cluster): reloading", w.Prefix)
-			rev, reason = 0, "new-store"
+			rev, reason = 0, reasonNewStore
 		case sessionFailed:
 			w.failed(ctx, "watch", err)
 			w.Log.Debugf("Watching %s stopped at revision %d, resuming: %v", w.Prefix, rev, err)
@@ -265,3 +265,7 @@ func (w *Watcher) replayFrom(newest, loaded int64) int64 {
 	w.Sink.Replayed(w.Prefix, loaded)
 	return loaded
 }
+
+// reasonNewStore is the reason of a reload of a new store (resyncs_total's label): the index
+// bars IXFRs across it (index.Loading.NewStore).
+const reasonNewStore = "new-store"
