@@ -206,6 +206,11 @@ func timeReady(p *corednsproc.Process, since time.Time, at *atomic.Int64) func()
 			}
 			select {
 			case <-stop:
+				// One more look: the caller stops it once it saw the process ready, maybe
+				// within the 10 ms since the last; ready then is no later than now.
+				if _, code := e2e.HTTPGet("http://" + p.Ready + "/ready"); code == http.StatusOK {
+					at.Store(int64(time.Since(since)))
+				}
 				return
 			case <-time.After(10 * time.Millisecond):
 			}
