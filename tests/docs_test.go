@@ -206,7 +206,7 @@ func TestDocsMakeRunTranscripts(t *testing.T) {
 // etcd, placeholders filled in: each must work with etcdctl 3.7, and a count must print one.
 func inlineEtcdctl(t *testing.T, m *makeRun) {
 	root, _ := testenv.RepoRoot()
-	fill := strings.NewReplacer("<reversed zone>", "cluster/openmcp", "<cluster>", "eu1", "<owner>", "eu1", "<key>", "/skydns/cluster/openmcp/us1/shop/5d1c0e2a")
+	fill := strings.NewReplacer("<reversed zone>", "cluster/openmcp", "<cluster>", "eu1", "<owner>", "eu1", "<rev>", "1", "<key>", "/skydns/cluster/openmcp/us1/shop/5d1c0e2a")
 	inline := regexp.MustCompile("`(etcdctl [^`]+)`")
 	var deletes []string
 	n := 0
