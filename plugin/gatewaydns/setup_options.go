@@ -15,7 +15,9 @@ import (
 
 	mwtls "github.com/coredns/coredns/plugin/pkg/tls"
 
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/batchrun"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
 )
 
@@ -62,8 +64,12 @@ var serveOptions = option.Table[*config]{
 		}
 		return nil
 	},
-	"soa":              func(cfg *config, _ string, args []string) error { return parseSOA(args, cfg.apex, cfg) },
-	"nameserver":       func(cfg *config, _ string, args []string) error { return parseNameserver(args, cfg.apex, cfg.zones) },
+	"soa": func(cfg *config, _ string, args []string) error {
+		return answer.ParseSOA(args, cfg.apex, func(v string) error { return setNegativeTTL(v, cfg) })
+	},
+	"nameserver": func(cfg *config, _ string, args []string) error {
+		return answer.ParseNameserver(args, cfg.apex, cfg.zones)
+	},
 	"publish-only":     option.Flag(func(cfg *config) { cfg.publishOnly = true }),
 	"exact-names":      option.Flag(func(cfg *config) { cfg.exactNames = true }),
 	"explain":          option.Flag(func(cfg *config) { cfg.explain = true }),
@@ -130,5 +136,22 @@ func parseBatch(cfg *config, _ string, args []string) error {
 
 func ignored(_ *config, opt string, _ []string) error {
 	log.Warningf("Option %q is ignored, as in the stock etcd plugin", opt)
+	return nil
+}
+
+// setNegativeTTL sets the SOA minimum, given as negative-ttl or as soa minimum: once.
+func setNegativeTTL(value string, cfg *config) error {
+	if cfg.negativeTTLSet {
+		return errors.New("given twice (negative-ttl and soa minimum are the same field)")
+	}
+	ttl, err := option.TTL(value, 0, math.MaxUint32)
+	if err == nil && ttl > index.MaxNegativeTTL {
+		// Said in words rather than as option.TTL's range: why the bound is what it is.
+		err = fmt.Errorf("at most %ds: CoreDNS gives the SOA record a TTL of at most that, and resolvers cache a negative answer for the smaller of the two", index.MaxNegativeTTL)
+	}
+	if err != nil {
+		return err
+	}
+	cfg.negativeTTL, cfg.negativeTTLSet = ttl, true
 	return nil
 }

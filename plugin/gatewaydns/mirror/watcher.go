@@ -129,10 +129,7 @@ type Watcher struct {
 
 // Run blocks until ctx is done; it returns only then, once its goroutines have ended.
 func (w *Watcher) Run(ctx context.Context) {
-	w.wake = make(chan struct{}, 1)
-	w.snapshots = make(chan chan snapshot)
-	w.inconsistent = make(chan int64, 1)
-	w.reach.since = time.Now()
+	w.prepare()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { w.trackLeases(ctx) })
@@ -188,6 +185,14 @@ func (w *Watcher) Run(ctx context.Context) {
 			store.Pause(ctx, w.Client, delay, w.Members)
 		}
 	}
+}
+
+// prepare makes what Run's goroutines share.
+func (w *Watcher) prepare() {
+	w.wake = make(chan struct{}, 1)
+	w.snapshots = make(chan chan snapshot)
+	w.inconsistent = make(chan int64, 1)
+	w.reach.since = time.Now()
 }
 
 // reload replaces what the Sink holds by one read of etcd: a new load generation.

@@ -153,28 +153,15 @@ func ParseHealthCheck(s string) (HealthCheck, error) {
 	case u.Fragment != "" || u.RawFragment != "":
 		return bad("it has a fragment")
 	}
-	host, port := strings.TrimSuffix(strings.ToLower(u.Hostname()), "."), u.Port()
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if host != "" {
-		if _, err := netip.ParseAddr(host); err != nil {
-			if !validHostName(host) {
-				return bad("the host is neither an IP address nor a host name")
-			}
+		if _, err := netip.ParseAddr(host); err != nil && !validHostName(host) {
+			return bad("the host is neither an IP address nor a host name")
 		}
 	}
 	hc.Host = host
-	switch {
-	case port != "":
-		n, err := strconv.ParseUint(port, 10, 16)
-		if err != nil || n == 0 {
-			return bad("the port is not a number 1..65535")
-		}
-		hc.Port = uint16(n)
-	case hc.Scheme == CheckHTTP:
-		hc.Port = 80
-	case hc.Scheme == CheckHTTPS:
-		hc.Port = 443
-	default:
-		return bad("a tcp check needs a port")
+	if hc.Port, err = checkPort(hc.Scheme, u.Port()); err != nil {
+		return bad(err.Error())
 	}
 	if hc.Scheme == CheckTCP {
 		if host != "" {
@@ -193,6 +180,23 @@ func ParseHealthCheck(s string) (HealthCheck, error) {
 		hc.Path += "?" + u.RawQuery
 	}
 	return hc, nil
+}
+
+// checkPort is the port of a check of scheme, port as written ("": the scheme's default).
+func checkPort(scheme, port string) (uint16, error) {
+	switch {
+	case port != "":
+		n, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || n == 0 {
+			return 0, errors.New("the port is not a number 1..65535")
+		}
+		return uint16(n), nil
+	case scheme == CheckHTTP:
+		return 80, nil
+	case scheme == CheckHTTPS:
+		return 443, nil
+	}
+	return 0, errors.New("a tcp check needs a port")
 }
 
 // String is the canonical form, e.g. "tcp://:443", "https://app.example.com:443/ready".

@@ -1,10 +1,9 @@
-// The options of the apex in the Corefile stanza (soa, nameserver, and negative-ttl, the SOA's
-// minimum), read into an answer.Apex.
+// The options of the apex in a Corefile stanza (soa, nameserver), read into an Apex: the
+// model is apex.go's.
 
-package gatewaydns
+package answer
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -13,32 +12,13 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/miekg/dns"
 
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/answer"
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
 )
 
-// setNegativeTTL sets the SOA minimum, given as negative-ttl or as soa minimum: once.
-func setNegativeTTL(value string, cfg *config) error {
-	if cfg.negativeTTLSet {
-		return errors.New("given twice (negative-ttl and soa minimum are the same field)")
-	}
-	ttl, err := option.TTL(value, 0, math.MaxUint32)
-	if err == nil && ttl > index.MaxNegativeTTL {
-		// Said in words rather than as option.TTL's range: why the bound is what it is.
-		err = fmt.Errorf("at most %ds: CoreDNS gives the SOA record a TTL of at most that, and resolvers cache a negative answer for the smaller of the two", index.MaxNegativeTTL)
-	}
-	if err != nil {
-		return err
-	}
-	cfg.negativeTTL, cfg.negativeTTLSet = ttl, true
-	return nil
-}
-
-// parseSOA reads "soa FIELD VALUE [FIELD VALUE]...": mname, rname (a name, or a mailbox such
+// ParseSOA reads "soa FIELD VALUE [FIELD VALUE]...": mname, rname (a name, or a mailbox such
 // as hostmaster@example.net), refresh, retry, expire (seconds or durations) and minimum (the
 // negative-ttl option under its SOA name).
-func parseSOA(args []string, a *answer.Apex, cfg *config) error {
+func ParseSOA(args []string, a *Apex, setMinimum func(string) error) error {
 	if len(args) == 0 || len(args)%2 != 0 {
 		return fmt.Errorf("soa needs FIELD VALUE pairs (mname, rname, refresh, retry, expire, minimum)")
 	}
@@ -67,7 +47,7 @@ func parseSOA(args []string, a *answer.Apex, cfg *config) error {
 			}
 			*map[string]*uint32{"refresh": &a.Refresh, "retry": &a.Retry, "expire": &a.Expire}[field] = v
 		case "minimum":
-			if err := setNegativeTTL(value, cfg); err != nil {
+			if err := setMinimum(value); err != nil {
 				return fmt.Errorf("soa minimum %q: %w", value, err)
 			}
 		default:
@@ -77,9 +57,9 @@ func parseSOA(args []string, a *answer.Apex, cfg *config) error {
 	return nil
 }
 
-// parseNameserver reads "nameserver NAME [ADDRESS...]": a nameserver of the stanza's zones,
+// ParseNameserver reads "nameserver NAME [ADDRESS...]": a nameserver of the stanza's zones,
 // with glue addresses, which only a name inside one of the zones can have.
-func parseNameserver(args []string, a *answer.Apex, zones []string) error {
+func ParseNameserver(args []string, a *Apex, zones []string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("nameserver needs a NAME, then its ADDRESSes if it is inside the zone")
 	}
@@ -87,7 +67,7 @@ func parseNameserver(args []string, a *answer.Apex, zones []string) error {
 	if err != nil {
 		return fmt.Errorf("nameserver: %w", err)
 	}
-	n := answer.Nameserver{Name: name}
+	n := Nameserver{Name: name}
 	for _, s := range args[1:] {
 		ip := net.ParseIP(s)
 		if ip == nil {
