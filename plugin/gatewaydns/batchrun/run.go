@@ -254,7 +254,7 @@ func (r *Run) serve(s *dnsserver.Server, zones map[string][]uintptr) {
 		}),
 		Accept: acceptFor(serverOpcodes(s)),
 	}
-	_, err = r.serveOn(key, serving, func() (*udpbatch.Path, error) {
+	err = r.serveOn(key, serving, func() (*udpbatch.Path, error) {
 		return udpbatch.Start(udpbatch.Config{Addrs: addrs, Readers: r.readers, TsigSecret: s.TsigSecret, Serving: serving, Log: log})
 	})
 	if err != nil {

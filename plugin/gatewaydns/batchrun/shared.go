@@ -65,8 +65,8 @@ func (r *Run) reserve(configs []*dnsserver.Config) {
 }
 
 // serveOn makes the path of key answer with r's serving, starting it (binding addrs) when no
-// run served through it yet; nil when it cannot.
-func (r *Run) serveOn(key string, serving udpbatch.Serving, start func() (*udpbatch.Path, error)) (*sharedPath, error) {
+// run served through it yet.
+func (r *Run) serveOn(key string, serving udpbatch.Serving, start func() (*udpbatch.Path, error)) error {
 	shared.Lock()
 	defer shared.Unlock()
 	sp := shared.byKey[key]
@@ -75,18 +75,18 @@ func (r *Run) serveOn(key string, serving udpbatch.Serving, start func() (*udpba
 		i = slices.IndexFunc(sp.holders, func(h holder) bool { return h.run == r })
 	}
 	if i < 0 {
-		return nil, fmt.Errorf("no path reserved for this server")
+		return fmt.Errorf("no path reserved for this server")
 	}
 	sp.holders[i].serving = &serving
 	if sp.path == nil {
 		p, err := start()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		sp.path = p
 	}
 	sp.answerAsNewest()
-	return sp, nil
+	return nil
 }
 
 // answerAsNewest makes the path answer as its newest holder that serves, or wait while a

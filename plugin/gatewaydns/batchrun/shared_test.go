@@ -45,7 +45,7 @@ func TestAReloadHandsThePathOverWithoutLosingAQuestion(t *testing.T) {
 	}
 	serve := func(r *Run, text string) {
 		t.Helper()
-		if _, err := r.serveOn(key, txtServing(text), start(txtServing(text))); err != nil {
+		if err := r.serveOn(key, txtServing(text), start(txtServing(text))); err != nil {
 			t.Fatal(err)
 		}
 	}
