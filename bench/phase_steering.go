@@ -67,7 +67,7 @@ func (h *harness) phaseT() error {
 	servers := make([]*coreDNS, len(steeringConditions))
 	for i, c := range steeringConditions {
 		body := fmt.Sprintf("gatewaydns {\n    endpoint %s\n    path %s\n    %s\n}", h.etcd.ClientURL, c.path, c.body)
-		srv, _, err := h.start(serverSpec{name: fmt.Sprintf("steering-%d", i), body: body, cpu: h.serverCPU}, 60*time.Second)
+		srv, _, err := h.start(serverSpec{name: fmt.Sprintf("steering-%d", i), body: body, cpu: h.serverCPU, pprof: h.opt.profile}, 60*time.Second)
 		if err != nil {
 			return err
 		}
@@ -94,7 +94,7 @@ func (h *harness) measureSteering(t *tResults, servers []*coreDNS, input string)
 	for r := range h.opt.rounds {
 		for i := range servers {
 			k := (i + r) % len(servers)
-			res, err := h.measure(servers[k], input, perfLog, false, "steering")
+			res, err := h.measure(servers[k], input, perfLog, r == 0, "steering")
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package gatewaydns
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/prepacked"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 )
@@ -185,6 +187,74 @@ func TestPackedChoicesFollowTheWeightsAndAFailover(t *testing.T) {
 		if got, _ := askFrom(t, g, "192.0.2.9", "app.example.org."); got != "10.0.2.1" {
 			t.Fatalf("after eu1's check failed: %s", got)
 		}
+	}
+}
+
+// TestAQuestionHandedOverIsPackedAsTheVariantItDrew: the batched UDP path hands a question
+// whose drawn owner has no packed reply yet to the server; the server draws the same owner for
+// it (the draw is the question's, not a new one), answers it and packs that reply, so that the
+// batched path answers the same question next time. Drawn afresh, a 10% owner was packed only
+// when both draws happened to pick it, and the path kept handing its questions over.
+func TestAQuestionHandedOverIsPackedAsTheVariantItDrew(t *testing.T) {
+	g := loadedStanza(t, "gatewaydns example.org", []record.KV{
+		steered("app.example.org", "eu1", "10.0.1.1", `{"weight":90}`),
+		steered("app.example.org", "us1", "10.0.2.1", `{"weight":10}`),
+	})
+	g.packer.SetWrites(prepacked.WritesAll)
+	b := g.stanza.answering()
+	from := &net.UDPAddr{IP: net.IPv4(192, 0, 2, 9), Port: 40212} // test.ResponseWriter's port
+	batched := func(req *dns.Msg) (string, bool) {
+		wire, err := req.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var q packed.Query
+		var lower [256]byte
+		name, ok := packed.ParseQuery(wire, &q, lower[:0])
+		if !ok {
+			t.Fatal("a plain question not parsed")
+		}
+		out, _, ok := g.packer.AppendBatched(nil, &q, string(name), "example.org.", b.Index, from, false, func() uint32 { return 0 })
+		if !ok {
+			return "", false
+		}
+		m := new(dns.Msg)
+		if err := m.Unpack(out); err != nil {
+			t.Fatal(err)
+		}
+		return m.Answer[0].(*dns.A).A.String(), true
+	}
+	handedOver := map[string]int{}
+	for id := range 2000 {
+		req := new(dns.Msg)
+		req.SetQuestion("app.example.org.", dns.TypeA)
+		req.Id = uint16(id) // #nosec G115 -- below 2000
+		if _, ok := batched(req); ok {
+			continue
+		}
+		w := &bytesOrMsg{ResponseWriter: &test.ResponseWriter{RemoteIP: "192.0.2.9"}}
+		if _, err := g.ServeDNS(context.Background(), w, req); err != nil {
+			t.Fatal(err)
+		}
+		m := w.msg
+		if m == nil {
+			m = new(dns.Msg)
+			if err := m.Unpack(w.bytes); err != nil {
+				t.Fatal(err)
+			}
+		}
+		served := m.Answer[0].(*dns.A).A.String()
+		handedOver[served]++
+		if id < 2 {
+			continue // the name's first questions cache its set, then prepare its choice
+		}
+		if again, ok := batched(req); !ok || again != served {
+			t.Fatalf("question %d handed over, answered %s by the server; then by the batched path: %q, %v", id, served, again, ok)
+		}
+	}
+	// The first two questions prepare the name; then each owner's first draw is handed over once.
+	if n := handedOver["10.0.1.1"] + handedOver["10.0.2.1"]; n > 4 || handedOver["10.0.2.1"] == 0 {
+		t.Errorf("handed over %v of 2000 questions: want each owner's first draw alone", handedOver)
 	}
 }
 

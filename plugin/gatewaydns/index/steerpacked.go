@@ -2,7 +2,6 @@ package index
 
 import (
 	"context"
-	"math/rand/v2"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/steer"
@@ -59,7 +58,7 @@ func (ix *Index) probeChoice(p *Probe, sets *nodeSets, a *Asker) {
 	if !prep.packable {
 		return
 	}
-	p.Draw = rand.Uint64()
+	p.Draw = a.draw()
 	if p.Variant = prep.variant(a, p.Draw); p.Variant == 0 {
 		return
 	}

@@ -137,7 +137,7 @@ func (p *Packer) Serve(w dns.ResponseWriter, state *request.Request, zone string
 // loadbalance would.
 func (p *Packer) AppendBatched(dst []byte, q *packed.Query, name, zone string, ix *index.Index, from net.Addr, shuffle bool, rand func() uint32) (out []byte, nx, ok bool) {
 	pq := Question{q: *q}
-	asker := index.Asker{Locality: p.rules.Locality, From: from}
+	asker := index.Asker{Locality: p.rules.Locality, From: from, ID: q.ID}
 	a, neg, ok := p.find(&pq, name, zone, ix, WritesAll, &asker)
 	if !ok || shuffle && a != nil && !a.Negative() && !a.Shufflable() {
 		return dst, false, false
