@@ -20,10 +20,10 @@ type nodeSets struct {
 	sets   [3]atomic.Pointer[answerSet]
 	packed atomic.Pointer[packed.Name]
 	// steer is the steering of the name's set (belowSet or namesSet), where it has one, and
-	// prep its choice as a probe last prepared it: what a probe reads of a steered name
+	// probe its choice as a probe last prepared it: what a probe reads of a steered name
 	// (steerpacked.go), one load away.
 	steer atomic.Pointer[setSteer]
-	prep  atomic.Pointer[steerPrep]
+	probe atomic.Pointer[choiceProbe]
 }
 
 type setKind int
@@ -161,5 +161,5 @@ func (ns *nodeSets) steered(exactNames bool) (*answerSet, *setSteer) {
 // forgetSteer drops the steering of the name's set, which a write dropped.
 func (ns *nodeSets) forgetSteer() {
 	ns.steer.Store(nil)
-	ns.prep.Store(nil)
+	ns.probe.Store(nil)
 }

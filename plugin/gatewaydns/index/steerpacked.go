@@ -19,6 +19,38 @@ import (
 // maxVariantOwners is how many owners a name may have for its choices to be packed.
 const maxVariantOwners = 31
 
+// maxAny is how many variants of a client placed nowhere a choiceProbe holds: more, and its
+// questions are not packed.
+const maxAny = 4
+
+// choiceProbe is what a probe of a steered name reads, in one object: the view and locality
+// its choice is for, the variants of a client placed nowhere (anyN of them, drawn by the
+// cumulative weights anyCum with steer.Pick) and the replies packed so far. Nearly every
+// question of such a name is answered from it, as one of a name without a policy is from its
+// packed.Name: one object more on the path, at 10k names, cost those questions a fifth of
+// their time in bench phase T (the steerPrep, its packed.Name and their replies were three).
+type choiceProbe struct {
+	prep     *steerPrep
+	view     *healthView
+	locality *steer.Locality
+	// packable: the set is steered for its locality, plain and not ruled, so that each choice's
+	// reply may be packed.
+	packable bool
+	anyN     uint8
+	anyV     [maxAny]uint32
+	anyCum   [maxAny]uint64
+	replies  packed.Name
+}
+
+// newChoiceProbe is the probe of p, with nothing packed yet.
+func newChoiceProbe(p *steerPrep, packable bool) *choiceProbe {
+	cp := &choiceProbe{prep: p, view: p.view, locality: p.locality, packable: packable}
+	if packable {
+		cp.prepareVariants(p.name)
+	}
+	return cp
+}
+
 // variantOf is the variant of a choice: 1 + the owners chosen as bits, the top bit when every
 // address answers (fail open); 0 when it has no variant (an owner past maxVariantOwners).
 func variantOf(res steer.Result) uint32 {
@@ -47,59 +79,61 @@ func (ix *Index) probeChoice(p *Probe, sets *nodeSets, a *Asker) {
 		loc = a.Locality
 	}
 	view := ix.view()
-	prep := sets.prep.Load()
-	if prep == nil || prep.view != view || prep.locality != loc {
-		if prep = ix.prepareProbed(sets, view, loc); prep == nil {
+	cp := sets.probe.Load()
+	if cp == nil || cp.view != view || cp.locality != loc {
+		if cp = ix.prepareProbed(sets, view, loc); cp == nil {
 			p.steer = sets.steer.Load()
 			return
 		}
 	}
-	p.steer = prep.st
-	if !prep.packable {
+	// The steering from the node, whose line the probe has read, not from cp.prep: that
+	// would be one object more on the path of every question.
+	p.steer = sets.steer.Load()
+	if !cp.packable {
 		return
 	}
 	p.Draw = a.draw()
-	if p.Variant = prep.variant(a, p.Draw); p.Variant == 0 {
+	if p.Variant = cp.variant(a, p.Draw); p.Variant == 0 {
 		return
 	}
-	p.Name = prep.packed.Load()
-	p.Ref.prep = prep
+	p.Name = &cp.replies
+	p.Ref.prep = cp.prep
 }
 
-// prepareProbed is the choice of the name's steered set prepared for view and loc, kept for the
+// prepareProbed is the probe of the name's steered set prepared for view and loc, kept for the
 // next probe; nil when the name has no steered set.
-func (ix *Index) prepareProbed(sets *nodeSets, view *healthView, loc *steer.Locality) *steerPrep {
+func (ix *Index) prepareProbed(sets *nodeSets, view *healthView, loc *steer.Locality) *choiceProbe {
 	set, st := sets.steered(ix.opts.ExactNames)
 	if st == nil || sets.steer.Load() != st {
 		return nil
 	}
-	prep := st.prepared(set, view, loc)
-	sets.prep.Store(prep)
-	return prep
+	cp := st.prepared(set, view, loc).probe.Load()
+	sets.probe.Store(cp)
+	return cp
 }
 
 // variant is the variant of the choice a gets with the draw rnd.
-func (p *steerPrep) variant(a *Asker, rnd uint64) uint32 {
+func (cp *choiceProbe) variant(a *Asker, rnd uint64) uint32 {
 	if c := a.client(); c != (steer.Client{}) {
 		var buf [maxChosen]int
-		return variantOf(p.name.Choose(c, rnd, buf[:0]))
+		return variantOf(cp.prep.name.Choose(c, rnd, buf[:0]))
 	}
-	switch p.anyN {
+	switch cp.anyN {
 	case 0:
 		return 0
 	case 1:
-		return p.anyV[0]
+		return cp.anyV[0]
 	}
-	return p.anyV[steer.Pick(p.anyCum[:p.anyN], rnd)]
+	return cp.anyV[steer.Pick(cp.anyCum[:cp.anyN], rnd)]
 }
 
 // prepareVariants works out the variants of a client placed nowhere, as steer.Name.Choose
 // draws them.
-func (p *steerPrep) prepareVariants() {
-	res, cum := p.name.Anywhere()
+func (cp *choiceProbe) prepareVariants(name *steer.Name) {
+	res, cum := name.Anywhere()
 	if cum == nil {
-		if p.anyV[0] = variantOf(res); p.anyV[0] != 0 {
-			p.anyN = 1
+		if cp.anyV[0] = variantOf(res); cp.anyV[0] != 0 {
+			cp.anyN = 1
 		}
 		return
 	}
@@ -107,16 +141,17 @@ func (p *steerPrep) prepareVariants() {
 		return
 	}
 	for i, o := range res.Owners {
-		if p.anyV[i] = variantOf(steer.Result{Owners: []int{o}, Rule: steer.RuleWeighted}); p.anyV[i] == 0 {
+		if cp.anyV[i] = variantOf(steer.Result{Owners: []int{o}, Rule: steer.RuleWeighted}); cp.anyV[i] == 0 {
 			return
 		}
 	}
-	copy(p.anyCum[:], cum)
-	p.anyN = uint8(len(cum)) // #nosec G115 -- at most maxAny
+	copy(cp.anyCum[:], cum)
+	cp.anyN = uint8(len(cum)) // #nosec G115 -- at most maxAny
 }
 
 // keepChoice keeps p as the packed replies of the choice ref was probed with, if the name's set
-// and its choice are still those of ref.
+// and its choice are still those of ref: a probe of one reply more replaces the choice's, at
+// the node too. Two keeps at once may lose one reply, which the next question packs again.
 func (ix *Index) keepChoice(ref PackRef, labels []string, p *packed.Name) bool {
 	id, depth := ix.tree.find(labels)
 	if id != ref.id || depth != len(labels) {
@@ -129,7 +164,12 @@ func (ix *Index) keepChoice(ref PackRef, labels []string, p *packed.Name) bool {
 	if st := sets.steer.Load(); st == nil || st.prep.Load() != ref.prep {
 		return false
 	}
-	ref.prep.packed.Store(p)
+	next := *ref.prep.probe.Load()
+	next.replies = *p
+	ref.prep.probe.Store(&next)
+	if cur := sets.probe.Load(); cur == nil || cur.prep == ref.prep {
+		sets.probe.Store(&next)
+	}
 	return true
 }
 

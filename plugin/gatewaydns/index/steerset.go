@@ -7,7 +7,6 @@ import (
 	"github.com/coredns/coredns/plugin/etcd/msg"
 	"github.com/miekg/dns"
 
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/steer"
 )
@@ -144,21 +143,12 @@ func (st *setSteer) subset(keep []int) *setSteer {
 // stanza's locality: the owners, each record's owner and whether its address is held down,
 // and for a set of addresses each owner's addresses.
 type steerPrep struct {
-	// What a probe reads (steerpacked.go), first, in one or two cache lines: the view and
-	// locality it is for, the replies of its choices by variant, and the variants of a client
-	// placed nowhere (anyN of them, drawn by the cumulative weights anyCum with steer.Pick),
-	// where they are at most maxAny.
 	view     *healthView
 	locality *steer.Locality
 	st       *setSteer // the steering it is the choice of
-	packed   atomic.Pointer[packed.Name]
-	plain    bool
-	// packable: the set is steered for its locality, plain and not ruled, so that each choice's
-	// reply may be packed.
-	packable bool
-	anyN     uint8
-	anyV     [maxAny]uint32
-	anyCum   [maxAny]uint64
+	// probe is what a probe reads of the choice, with the replies of its choices packed so
+	// far (steerpacked.go): a Keep replaces it with one that holds one reply more.
+	probe atomic.Pointer[choiceProbe]
 
 	name  *steer.Name
 	owner []int  // by position: the index of its owner in name.Owners(); -1 for text alone
@@ -166,13 +156,10 @@ type steerPrep struct {
 	// plain: the set is addresses alone (answerSet.addresses), and v4, v6 are each owner's
 	// addresses not held down, all4, all6 each owner's every address (failing open), in key
 	// order, the first of each host.
+	plain              bool
 	v4, v6, all4, all6 [][]Address
 	failOpen           bool
 }
-
-// maxAny is how many variants of a client placed nowhere a steerPrep holds: more, and its
-// questions are not packed.
-const maxAny = 4
 
 // prepared is st's prep for view and loc, made now if the one kept is for another.
 func (st *setSteer) prepared(s *answerSet, view *healthView, loc *steer.Locality) *steerPrep {
@@ -197,12 +184,11 @@ func newSteerPrep(st *setSteer, s *answerSet, view *healthView, loc *steer.Local
 	}
 	p.name = steer.Prepare(g.Owners(loc))
 	p.failOpen = p.name.Transfer(nil).Rule == steer.RuleFailOpen
-	p.prepareVariants()
 	a := s.addresses()
 	if p.plain = a.plain && !a.text && !grouped(s.services) && len(s.leased()) == 0; p.plain {
 		p.addresses(s)
 	}
-	p.packable = p.plain && !st.ruled && st.steered(loc != nil)
+	p.probe.Store(newChoiceProbe(p, p.plain && !st.ruled && st.steered(loc != nil)))
 	return p
 }
 
