@@ -26,12 +26,19 @@ type backend struct {
 	// served some of the stanza's zones. The others answer SERVFAIL, as before a load.
 	only map[string]bool
 	// locality places the clients of the stanza's questions for steered names (the index
-	// may be shared with a stanza of other options: a reload's); nil places no one.
+	// may be shared with a stanza of other options: a reload's); nil places no one. tally
+	// counts the answers of the names of its steering-metrics; nil: none.
 	locality *steer.Locality
+	tally    *steer.Tally
 }
 
-func newBackend(ix *index.Index, h *history.Reader, loc *steer.Locality) *backend {
-	return &backend{Index: ix, upstream: upstream.New(), history: h, locality: loc}
+// newBackend is ix's backend for a stanza of the steering options s (nil: none).
+func newBackend(ix *index.Index, h *history.Reader, s *steering) *backend {
+	b := &backend{Index: ix, upstream: upstream.New(), history: h}
+	if s != nil {
+		b.locality, b.tally = s.loc, s.tally
+	}
+	return b
 }
 
 // History implements xfr.Records.
@@ -45,7 +52,7 @@ func (b *backend) History() xfr.History {
 // asker is who asks the question of state, as steering places them, with the draw ctx carries
 // (index.WithDraw).
 func (b *backend) asker(ctx context.Context, state request.Request) index.Asker {
-	a := index.Asker{Locality: b.locality, W: state.W, Req: state.Req}
+	a := index.Asker{Locality: b.locality, W: state.W, Req: state.Req, Tally: b.tally}
 	a.Draw, a.Drawn = index.DrawOf(ctx)
 	return a
 }

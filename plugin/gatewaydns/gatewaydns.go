@@ -21,7 +21,6 @@ import (
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/prepacked"
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/steer"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/xfr"
 )
 
@@ -45,7 +44,7 @@ func newHandler(cfg *config, st *stanza) *GatewayDNS {
 		g.Fall.SetZonesFromArgs(cfg.fall)
 	}
 	if !cfg.publishOnly {
-		g.packer = prepacked.New(cfg.prefix, cfg.zones, g.packedRules(cfg.steering.loc))
+		g.packer = prepacked.New(cfg.prefix, cfg.zones, g.packedRules(&cfg.steering))
 	}
 	return g
 }
@@ -133,10 +132,13 @@ func (g *GatewayDNS) apexOf() *answer.Apex {
 }
 
 // packedRules are the handler's rules its packed replies follow, read as they are when asked:
-// tests set a handler's apex and fallthrough after building it. loc places the stanza's
-// clients (the locality options; nil: none).
-func (g *GatewayDNS) packedRules(loc *steer.Locality) prepacked.Rules {
-	return prepacked.Rules{Apex: g.apexOf, FallThrough: func(name string) bool { return g.Fall.Through(name) }, Locality: loc}
+// tests set a handler's apex and fallthrough after building it. s places the stanza's clients
+// and counts the answers of its steering-metrics.
+func (g *GatewayDNS) packedRules(s *steering) prepacked.Rules {
+	if s == nil {
+		s = &steering{}
+	}
+	return prepacked.Rules{Apex: g.apexOf, FallThrough: func(name string) bool { return g.Fall.Through(name) }, Locality: s.loc, Tally: s.tally}
 }
 
 // appendBatched is the batched UDP path's answer (batchrun.Stanza.Answer): the packed reply

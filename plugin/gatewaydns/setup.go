@@ -176,7 +176,7 @@ func parseBlock(c *caddy.Controller, cfg *config, pc *publish.Config) (bool, err
 			cfg.batchAt = at
 		}
 	}
-	return publishing, cfg.steering.finish()
+	return publishing, cfg.steering.finish(cfg.server, cfg.prefix, cfg.zones)
 }
 
 // ownersKey keys, in the CoreDNS instance's storage, the owners claimed by its stanzas so far

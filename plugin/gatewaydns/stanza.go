@@ -95,7 +95,7 @@ func newStanza(cfg *config) *stanza {
 	own.health.Config = cfg.steering.health
 	own.path = cfg.prefix
 	st.own = own
-	st.serving.Store(newBackend(st.index, nil, cfg.steering.loc))
+	st.serving.Store(newBackend(st.index, nil, &cfg.steering))
 	return st
 }
 
@@ -147,7 +147,7 @@ func (s *stanza) start(reloading bool) error {
 		// an outage keeps answering from the last records loaded.
 		bridged := !f.index.Loaded() && s.bridgeUntilLoaded(f)
 		if !bridged {
-			s.serving.Store(newBackend(f.index, f.history, s.cfg.steering.loc))
+			s.serving.Store(newBackend(f.index, f.history, &s.cfg.steering))
 		}
 		s.mu.Lock()
 		s.feed = f
@@ -182,7 +182,7 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 	s.mu.Lock()
 	s.bridge, s.cancel, s.stopped = b, cancel, stopped
 	s.mu.Unlock()
-	bridge := newBackend(b.index, b.history, s.cfg.steering.loc)
+	bridge := newBackend(b.index, b.history, &s.cfg.steering)
 	bridge.only = shared
 	s.serving.Store(bridge)
 	log.Infof("Answering %s from the previous configuration's records until the new one has loaded them", strings.Join(slices.Sorted(maps.Keys(shared)), " "))
@@ -193,7 +193,7 @@ func (s *stanza) bridgeUntilLoaded(f *feed) bool {
 			return
 		case <-f.loaded:
 		}
-		s.serving.Store(newBackend(f.index, f.history, s.cfg.steering.loc))
+		s.serving.Store(newBackend(f.index, f.history, &s.cfg.steering))
 		s.mu.Lock()
 		b, s.bridge = s.bridge, nil
 		s.mu.Unlock()

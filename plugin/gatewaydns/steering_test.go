@@ -3,6 +3,7 @@ package gatewaydns
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -14,6 +15,8 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
@@ -46,6 +49,9 @@ func TestSteeringOptions(t *testing.T) {
 		{"gatewaydns {\n endpoint http://e:2379\n healthcheck-timeout 2s\n}", `Testfile:3 - Error during parsing: healthcheck-timeout 2s is longer than healthcheck-interval 500ms`},
 		{"gatewaydns {\n locality-cluster eu1\n}", "Testfile:2 - Error during parsing: locality-cluster needs a name"},
 		{"gatewaydns {\n locality-cluster eu1 10.0.0.0/8\n locality-cluster us1 10.0.0.0/8\n}", "Testfile:3 - Error during parsing: locality-cluster: network 10.0.0.0/8 is mapped twice"},
+		{"gatewaydns {\n steering-metrics\n}", "Testfile:2 - Error during parsing: steering-metrics: want the names"},
+		{"gatewaydns {\n steering-metrics *.example.org\n}", `Testfile:2 - Error during parsing: steering-metrics: "*.example.org" is not a name`},
+		{"gatewaydns {\n steering-metrics app.example.org\n steering-metrics shop.example.com\n}", "Testfile:3 - Error during parsing: steering-metrics: shop.example.com. is in none of the zones"},
 	} {
 		c := caddy.NewTestController("dns", tc.input)
 		c.ServerBlockKeys = []string{"example.org."}
@@ -255,6 +261,85 @@ func TestAQuestionHandedOverIsPackedAsTheVariantItDrew(t *testing.T) {
 	// The first two questions prepare the name; then each owner's first draw is handed over once.
 	if n := handedOver["10.0.1.1"] + handedOver["10.0.2.1"]; n > 4 || handedOver["10.0.2.1"] == 0 {
 		t.Errorf("handed over %v of 2000 questions: want each owner's first draw alone", handedOver)
+	}
+}
+
+// TestSteeringMetricsCountEachAnswerByOwner: the answers of a name of steering-metrics are
+// counted by the owner answered, once per question on every path (the packed reply, the usual
+// lookup over TCP, the batched UDP path), in the weights' proportion; a name not listed makes
+// no series.
+func TestSteeringMetricsCountEachAnswerByOwner(t *testing.T) {
+	steeringAnswers.Reset()
+	g := loadedStanza(t, "gatewaydns example.org {\n steering-metrics App.example.org\n}", []record.KV{
+		steered("app.example.org", "eu1", "10.0.1.1", `{"weight":90}`),
+		steered("app.example.org", "us1", "10.0.2.1", `{"weight":10}`),
+		steered("other.example.org", "eu1", "10.0.3.1", `{"weight":90}`),
+		steered("other.example.org", "us1", "10.0.4.1", `{"weight":10}`),
+	})
+	g.packer.SetWrites(prepacked.WritesAll)
+	b := g.stanza.answering()
+	answered := map[string]float64{}
+	const n = 3000
+	for i := range n {
+		req := new(dns.Msg)
+		req.SetQuestion("app.example.org.", dns.TypeA)
+		var got string
+		switch i % 3 {
+		case 0: // UDP, by the handler: packed once its variant is
+			got, _ = askFrom(t, g, "192.0.2.9", "app.example.org.")
+		case 1: // TCP: the usual lookup
+			w := &bytesOrMsg{ResponseWriter: &test.ResponseWriter{TCP: true}}
+			if _, err := g.ServeDNS(context.Background(), w, req); err != nil {
+				t.Fatal(err)
+			}
+			if w.msg == nil {
+				w.msg = new(dns.Msg)
+				if err := w.msg.Unpack(w.bytes); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got = w.msg.Answer[0].(*dns.A).A.String()
+		default: // the batched UDP path, the handler answering what it hands over
+			wire, _ := req.Pack()
+			var q packed.Query
+			var lower [256]byte
+			name, _ := packed.ParseQuery(wire, &q, lower[:0])
+			out, _, ok := g.packer.AppendBatched(nil, &q, string(name), "example.org.", b.Index, &net.UDPAddr{IP: net.IPv4(192, 0, 2, 9), Port: 53000}, false, func() uint32 { return 0 })
+			if !ok {
+				got, _ = askFrom(t, g, "192.0.2.9", "app.example.org.")
+				break
+			}
+			m := new(dns.Msg)
+			if err := m.Unpack(out); err != nil {
+				t.Fatal(err)
+			}
+			got = m.Answer[0].(*dns.A).A.String()
+		}
+		answered[map[string]string{"10.0.1.1": "eu1", "10.0.2.1": "us1"}[got]]++
+		askFrom(t, g, "192.0.2.9", "other.example.org.")
+	}
+	counted := map[string]float64{}
+	ch := make(chan prometheus.Metric, 16)
+	go func() { steeringAnswers.Collect(ch); close(ch) }()
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		labels := map[string]string{}
+		for _, l := range pb.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["name"] != "app.example.org." {
+			t.Errorf("a series for a name not listed: %v", labels)
+		}
+		counted[labels["owner"]] += pb.GetCounter().GetValue()
+	}
+	if !maps.Equal(counted, answered) {
+		t.Fatalf("counted %v, answered %v", counted, answered)
+	}
+	if eu := answered["eu1"] / n; eu < 0.87 || eu > 0.93 {
+		t.Errorf("eu1 answered %.3f, want 0.90 +- 0.03", eu)
 	}
 }
 

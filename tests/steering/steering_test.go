@@ -125,6 +125,11 @@ func (l *steeringLandscape) weights(t *testing.T) {
 	const n = 10000
 	const batched = `coredns_gatewaydns_udp_batch_questions_total{outcome="answered"}`
 	before, _ := l.central.Metric(batched)
+	answers := func(owner string) float64 {
+		v, _ := l.central.Metric(`coredns_gatewaydns_steering_answers_total{name="canary.global.openmcp.cluster.",owner="` + owner + `"}`)
+		return v
+	}
+	euBefore, usBefore := answers("eu1"), answers("us1")
 	count := map[string]int{}
 	for i := range n {
 		netw := "udp"
@@ -137,6 +142,10 @@ func (l *steeringLandscape) weights(t *testing.T) {
 	t.Logf("eu1 %.4f, us1 %.4f of %d questions (%v)", eu, us, n, count)
 	if eu < 0.87 || eu > 0.93 || us < 0.07 || us > 0.13 || count[steeringAddr["eu1"]]+count[steeringAddr["us1"]] != n {
 		t.Errorf("shares eu1 %.4f, us1 %.4f: want 0.90 and 0.10 within 0.03, one owner per answer (%v)", eu, us, count)
+	}
+	// steering-metrics counts each answer by its owner, on every path.
+	if eu, us := answers("eu1")-euBefore, answers("us1")-usBefore; eu != float64(count[steeringAddr["eu1"]]) || us != float64(count[steeringAddr["us1"]]) {
+		t.Errorf("steering_answers_total counted eu1 %.0f, us1 %.0f; answered %v", eu, us, count)
 	}
 	// The UDP questions are answered by the batched path, from the packed reply of each
 	// question's choice (the first of each choice aside).

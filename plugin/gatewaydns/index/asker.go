@@ -26,6 +26,9 @@ type Asker struct {
 	// question (Probe.Draw), so that the reply made is of the variant it probed.
 	Draw  uint64
 	Drawn bool
+	// Tally counts the choice of a name it lists (nil: none): the stanza's, where the choice
+	// answers the question. A packed reply's is counted by its writer (Probe.Count).
+	Tally *steer.Tally
 }
 
 // draw is the random number of a's choice. For a question from a UDP or TCP client it is a
@@ -146,7 +149,7 @@ func (ix *Index) chosenSet(set *answerSet, qtype uint16, a *Asker) *answerSet {
 	if a.placing() {
 		loc = a.Locality
 	}
-	return st.prepared(qs, ix.view(), loc).chosen(qs, a.client(), a.draw())
+	return st.prepared(qs, ix.view(), loc).chosen(qs, a.client(), a.draw(), a.Tally)
 }
 
 // steeredAddresses appends the addresses of set's owners chosen for a question of qtype asked
@@ -165,7 +168,7 @@ func (ix *Index) steeredAddresses(dst []Address, set *answerSet, qtype uint16, a
 	if !p.plain {
 		return dst, true, false
 	}
-	return p.appendAddresses(dst, qtype, a.client(), a.draw()), true, true
+	return p.appendAddresses(dst, qtype, a.client(), a.draw(), a.Tally), true, true
 }
 
 // ExplainSteering is how an A question for the name of state, asked by a, is answered where

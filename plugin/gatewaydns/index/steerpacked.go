@@ -173,6 +173,22 @@ func (ix *Index) keepChoice(ref PackRef, labels []string, p *packed.Name) bool {
 	return true
 }
 
+// Count counts, in t, the owners of the variant p found, for the question a packed reply of
+// that variant answered.
+func (p Probe) Count(t *steer.Tally) {
+	if t == nil || p.Variant == 0 || p.Ref.prep == nil || !t.Counts(p.Ref.prep.st.nameKey) {
+		return
+	}
+	var buf [maxVariantOwners]int
+	chosen := buf[:0]
+	for o := range maxVariantOwners {
+		if p.Variant&(1<<o) != 0 {
+			chosen = append(chosen, o)
+		}
+	}
+	t.Count(p.Ref.prep.st.nameKey, p.Ref.prep.name.Owners(), chosen)
+}
+
 // drawKey keys a question's draw in its context.
 type drawKey struct{}
 

@@ -29,8 +29,9 @@ type steerRec struct {
 
 // setSteer is the steering of an answer set: its records' owners and policies, by position.
 type setSteer struct {
-	prep   atomic.Pointer[steerPrep]
-	policy bool // some record carries a policy
+	prep    atomic.Pointer[steerPrep]
+	nameKey string // the name's key (its records' parent), which a steer.Tally counts by
+	policy  bool   // some record carries a policy
 	// ruled: the set mixes a CNAME with other data (cname.go), and its answers are not the
 	// variants of one choice: none is packed.
 	ruled  bool
@@ -54,7 +55,7 @@ func newSetSteer(recs []rec) *setSteer {
 		return nil
 	}
 	name := recordName(recs[0].key)
-	st := &setSteer{recs: make([]steerRec, len(recs)), policy: policy}
+	st := &setSteer{recs: make([]steerRec, len(recs)), policy: policy, nameKey: name}
 	var owners []string
 	for i, r := range recs {
 		if recordName(r.key) != name {
@@ -246,9 +247,10 @@ const maxChosen = 8
 
 // appendAddresses appends the addresses of the owners chosen for client c (rnd drawing) to
 // dst: of qtype's family, not held down unless the choice fails open, each address once.
-func (p *steerPrep) appendAddresses(dst []Address, qtype uint16, c steer.Client, rnd uint64) []Address {
+func (p *steerPrep) appendAddresses(dst []Address, qtype uint16, c steer.Client, rnd uint64, t *steer.Tally) []Address {
 	var buf [maxChosen]int
 	res := p.name.Choose(c, rnd, buf[:0])
+	t.Count(p.st.nameKey, p.name.Owners(), res.Owners)
 	by := p.v4
 	switch {
 	case qtype == dns.TypeAAAA && res.AllAddresses():
@@ -280,9 +282,10 @@ func addressIn(list []Address, a Address) bool {
 
 // chosen is the subset of s, the set p was prepared from, that answers client c (rnd
 // drawing): the records of the chosen owners, but those held down unless failing open.
-func (p *steerPrep) chosen(s *answerSet, c steer.Client, rnd uint64) *answerSet {
+func (p *steerPrep) chosen(s *answerSet, c steer.Client, rnd uint64, t *steer.Tally) *answerSet {
 	var buf [maxChosen]int
 	res := p.name.Choose(c, rnd, buf[:0])
+	t.Count(p.st.nameKey, p.name.Owners(), res.Owners)
 	keep := make([]int, 0, len(p.owner))
 	for i, o := range p.owner {
 		if o < 0 || containsInt(res.Owners, o) && (res.AllAddresses() || !p.down[i]) {

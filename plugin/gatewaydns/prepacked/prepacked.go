@@ -39,6 +39,8 @@ type Rules struct {
 	// Locality places the stanza's clients (nil: none), so that a name of several owners is
 	// answered from a choice per question, packed per choice (index.Index.PackedAsked).
 	Locality *steer.Locality
+	// Tally counts the answers of the names it lists by owner (nil: none).
+	Tally *steer.Tally
 }
 
 // Packer is a stanza's packed replies: its answer rules' token (the index may be shared with a
@@ -126,6 +128,7 @@ func (p *Packer) Serve(w dns.ResponseWriter, state *request.Request, zone string
 		return false
 	}
 	w.Write(out) //nolint:errcheck // as with WriteMsg, a failed write is the client's loss alone
+	pq.probe.Count(p.rules.Tally)
 	return true
 }
 
@@ -149,5 +152,6 @@ func (p *Packer) AppendBatched(dst []byte, q *packed.Query, name, zone string, i
 	if shuffle && a != nil {
 		a.Shuffle(out, rand)
 	}
+	pq.probe.Count(p.rules.Tally)
 	return out, a == nil, true
 }

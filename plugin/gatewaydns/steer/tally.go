@@ -1,0 +1,61 @@
+package steer
+
+import "sync"
+
+// Tally counts the answers of steered names by owner, for the names of an allow-list alone
+// (shared/spec/steering.md: answers by name and owner, of bounded cardinality): a landscape of
+// 10,000 names of two owners each would be 20,000 series on every replica, most saying what
+// the weights already say. A name's counters are made on first use and kept.
+type Tally struct {
+	names   map[string]*tallied // by the name's key (its records' parent key); read-only once made
+	counter func(name, owner string) Counter
+}
+
+// Counter is what a Tally adds to: a prometheus.Counter.
+type Counter interface{ Inc() }
+
+type tallied struct {
+	name   string   // as the metric labels it
+	owners sync.Map // owner id -> Counter
+}
+
+// NewTally counts the answers of names (by key -> name) with counter's counters; nil when
+// names is empty, which counts nothing at no cost.
+func NewTally(names map[string]string, counter func(name, owner string) Counter) *Tally {
+	if len(names) == 0 {
+		return nil
+	}
+	t := &Tally{names: make(map[string]*tallied, len(names)), counter: counter}
+	for key, name := range names {
+		t.names[key] = &tallied{name: name}
+	}
+	return t
+}
+
+// Counts reports whether t counts the answers of the name of nameKey.
+func (t *Tally) Counts(nameKey string) bool {
+	if t == nil {
+		return false
+	}
+	_, ok := t.names[nameKey]
+	return ok
+}
+
+// Count counts one answer of the name of nameKey from the owners chosen (indexes into owners).
+func (t *Tally) Count(nameKey string, owners []Owner, chosen []int) {
+	if t == nil {
+		return
+	}
+	n := t.names[nameKey]
+	if n == nil {
+		return
+	}
+	for _, o := range chosen {
+		id := owners[o].ID
+		c, ok := n.owners.Load(id)
+		if !ok {
+			c, _ = n.owners.LoadOrStore(id, t.counter(n.name, id))
+		}
+		c.(Counter).Inc()
+	}
+}
