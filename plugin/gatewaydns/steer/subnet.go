@@ -1,6 +1,7 @@
 package steer
 
 import (
+	"context"
 	"net/netip"
 
 	"github.com/miekg/dns"
@@ -48,6 +49,20 @@ func (s *Subnet) Placed() {
 	if s != nil {
 		s.placed = true
 	}
+}
+
+type subnetKey struct{}
+
+// WithSubnet is ctx carrying the question's option s, for the lookups that choose by place to
+// note it (Placed).
+func WithSubnet(ctx context.Context, s *Subnet) context.Context {
+	return context.WithValue(ctx, subnetKey{}, s)
+}
+
+// SubnetFrom is the option ctx carries; nil when none (a question without it).
+func SubnetFrom(ctx context.Context) *Subnet {
+	s, _ := ctx.Value(subnetKey{}).(*Subnet)
+	return s
 }
 
 // Reply is the option the reply carries, with the scope of the answer: where it was chosen by
