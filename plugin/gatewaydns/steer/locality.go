@@ -79,13 +79,10 @@ func (l *Locality) Client(addr netip.Addr, bits int) Client {
 	if l == nil {
 		return Client{}
 	}
-	addr = addr.Unmap()
+	addr, bits = asked(addr, bits)
 	tables := l.v6
 	if addr.Is4() {
 		tables = l.v4
-	}
-	if bits < 0 || bits > addr.BitLen() {
-		bits = addr.BitLen()
 	}
 	for _, t := range tables {
 		if t.bits > bits {
@@ -99,36 +96,43 @@ func (l *Locality) Client(addr netip.Addr, bits int) Client {
 }
 
 // Scope is how much of a client's address its place depends on, for the SCOPE PREFIX-LENGTH
-// of an answer chosen by it (RFC 7871 7.2.1): the shortest prefix of addr within which every
-// address asking with the same source prefix length is placed as addr is. That is the longest
-// of the prefix of the network that placed it and, for every other network, one bit more than
-// addr shares with it (so that the prefix holds none of it), bounded by source: Client reads
-// no network longer than the source prefix, so the whole of it is placed alike. A client
-// placed nowhere gets the prefix that holds no mapped network ("the rest of the address space"
-// is deaggregated, as RFC 7871 7.2.1 allows for nested networks): a /1 for 192.0.2.0/24 when
-// only 10.0.0.0/8 is mapped; 0 when no network of its family is. Linear in the networks: it is
-// asked once per question with the option, never on the plain path.
+// of an answer chosen by it (RFC 7871 7.2.1): the shortest prefix of addr that every mapped
+// network either holds whole or does not touch, so that every address in it is placed as addr
+// is. That is the longest of the prefixes of the networks that hold addr and, for every other
+// network, one bit more than addr shares with it. It is bounded by the source prefix: Client
+// reads no network longer than that, and the answer says nothing of addresses beyond it. A
+// client placed nowhere gets the prefix that holds no mapped network (the rest of the address
+// space deaggregated, as RFC 7871 7.2.1 allows): a /1 for 192.0.2.0/24 when only 10.0.0.0/8 is
+// mapped; 0 when no network of its family is. Linear in the networks: it is asked once per
+// question with the option and an answer chosen by place, never on the plain path.
 func (l *Locality) Scope(addr netip.Addr, source int) int {
 	if l == nil {
 		return 0
 	}
-	addr = addr.Unmap()
+	addr, source = asked(addr, source)
 	nets := l.nets6
 	if addr.Is4() {
 		nets = l.nets4
 	}
-	if source < 0 || source > addr.BitLen() {
-		source = addr.BitLen()
-	}
 	x, scope := key(addr, addr.BitLen()), 0
 	for _, n := range nets {
-		need := n.bits // addr is in n, or n is longer than bits: n's own length
+		need := n.bits // n holds addr (or would, were it no longer than the source prefix)
 		if common := commonBits(x, n.key, addr.Is4()); common < n.bits {
-			need = common + 1 // addr is outside n: the prefix one bit longer than they share
+			need = common + 1 // n does not: the prefix one bit longer than they share misses it
 		}
 		scope = max(scope, need)
 	}
 	return min(scope, source)
+}
+
+// asked is addr as Client and Scope read it (an IPv4-mapped address as IPv4), and bits its
+// prefix length, bounded by its length (-1: all of it).
+func asked(addr netip.Addr, bits int) (netip.Addr, int) {
+	addr = addr.Unmap()
+	if bits < 0 || bits > addr.BitLen() {
+		bits = addr.BitLen()
+	}
+	return addr, bits
 }
 
 // commonBits is how many leading bits two keys share (IPv4 keys: of 32).
