@@ -49,10 +49,10 @@ func (b *backend) History() xfr.History {
 	return b.history
 }
 
-// asker is who asks the question of state, as steering places them, with the draw ctx carries
-// (index.WithDraw).
+// asker is who asks the question of state, as steering places them, with the draw
+// (index.WithDraw) and the client subnet option (steer.WithSubnet) ctx carries.
 func (b *backend) asker(ctx context.Context, state request.Request) index.Asker {
-	a := index.Asker{Locality: b.locality, W: state.W, Req: state.Req, Tally: b.tally}
+	a := index.Asker{Locality: b.locality, W: state.W, Req: state.Req, Subnet: steer.SubnetFrom(ctx), Tally: b.tally}
 	a.Draw, a.Drawn = index.DrawOf(ctx)
 	return a
 }

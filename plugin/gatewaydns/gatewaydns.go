@@ -60,8 +60,11 @@ func (g *GatewayDNS) Ready() bool { return g.stanza.ready() }
 func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	state := request.Request{W: w, Req: r}
 	if c := g.stanza.catalog; c != nil && c.Holds(state.Name()) {
-		w.WriteMsg(c.Reply(r))
-		return dns.RcodeSuccess, nil
+		if _, cw, ok := answer.ClientSubnet(ctx, w, r, nil); ok {
+			cw.WriteMsg(c.Reply(r))
+			return dns.RcodeSuccess, nil
+		}
+		return dns.RcodeFormatError, nil
 	}
 	zone := answer.MatchZone(g.Zones, state.Name())
 	b := g.stanza.answering()
@@ -89,6 +92,14 @@ func (g *GatewayDNS) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.
 // has it on its stack, and one that is not has ServeDNS's small one beneath it, so that the
 // goroutine's stack holds the lookup without growing (issue 37).
 func (g *GatewayDNS) serveLookup(ctx context.Context, w dns.ResponseWriter, state *request.Request, zone string, b *backend, pq *prepacked.Question) (int, error) {
+	next := w // the next plugin gets the question as it came
+	ctx, w, ok := answer.ClientSubnet(ctx, w, state.Req, b.locality)
+	if !ok {
+		return dns.RcodeFormatError, nil
+	}
+	if w != next {
+		state = &request.Request{W: w, Req: state.Req}
+	}
 	if state.QClass() != dns.ClassINET {
 		if g.Explain && state.QClass() == dns.ClassCHAOS && state.QType() == dns.TypeTXT {
 			return answer.Explain(ctx, b, g.apexOf(), zone, *state, b.asker(ctx, *state))
@@ -100,7 +111,7 @@ func (g *GatewayDNS) serveLookup(ctx context.Context, w dns.ResponseWriter, stat
 	records, extra, truncated, err := answer.Lookup(ctx, b, g.apexOf(), zone, *state, opt)
 	if err != nil && b.IsNameError(err) {
 		if g.Fall.Through(state.Name()) {
-			return plugin.NextOrFailure(g.Name(), g.Next, ctx, w, state.Req)
+			return plugin.NextOrFailure(g.Name(), g.Next, ctx, next, state.Req)
 		}
 		return answer.BackendError(b, g.apexOf(), zone, dns.RcodeNameError, *state, nil)
 	}

@@ -24,18 +24,71 @@ func (l *steeringLandscape) localFirst(t *testing.T) {
 			}
 		}
 	}
-	// A forwarder asking for a client of us1's network says so with EDNS Client Subnet.
-	m := new(dns.Msg)
-	m.SetQuestion(name, dns.TypeA)
-	m.SetEdns0(1232, false)
-	opt := m.IsEdns0()
-	opt.Option = append(opt.Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 32, Address: net.ParseIP(us1Client).To4()})
-	r, err := e2e.ExchangeFrom("udp", eu1Client, l.central.DNS, m)
-	if err != nil || strings.Join(e2e.Addresses(r), ",") != us1 {
-		t.Fatalf("asked with ECS %s from eu1's network: %v (%v), want us1's %s", us1Client, r, err, us1)
+	// A forwarder asking for a client says so with EDNS Client Subnet, and the reply carries
+	// the option back with the scope of the answer (RFC 7871 7.2.1), so that the forwarder's
+	// cache hands it to the clients it suits: the clusters' networks are 127.0.0.21/32 and
+	// 127.0.0.22/32.
+	for _, tc := range []struct {
+		behaviour    string
+		name, subnet string
+		rcode        int
+		want         string
+		scope        int
+	}{
+		{"a client of us1's network, asked from eu1's: us1, for that address", name, us1Client + "/32", dns.RcodeSuccess, us1, 32},
+		{"a /24 holding both networks: placed nowhere, the union, for that /24", name, "127.0.0.0/24", dns.RcodeSuccess, eu1 + "," + us1, 24},
+		{"a client far from both: the union, for the half of the address space they are not in", name, "192.0.2.0/24", dns.RcodeSuccess, eu1 + "," + us1, 1},
+		{"NXDOMAIN: for any client", fqdn("nothere"), us1Client + "/32", dns.RcodeNameError, "", 0},
+		{"a scope in the question: FORMERR, without the option", name, us1Client + "/32 scope", dns.RcodeFormatError, "", -1},
+	} {
+		for _, netw := range []string{"udp", "tcp"} {
+			ecs := clientSubnet(tc.subnet)
+			m := new(dns.Msg)
+			m.SetQuestion(tc.name, dns.TypeA)
+			m.SetEdns0(1232, false)
+			m.IsEdns0().Option = append(m.IsEdns0().Option, ecs)
+			r, err := e2e.ExchangeFrom(netw, eu1Client, l.central.DNS, m)
+			if err != nil || r.Rcode != tc.rcode || strings.Join(e2e.Addresses(r), ",") != tc.want {
+				t.Fatalf("%s, over %s: %v (%v), want %s %s", tc.behaviour, netw, r, err, dns.RcodeToString[tc.rcode], tc.want)
+			}
+			var echoed []*dns.EDNS0_SUBNET
+			if opt := r.IsEdns0(); opt != nil {
+				for _, o := range opt.Option {
+					if e, ok := o.(*dns.EDNS0_SUBNET); ok {
+						echoed = append(echoed, e)
+					}
+				}
+			}
+			if tc.scope < 0 {
+				if len(echoed) != 0 {
+					t.Fatalf("%s, over %s: the reply carries %v", tc.behaviour, netw, echoed)
+				}
+				continue
+			}
+			if len(echoed) != 1 || echoed[0].Family != 1 || echoed[0].SourceNetmask != ecs.SourceNetmask ||
+				!echoed[0].Address.Equal(ecs.Address) || int(echoed[0].SourceScope) != tc.scope {
+				t.Fatalf("%s, over %s: the reply carries %v, want %s/%d back with scope %d", tc.behaviour, netw, echoed, ecs.Address, ecs.SourceNetmask, tc.scope)
+			}
+		}
 	}
 	// Secondaries place no one: Knot holds both.
 	e2e.WaitFor(t, 5*time.Second, l.knot.DNS, name, dns.TypeA, e2e.AnswersWith(eu1, us1))
+}
+
+// clientSubnet is the EDNS Client Subnet option of an IPv4 network ("10.1.0.0/16"), with a
+// scope of its length when followed by " scope" (which a question must not have).
+func clientSubnet(network string) *dns.EDNS0_SUBNET {
+	network, withScope := strings.CutSuffix(network, " scope")
+	ip, n, err := net.ParseCIDR(network)
+	if err != nil {
+		panic(err)
+	}
+	bits, _ := n.Mask.Size()
+	e := &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: uint8(bits), Address: ip.To4()}
+	if withScope {
+		e.SourceScope = e.SourceNetmask
+	}
+	return e
 }
 
 func (l *steeringLandscape) failOpen(t *testing.T) {

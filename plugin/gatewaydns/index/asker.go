@@ -22,6 +22,9 @@ type Asker struct {
 	Req      *dns.Msg
 	From     net.Addr // the client's address where there is no W (the batched UDP path)
 	ID       uint16   // the question's ID where there is no Req (the batched UDP path)
+	// Subnet is the question's EDNS Client Subnet option, told when the answer is chosen by
+	// where the client is placed, for the scope its reply carries; nil: none.
+	Subnet *steer.Subnet
 	// Draw, when Drawn, is the random number the choice is drawn with: the probe's of the
 	// question (Probe.Draw), so that the reply made is of the variant it probed.
 	Draw  uint64
@@ -77,11 +80,13 @@ var drawSeed = maphash.MakeSeed()
 // publish then answers from a choice even without a policy (the client's own cluster first).
 func (a *Asker) placing() bool { return a != nil && a.Locality.Configured() }
 
-// client places the asker; it allocates nothing.
+// client places the asker, for a choice that depends on where it is: the question's Subnet
+// is told so. It allocates nothing.
 func (a *Asker) client() steer.Client {
 	if !a.placing() {
 		return steer.Client{}
 	}
+	a.Subnet.Placed()
 	if a.Req != nil {
 		if addr, bits, ok := steer.ClientSubnet(a.Req); ok {
 			return a.Locality.Client(addr, bits)

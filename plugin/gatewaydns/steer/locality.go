@@ -3,10 +3,9 @@ package steer
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"net/netip"
 	"slices"
-
-	"github.com/miekg/dns"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
 )
@@ -19,6 +18,14 @@ type Locality struct {
 	regions map[string]string // owner -> region
 	// byLen are the networks of one family by prefix length, longest first.
 	v4, v6 []byLength
+	// nets4, nets6 are every network of one family, for Scope.
+	nets4, nets6 []mapped
+}
+
+// mapped is one mapped network, keyed as byLength keys it.
+type mapped struct {
+	key  [2]uint64
+	bits int
 }
 
 // byLength are the networks of one family and prefix length, keyed by their address as a
@@ -72,13 +79,10 @@ func (l *Locality) Client(addr netip.Addr, bits int) Client {
 	if l == nil {
 		return Client{}
 	}
-	addr = addr.Unmap()
+	addr, bits = asked(addr, bits)
 	tables := l.v6
 	if addr.Is4() {
 		tables = l.v4
-	}
-	if bits < 0 || bits > addr.BitLen() {
-		bits = addr.BitLen()
 	}
 	for _, t := range tables {
 		if t.bits > bits {
@@ -91,30 +95,55 @@ func (l *Locality) Client(addr netip.Addr, bits int) Client {
 	return Client{}
 }
 
-// ClientSubnet is the EDNS Client Subnet option of a question (RFC 7871), when it has one
-// that says something: its address and source prefix length. A source prefix length of 0
-// asks that the client's address not be used.
-func ClientSubnet(m *dns.Msg) (addr netip.Addr, bits int, ok bool) {
-	opt := m.IsEdns0()
-	if opt == nil {
-		return netip.Addr{}, 0, false
+// Scope is how much of a client's address its place depends on, for the SCOPE PREFIX-LENGTH
+// of an answer chosen by it (RFC 7871 7.2.1): the shortest prefix of addr that every mapped
+// network either holds whole or does not touch, so that every address in it is placed as addr
+// is. That is the longest of the prefixes of the networks that hold addr and, for every other
+// network, one bit more than addr shares with it. It is bounded by the source prefix: Client
+// reads no network longer than that, and the answer says nothing of addresses beyond it. A
+// client placed nowhere gets the prefix that holds no mapped network (the rest of the address
+// space deaggregated, as RFC 7871 7.2.1 allows): a /1 for 192.0.2.0/24 when only 10.0.0.0/8 is
+// mapped; 0 when no network of its family is. Linear in the networks: it is asked once per
+// question with the option and an answer chosen by place, never on the plain path.
+func (l *Locality) Scope(addr netip.Addr, source int) int {
+	if l == nil {
+		return 0
 	}
-	for _, o := range opt.Option {
-		ecs, isECS := o.(*dns.EDNS0_SUBNET)
-		if !isECS || ecs.SourceNetmask == 0 {
-			continue
-		}
-		a, valid := netip.AddrFromSlice(ecs.Address)
-		if !valid {
-			return netip.Addr{}, 0, false
-		}
-		a = a.Unmap()
-		if ecs.Family == 1 && !a.Is4() || ecs.Family == 2 && !a.Is6() || int(ecs.SourceNetmask) > a.BitLen() {
-			return netip.Addr{}, 0, false
-		}
-		return a, int(ecs.SourceNetmask), true
+	addr, source = asked(addr, source)
+	nets := l.nets6
+	if addr.Is4() {
+		nets = l.nets4
 	}
-	return netip.Addr{}, 0, false
+	x, scope := key(addr, addr.BitLen()), 0
+	for _, n := range nets {
+		need := n.bits // n holds addr (or would, were it no longer than the source prefix)
+		if common := commonBits(x, n.key, addr.Is4()); common < n.bits {
+			need = common + 1 // n does not: the prefix one bit longer than they share misses it
+		}
+		scope = max(scope, need)
+	}
+	return min(scope, source)
+}
+
+// asked is addr as Client and Scope read it (an IPv4-mapped address as IPv4), and bits its
+// prefix length, bounded by its length (-1: all of it).
+func asked(addr netip.Addr, bits int) (netip.Addr, int) {
+	addr = addr.Unmap()
+	if bits < 0 || bits > addr.BitLen() {
+		bits = addr.BitLen()
+	}
+	return addr, bits
+}
+
+// commonBits is how many leading bits two keys share (IPv4 keys: of 32).
+func commonBits(a, b [2]uint64, v4 bool) int {
+	if v4 {
+		return bits.LeadingZeros32(uint32(a[0] ^ b[0]))
+	}
+	if d := a[0] ^ b[0]; d != 0 {
+		return bits.LeadingZeros64(d)
+	}
+	return 64 + bits.LeadingZeros64(a[1]^b[1])
 }
 
 // LocalityConfig is what the locality options say, to be built with Build.
@@ -174,11 +203,11 @@ func (c *LocalityConfig) Build() (*Locality, error) {
 			return fmt.Errorf("%s: network %s is mapped twice (%s and %s)", opt, p, prev, what)
 		}
 		seen[p] = what
-		where.Scope = uint8(p.Bits())
-		tables := &l.v6
+		tables, nets := &l.v6, &l.nets6
 		if p.Addr().Is4() {
-			tables = &l.v4
+			tables, nets = &l.v4, &l.nets4
 		}
+		*nets = append(*nets, mapped{key: key(p.Addr(), p.Bits()), bits: p.Bits()})
 		i := slices.IndexFunc(*tables, func(t byLength) bool { return t.bits == p.Bits() })
 		if i < 0 {
 			*tables = append(*tables, byLength{bits: p.Bits(), where: map[[2]uint64]Client{}})

@@ -63,9 +63,6 @@ func HasPolicy(owners []Owner) bool {
 type Client struct {
 	Owner  string // the owner id of the client's own cluster; "" when none
 	Region string // the client's region; "" when none
-	// Scope is the prefix length of the network that placed the client (0: none did), for the
-	// scope of an EDNS Client Subnet answer (RFC 7871 7.2.1).
-	Scope uint8
 }
 
 // Rule is what decided an answer.
