@@ -177,23 +177,25 @@ func (w *Watcher) reportDiscovery(ctx context.Context, failed error) {
 	})
 }
 
+// kindServed is what discovery found of a kind: the version served, "" for none. known
+// tells it from the zero state, a kind not discovered yet, whose first result is news.
+type kindServed struct {
+	version string
+	known   bool
+}
+
 // reportServed logs and reports a kind's discovery result when it differs from the last one.
 func (w *Watcher) reportServed(gk gatewayKind, version string) {
-	w.mu.Lock()
-	prev, seen := w.served[gk.kind]
-	w.served[gk.kind] = version
-	w.mu.Unlock()
-	if seen && prev == version {
-		return
-	}
-	switch {
-	case version == "":
-		log.Infof("%s is not served by the API server (no CRD %s.%s): skipped; looking again every %s",
-			gk.kind, gk.resource, gk.groupName(), w.interval)
-	case seen:
-		log.Infof("%s is now served (%s/%s): watching it", gk.kind, gk.groupName(), version)
-	}
-	w.observer.KindServed(gk.kind, version, version != "")
+	w.served.Set(gk.kind, kindServed{version: version, known: true}, func(prev kindServed) {
+		switch {
+		case version == "":
+			log.Infof("%s is not served by the API server (no CRD %s.%s): skipped; looking again every %s",
+				gk.kind, gk.resource, gk.groupName(), w.interval)
+		case prev.known:
+			log.Infof("%s is now served (%s/%s): watching it", gk.kind, gk.groupName(), version)
+		}
+		w.observer.KindServed(gk.kind, version, version != "")
+	})
 }
 
 // DiscoveredKinds returns the kinds whose KindServed a Watcher with these options reports: the

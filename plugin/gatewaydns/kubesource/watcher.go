@@ -156,8 +156,8 @@ type Watcher struct {
 	recorder    record.EventRecorder
 
 	mu     sync.RWMutex
-	kinds  map[string]*kindInformer // started informers by kind
-	served map[string]string        // Gateway API kind -> version served ("" not served), as last reported
+	kinds  map[string]*kindInformer            // started informers by kind
+	served statelog.States[string, kindServed] // by Gateway API kind, as last reported
 
 	lifecycle  sync.Mutex // guards started and cancel
 	started    bool
@@ -223,7 +223,7 @@ func NewForClients(kube kubernetes.Interface, gw gwclient.Interface, opts Option
 	w := &Watcher{
 		opts: opts, cfg: opts.Config, observer: opts.Observer, interval: opts.DiscoveryInterval,
 		kube: kube, gw: gw, slim: newSlimmer(&opts.Config), desired: source.NewDesired(),
-		kinds: map[string]*kindInformer{}, served: map[string]string{},
+		kinds:   map[string]*kindInformer{},
 		syncedC: make(chan struct{}), discovered: make(chan struct{}), done: make(chan struct{}),
 		health:    newAPIHealth(),
 		reported:  map[dnsrecord.ObjectRef]tracked{},
