@@ -49,7 +49,7 @@ func TestSteeringOptions(t *testing.T) {
 		{"gatewaydns {\n endpoint http://e:2379\n healthcheck-timeout 2s\n}", `Testfile:3 - Error during parsing: healthcheck-timeout 2s is longer than healthcheck-interval 500ms`},
 		{"gatewaydns {\n locality-cluster eu1\n}", "Testfile:2 - Error during parsing: locality-cluster needs a name"},
 		{"gatewaydns {\n locality-cluster eu1 10.0.0.0/8\n locality-cluster us1 10.0.0.0/8\n}", "Testfile:3 - Error during parsing: locality-cluster: network 10.0.0.0/8 is mapped twice"},
-		{"gatewaydns {\n steering-metrics\n}", "Testfile:2 - Error during parsing: steering-metrics: want the names"},
+		{"gatewaydns {\n steering-metrics\n}", "Testfile:2 - Error during parsing: steering-metrics needs at least one argument"},
 		{"gatewaydns {\n steering-metrics *.example.org\n}", `Testfile:2 - Error during parsing: steering-metrics: "*.example.org" is not a name`},
 		{"gatewaydns {\n steering-metrics app.example.org\n steering-metrics shop.example.com\n}", "Testfile:3 - Error during parsing: steering-metrics: shop.example.com. is in none of the zones"},
 	} {

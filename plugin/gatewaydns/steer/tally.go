@@ -1,6 +1,16 @@
 package steer
 
-import "sync"
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/miekg/dns"
+
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
+	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+)
 
 // Tally counts the answers of steered names by owner, for the names of an allow-list alone
 // (shared/spec/steering.md: answers by name and owner, of bounded cardinality): a landscape of
@@ -58,4 +68,38 @@ func (t *Tally) Count(nameKey string, owners []Owner, chosen []int) {
 		}
 		c.(Counter).Inc()
 	}
+}
+
+// TallyConfig is what the steering-metrics option says, to be built with Build.
+type TallyConfig struct {
+	names []string // fully qualified, lower case
+}
+
+// TallyOptions is the option of a stanza that lists the names whose answers are counted by
+// owner:
+//
+//	steering-metrics <name>...
+var TallyOptions = option.Table[*TallyConfig]{
+	"steering-metrics": option.Words(func(c *TallyConfig, vs []string) error {
+		for _, v := range vs {
+			if _, ok := dns.IsDomainName(v); !ok || strings.Contains(v, "*") {
+				return fmt.Errorf("steering-metrics: %q is not a name", v)
+			}
+			c.names = append(c.names, strings.ToLower(dns.Fqdn(v)))
+		}
+		return nil
+	}),
+}
+
+// Build is the Tally of the names listed, each in one of zones, whose records are under
+// prefix; nil when none is listed.
+func (c *TallyConfig) Build(prefix string, zones []string, counter func(name, owner string) Counter) (*Tally, error) {
+	names := map[string]string{}
+	for _, n := range c.names {
+		if plugin.Zones(zones).Matches(n) == "" {
+			return nil, fmt.Errorf("steering-metrics: %s is in none of the zones %v", n, zones)
+		}
+		names[record.NamePath(prefix, n)] = n
+	}
+	return NewTally(names, counter), nil
 }
