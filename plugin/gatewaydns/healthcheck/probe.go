@@ -3,10 +3,12 @@ package healthcheck
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -40,6 +42,14 @@ const maxBody = 4 << 10
 
 // check runs the check of t, bounded by ctx (which carries the timeout).
 func (p *prober) check(ctx context.Context, t Target) error {
+	if t.Check.Scheme == record.CheckTCP && t.Check.Host == "" {
+		if ip, err := netip.ParseAddr(t.Addr); err == nil {
+			deadline, _ := ctx.Deadline() // the checker's context has one: the check's timeout
+			if ok, err := connectTCP(netip.AddrPortFrom(ip, t.Check.Port), deadline); ok {
+				return err
+			}
+		}
+	}
 	addr := t.Check.Target(t.Addr)
 	if t.Check.Scheme == record.CheckTCP {
 		conn, err := p.dialer.DialContext(ctx, "tcp", addr)
@@ -105,3 +115,6 @@ func (p *prober) close() {
 		tr.CloseIdleConnections()
 	}
 }
+
+// errTimeout is a tcp check that got no answer within its timeout.
+var errTimeout = errors.New("i/o timeout: no answer within the check's timeout")
