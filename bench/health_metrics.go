@@ -89,6 +89,20 @@ type checkWindow struct {
 	serverCPU                             float64  // CPU-seconds the server used
 	busyTicks, allTicks                   int64    // of the server's CPU
 	accepted                              int64    // connections the check endpoint accepted
+	// The server's garbage collections that began within the spans (its gctrace).
+	gcs                int
+	gcClock, gcLongest time.Duration // their wall-clock time, summed; the longest
+}
+
+// gcIn counts the collections of cycles that began within [from, to) of the process start.
+func (w *checkWindow) gcIn(cycles []gcCycle, from, to time.Duration) {
+	for _, c := range cycles {
+		if c.at >= from && c.at < to {
+			w.gcs++
+			w.gcClock += c.clock
+			w.gcLongest = max(w.gcLongest, c.clock)
+		}
+	}
 }
 
 // since is what happened between o and s, an earlier snapshot of the same server.
@@ -130,6 +144,9 @@ func (w *checkWindow) add(o checkWindow) {
 	w.busyTicks += o.busyTicks
 	w.allTicks += o.allTicks
 	w.accepted += o.accepted
+	w.gcs += o.gcs
+	w.gcClock += o.gcClock
+	w.gcLongest = max(w.gcLongest, o.gcLongest)
 	for _, b := range o.delay {
 		if i := slices.IndexFunc(w.delay, func(x bucket) bool { return x.le == b.le }); i >= 0 {
 			w.delay[i].count += b.count
@@ -145,6 +162,9 @@ func (w checkWindow) cpuShare() float64               { return ratio(w.serverCPU
 func (w checkWindow) busy() float64                   { return ratio(float64(w.busyTicks), float64(w.allTicks)) }
 func (w checkWindow) acceptRate() float64             { return ratio(float64(w.accepted), w.seconds) }
 func (w checkWindow) delayQuantile(q float64) float64 { return histogramQuantile(q, w.delay) }
+
+// gcShare is the share of the time a collection was running.
+func (w checkWindow) gcShare() float64 { return ratio(w.gcClock.Seconds(), w.seconds) }
 
 // histogramQuantile is the q-quantile of a histogram's cumulative buckets (ascending le, the
 // last +Inf), as Prometheus's histogram_quantile estimates it: linear within the bucket the

@@ -74,6 +74,17 @@ func TestCheckerWindowIsTheDifferenceOfTwoScrapes(t *testing.T) {
 	}
 }
 
+func TestGCInCountsTheCollectionsThatBeganInTheWindow(t *testing.T) {
+	cycles := []gcCycle{{at: time.Second, clock: 10 * time.Millisecond}, {at: 2 * time.Second, clock: 30 * time.Millisecond},
+		{at: 2500 * time.Millisecond, clock: 20 * time.Millisecond}, {at: 3 * time.Second, clock: 90 * time.Millisecond}}
+	var w checkWindow
+	w.gcIn(cycles, 2*time.Second, 3*time.Second)
+	w.seconds = 1
+	if w.gcs != 2 || w.gcClock != 50*time.Millisecond || w.gcLongest != 30*time.Millisecond || math.Abs(w.gcShare()-0.05) > 1e-9 {
+		t.Errorf("%d collections, %v in all, %v the longest, share %v: want 2, 50ms, 30ms, 0.05", w.gcs, w.gcClock, w.gcLongest, w.gcShare())
+	}
+}
+
 func TestParseCheckerWithoutTheHistogramSaysSo(t *testing.T) {
 	if _, err := parseChecker("# TYPE up gauge\nup 1\n"); err == nil || !strings.Contains(err.Error(), "delay_seconds") {
 		t.Errorf("err = %v, want one naming the delay histogram", err)

@@ -135,11 +135,14 @@ func (h *harness) healthRound(hr *hResults, r int, ep *checkEndpoint, input, per
 	if err != nil {
 		return err
 	}
+	alone, err := between(srv, s0, s1)
+	if err != nil {
+		return err
+	}
 	res, busy, err := h.healthRun(srv, ep, input, perfLog, lp)
 	if err != nil {
 		return err
 	}
-	alone := s1.since(s0)
 	hr.alone.add(alone)
 	hr.busy.add(busy)
 	hr.onRounds = append(hr.onRounds, hr.on.add(res, lp.Timeout))
@@ -149,7 +152,7 @@ func (h *harness) healthRound(hr *hResults, r int, ep *checkEndpoint, input, per
 }
 
 // healthRun warms srv up at the latency run's rate for 2 s, then runs it: its result, and what
-// srv's checker did during the run.
+// srv's checker and its garbage collector did during the run.
 func (h *harness) healthRun(srv *coreDNS, ep *checkEndpoint, input, perfLog string, lp dnsperf.Options) (dnsperf.Result, checkWindow, error) {
 	warm := lp
 	warm.Verbose, warm.Duration = false, min(2*time.Second, lp.Duration)
@@ -165,15 +168,30 @@ func (h *harness) healthRun(srv *coreDNS, ep *checkEndpoint, input, perfLog stri
 		return res, checkWindow{}, srv.failure(err)
 	}
 	after, err := h.checkerSnapshot(srv, ep)
-	return res, after.since(before), err
+	if err != nil {
+		return res, checkWindow{}, err
+	}
+	w, err := between(srv, before, after)
+	return res, w, err
 }
 
-// startHealthServer starts a server of phase H's records, with the prometheus plugin, pinned
-// to the server's CPU, with one more stanza option (or none), and checks that it answers the
-// first name's two owners.
+// between is what srv did from one snapshot to the next, its garbage collections included.
+func between(srv *coreDNS, before, after checkerSnapshot) (checkWindow, error) {
+	w := after.since(before)
+	cycles, err := gcCycles(srv.Log)
+	if err != nil {
+		return w, err
+	}
+	w.gcIn(cycles, before.at.Sub(srv.started), after.at.Sub(srv.started))
+	return w, nil
+}
+
+// startHealthServer starts a server of phase H's records, with the prometheus plugin and a
+// gctrace, pinned to the server's CPU, with one more stanza option (or none), and checks that
+// it answers the first name's two owners.
 func (h *harness) startHealthServer(name, option string) (*coreDNS, error) {
 	body := fmt.Sprintf("gatewaydns {\n    endpoint %s\n    path %s\n    %s\n}", h.etcd.ClientURL, healthPath, option)
-	srv, _, err := h.start(serverSpec{name: name, body: body, cpu: h.serverCPU, metrics: true, pprof: h.opt.profile}, 60*time.Second)
+	srv, _, err := h.start(serverSpec{name: name, body: body, cpu: h.serverCPU, metrics: true, pprof: h.opt.profile, env: []string{gcTraceEnv}}, 60*time.Second)
 	if err != nil {
 		return nil, err
 	}

@@ -84,18 +84,28 @@ func renderHealth(p func(string, ...any), hr *hResults) {
 	p("stops. Latency runs: `%s`, the rate %.0f%% of what the server without checks answers at", perfString(hr.perf), 100*hr.latFraction)
 	p("saturation (%.0f qps). The checker's figures are deltas of its metrics over each window, summed", hr.baseQPS)
 	p("over the rounds; the delay p99 is estimated from the histogram's buckets as histogram_quantile does.")
+	p("Both servers log a gctrace: the collections that began within a window, the share of its time one")
+	p("was running (by the wall clock: pauses and concurrent mark) and the longest.")
 	p("")
-	p("| server, window | seconds | checks/s (due: %.0f) | failed | skipped | inconclusive | start delay p50 / p99 | up at the end (fewest) | server CPU-s/s | server's CPU busy | endpoint accepts/s |", hr.dueRate())
-	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p("| server, window | seconds | checks/s (due: %.0f) | failed | skipped | inconclusive | start delay p50 / p99 | up at the end (fewest) | server CPU-s/s | server's CPU busy | endpoint accepts/s | GCs/s | in GC | longest GC |", hr.dueRate())
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, r := range []struct {
 		name string
 		w    checkWindow
 	}{{"checking, alone", hr.alone}, {fmt.Sprintf("checking, answering %d qps", hr.rate), hr.busy}, {fmt.Sprintf("without checks, answering %d qps", hr.rate), hr.base}} {
 		w := r.w
-		p("| %s | %.1f | %.0f | %.0f | %.0f | %.0f | %s / %s | %.0f | %.2f | %.0f%% | %.0f |", r.name, w.seconds, w.rate(), w.failed, w.skipped, w.inconclusive,
-			ms(w.delayQuantile(0.5)), ms(w.delayQuantile(0.99)), w.upMin, w.cpuShare(), 100*w.busy(), w.acceptRate())
+		p("| %s | %.1f | %.0f | %.0f | %.0f | %.0f | %s / %s | %.0f | %.2f | %.0f%% | %.0f | %.1f | %.0f%% | %s |", r.name, w.seconds, w.rate(), w.failed, w.skipped, w.inconclusive,
+			ms(w.delayQuantile(0.5)), ms(w.delayQuantile(0.99)), w.upMin, w.cpuShare(), 100*w.busy(), w.acceptRate(),
+			ratio(float64(w.gcs), w.seconds), 100*w.gcShare(), ms(w.gcLongest.Seconds()))
 	}
 	p("")
+	if a := hr.alone; a.checks > 0 {
+		p("Alone, the checking server used %.2f CPU-seconds a second (%.0f µs a check) and its CPU was %.0f%% busy,", a.cpuShare(), 1e6*a.serverCPU/a.checks, 100*a.busy())
+		p("which leaves %.0f%% of it for questions: what they ask beyond that waits, and checks start late", 100*max(1-a.busy(), 0))
+		p("with them. On loopback the endpoint's side of each connection is received on the sender's CPU,")
+		p("the server's: against endpoints on other machines a check costs the server less.")
+		p("")
+	}
 	p("| condition | p50 | p99 | p99 by round | lost / sent |")
 	p("|---|---:|---:|---|---:|")
 	for _, r := range []struct {

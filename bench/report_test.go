@@ -68,7 +68,8 @@ func sampleResults() *results {
 // 500ms) with a p99 1.1x that without checks.
 func sampleHealth() *hResults {
 	delay := []bucket{{0.004, 99000}, {0.008, 100000}, {math.Inf(1), 100000}}
-	w := checkWindow{seconds: 5, checks: 100000, delay: delay, upMin: 10000, serverCPU: 4.5, busyTicks: 95, allTicks: 100, accepted: 100000}
+	w := checkWindow{seconds: 5, checks: 100000, delay: delay, upMin: 10000, serverCPU: 4.5, busyTicks: 95, allTicks: 100, accepted: 100000,
+		gcs: 8, gcClock: 250 * time.Millisecond, gcLongest: 35 * time.Millisecond}
 	return &hResults{addrs: 10000, names: 5000, interval: 500 * time.Millisecond, port: 40000, rounds: 3, rate: 5000, baseQPS: 200000, latFraction: 0.5,
 		off: sample{sent: 75000}, on: sample{sent: 75000},
 		offLat: latencyStats{n: 75000, p50: 0.0004, p99: 0.002}, onLat: latencyStats{n: 75000, p50: 0.0005, p99: 0.0022},
@@ -301,7 +302,7 @@ func TestRenderReport(t *testing.T) {
 			"peak 400 MiB, 89% of the limit",
 			"an AXFR client (a child of the harness at\nnice 10)",
 			"## H: health checks of 10000 addresses beside the query path",
-			"| checking, answering 5000 qps | 5.0 | 20000 | 0 | 0 | 0 | 2.0 ms / 4.0 ms | 10000 | 0.90 | 95% | 20000 |",
+			"| checking, answering 5000 qps | 5.0 | 20000 | 0 | 0 | 0 | 2.0 ms / 4.0 ms | 10000 | 0.90 | 95% | 20000 | 1.6 | 5% | 35.0 ms |",
 			"| 10000 addresses checked | 0.500 ms | 2.2 ms | 2.2 ms, 2.1 ms, 2.3 ms | 0 / 75000 |",
 			"| 1.10 x (2.2 ms vs 2.0 ms at 5000 qps; lost 0 vs 0) |",
 		}, nil},
