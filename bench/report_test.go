@@ -71,7 +71,8 @@ func sampleHealth() *hResults {
 	w := checkWindow{seconds: 5, checks: 100000, delay: delay, upMin: 10000, serverCPU: 4.5, busyTicks: 95, allTicks: 100, accepted: 100000,
 		gcs: 8, gcClock: 250 * time.Millisecond, gcLongest: 35 * time.Millisecond}
 	return &hResults{addrs: 10000, names: 5000, interval: 500 * time.Millisecond, port: 40000, rounds: 3, rate: 5000, baseQPS: 200000, latFraction: 0.5,
-		off: sample{sent: 75000}, on: sample{sent: 75000},
+		perf: dnsperf.Options{Duration: 5 * time.Second, MaxQPS: 5000},
+		off:  sample{sent: 75000}, on: sample{sent: 75000},
 		offLat: latencyStats{n: 75000, p50: 0.0004, p99: 0.002}, onLat: latencyStats{n: 75000, p50: 0.0005, p99: 0.0022},
 		offRounds: []latencyStats{{p99: 0.0019}, {p99: 0.002}, {p99: 0.0021}}, onRounds: []latencyStats{{p99: 0.0022}, {p99: 0.0021}, {p99: 0.0023}},
 		alone: w, busy: w, base: checkWindow{seconds: 5, delay: []bucket{{0.004, 0}, {math.Inf(1), 0}}, upMin: 0, serverCPU: 0.1, busyTicks: 10, allTicks: 100}}
@@ -236,6 +237,11 @@ func TestTargets(t *testing.T) {
 			r.h.onLat.p99 = 0.0025
 			return r
 		}(), with(full, 23, "missed")},
+		{"the server behind the rate with checks", func() *results {
+			r := sampleResults()
+			r.h.on.sent = 70000
+			return r
+		}(), with(full, 23, "missed (the server took 4667 of the 5000 questions/s asked with checks running)")},
 		{"queries lost without checks", func() *results {
 			r := sampleResults()
 			r.h.off.lost = 1000
@@ -303,7 +309,7 @@ func TestRenderReport(t *testing.T) {
 			"an AXFR client (a child of the harness at\nnice 10)",
 			"## H: health checks of 10000 addresses beside the query path",
 			"| checking, answering 5000 qps | 5.0 | 20000 | 0 | 0 | 0 | 2.0 ms / 4.0 ms | 10000 | 0.90 | 95% | 20000 | 1.6 | 5% | 35.0 ms |",
-			"| 10000 addresses checked | 0.500 ms | 2.2 ms | 2.2 ms, 2.1 ms, 2.3 ms | 0 / 75000 |",
+			"| 10000 addresses checked | 0.500 ms | 2.2 ms | 2.2 ms, 2.1 ms, 2.3 ms | 0 / 75000 | 5000 |",
 			"| 1.10 x (2.2 ms vs 2.0 ms at 5000 qps; lost 0 vs 0) |",
 		}, nil},
 		{"only W", &results{date: "d", w: &wResults{routes: 10, published: time.Second}}, []string{"## W: writer from cold", "not measured"},
