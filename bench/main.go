@@ -98,7 +98,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.latFraction, "latency-load", 0.5, "phases Q, C, X and H: latency runs send this fraction of the slowest backend's throughput")
 	fs.BoolVar(&o.pin, "pin", true, "pin servers and etcd to CPU 0 and dnsperf to CPU 1 (taskset), on a machine with 2 or more CPUs")
 	fs.BoolVar(&o.externalDNS, "external-dns", true, "phase P: build (once, into bin/) and measure external-dns v0.21.0")
-	fs.BoolVar(&o.profile, "profile", false, "Q, S and T: a CPU profile of each server during its first throughput run; S: a heap profile of each server after its last; C and X: a CPU profile during the first latency run with changes or transfers; W: a CPU profile of the writer from its start and a heap profile once it published (pprof plugin), into .cache/bench/run/")
+	fs.BoolVar(&o.profile, "profile", false, "Q, S and T: a CPU profile of each server during its first throughput run; H: of each server during its first latency run; S: a heap profile of each server after its last; C and X: a CPU profile during the first latency run with changes or transfers; W: a CPU profile of the writer from its start and a heap profile once it published (pprof plugin), into .cache/bench/run/")
 	fs.IntVar(&o.axfrNice, "axfr-nice", 10, "phase X: the nice value of the AXFR client, which shares a CPU with dnsperf (see axfr_client.go)")
 	fs.StringVar(&o.out, "out", "bench/results", "directory of the report and chart")
 	fs.IntVar(&o.anames, "anames", 100000, "phase A: records in the zone that every server answers")

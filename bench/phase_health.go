@@ -96,7 +96,7 @@ func (h *harness) phaseH() error {
 	hr.baseQPS, hr.rate, hr.perf = qps, lp.MaxQPS, lp
 	logf("H: %d addresses of %d names on 0.0.0.0:%d; without checks %.0f qps, latency runs at %d qps", hr.addrs, names, ep.port, qps, hr.rate)
 	without := func(r int) error {
-		res, w, err := h.healthRun(base, ep, input, perfLog, lp)
+		res, w, err := h.healthRun(base, ep, input, perfLog, lp, r == 0)
 		if err != nil {
 			return err
 		}
@@ -139,7 +139,7 @@ func (h *harness) healthRound(hr *hResults, r int, ep *checkEndpoint, input, per
 	if err != nil {
 		return err
 	}
-	res, busy, err := h.healthRun(srv, ep, input, perfLog, lp)
+	res, busy, err := h.healthRun(srv, ep, input, perfLog, lp, r == 0)
 	if err != nil {
 		return err
 	}
@@ -152,8 +152,9 @@ func (h *harness) healthRound(hr *hResults, r int, ep *checkEndpoint, input, per
 }
 
 // healthRun warms srv up at the latency run's rate for 2 s, then runs it: its result, and what
-// srv's checker and its garbage collector did during the run.
-func (h *harness) healthRun(srv *coreDNS, ep *checkEndpoint, input, perfLog string, lp dnsperf.Options) (dnsperf.Result, checkWindow, error) {
+// srv's checker and its garbage collector did during the run. With -profile and profile, a CPU
+// profile of srv over the run.
+func (h *harness) healthRun(srv *coreDNS, ep *checkEndpoint, input, perfLog string, lp dnsperf.Options, profile bool) (dnsperf.Result, checkWindow, error) {
 	warm := lp
 	warm.Verbose, warm.Duration = false, min(2*time.Second, lp.Duration)
 	if _, err := runDnsperf(warm, srv.DNS, input, perfLog); err != nil {
@@ -163,9 +164,13 @@ func (h *harness) healthRun(srv *coreDNS, ep *checkEndpoint, input, perfLog stri
 	if err != nil {
 		return dnsperf.Result{}, checkWindow{}, err
 	}
+	profiled := h.profileRun(srv, lp.Duration, "latency", profile)
 	res, err := runDnsperf(lp, srv.DNS, input, perfLog)
 	if err != nil {
 		return res, checkWindow{}, srv.failure(err)
+	}
+	if err := profiled(); err != nil {
+		return res, checkWindow{}, err
 	}
 	after, err := h.checkerSnapshot(srv, ep)
 	if err != nil {
