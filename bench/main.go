@@ -117,6 +117,9 @@ func parseFlags(args []string) (options, error) {
 	if o.inames, err = counts("-inames", *inames); err != nil {
 		return o, err
 	}
+	if o.haddrs < 2 || o.haddrs > 2*maxHealthNames {
+		return o, fmt.Errorf("-haddrs: %d is not between 2 and %d (two addresses a name, 127.1-2.x.y)", o.haddrs, 2*maxHealthNames)
+	}
 	for _, p := range strings.Split(o.phases, ",") {
 		if !slices.Contains(allPhases, strings.TrimSpace(p)) {
 			return o, fmt.Errorf("-phases: unknown phase %q (%s)", p, strings.Join(allPhases, ", "))

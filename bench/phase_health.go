@@ -259,8 +259,11 @@ func healthRecords(names, port int) []kv {
 	return out
 }
 
-// healthAddr is the address of owner o (0 or 1) of name i: 127.1.x.y for eu1, 127.2.x.y for
-// us1, no octet 0 or 255; 63,500 names at most.
+// maxHealthNames is how many names healthAddr has addresses for.
+const maxHealthNames = 254 * 250
+
+// healthAddr is the address of owner o (0 or 1) of name i < maxHealthNames: 127.1.x.y for eu1,
+// 127.2.x.y for us1, no octet 0 or 255.
 func healthAddr(o, i int) string {
 	return fmt.Sprintf("127.%d.%d.%d", 1+o, i/250, 1+i%250)
 }

@@ -390,6 +390,9 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-phases", "Q,Y"}, true, nil},
 		{[]string{"-phases", "I", "-inames", "1000000,20000"}, false, []int{1000, 10000, 100000, 1000000}},
 		{[]string{"-inames", "1M"}, true, nil},
+		{[]string{"-phases", "H", "-haddrs", "127000"}, false, []int{1000, 10000, 100000, 1000000}},
+		{[]string{"-phases", "H", "-haddrs", "127001"}, true, nil},
+		{[]string{"-haddrs", "1"}, true, nil},
 	}
 	for _, tt := range tests {
 		o, err := parseFlags(tt.args)
