@@ -67,16 +67,8 @@ func (h *harness) phaseH() error {
 	if err := ep.reaches(healthAddr(0, 0), healthAddr(1, names-1)); err != nil {
 		return err
 	}
-	ctx, cancel := h.ctx()
-	defer cancel()
-	if err := clearPrefix(ctx, h.cli, healthPath+"/"); err != nil {
-		return err
-	}
-	if err := loadRecords(ctx, h.cli, healthRecords(names, ep.port), 8); err != nil {
-		return err
-	}
-	input := filepath.Join(h.runDir, "queries-health.txt")
-	if err := os.WriteFile(input, []byte(steeringQueries(names)), 0o644); err != nil {
+	input, err := h.healthRecords(names, ep.port)
+	if err != nil {
 		return err
 	}
 	hr := &hResults{addrs: 2 * names, names: names, interval: healthcheck.DefaultInterval, port: ep.port,
@@ -242,9 +234,24 @@ func (h *harness) checkerSnapshot(srv *coreDNS, ep *checkEndpoint) (checkerSnaps
 	return s, err
 }
 
-// healthRecords are names (the names of phase T's questions) of two owners, eu1 and us1, with
+// healthRecords writes phase H's records into etcd, in place of any, and the questions of
+// their names into the run directory: the file's path.
+func (h *harness) healthRecords(names, port int) (input string, err error) {
+	ctx, cancel := h.ctx()
+	defer cancel()
+	if err := clearPrefix(ctx, h.cli, healthPath+"/"); err != nil {
+		return "", err
+	}
+	if err := loadRecords(ctx, h.cli, healthRecordSet(names, port), 8); err != nil {
+		return "", err
+	}
+	input = filepath.Join(h.runDir, "queries-health.txt")
+	return input, os.WriteFile(input, []byte(steeringQueries(names)), 0o644)
+}
+
+// healthRecordSet is names (the names of phase T's questions) of two owners, eu1 and us1, with
 // one address each, every owner declaring a tcp check of port.
-func healthRecords(names, port int) []kv {
+func healthRecordSet(names, port int) []kv {
 	prefix := strings.TrimPrefix(healthPath, "/")
 	steering := fmt.Sprintf(`{"healthCheck":"tcp://:%d"}`, port)
 	out := make([]kv, 0, 2*names)
