@@ -88,6 +88,11 @@ func chartPanels(r *results) []panel {
 		}
 		ps = append(ps, p)
 	}
+	if hr := r.h; hr != nil {
+		if p, ok := healthPanel(hr); ok {
+			ps = append(ps, p)
+		}
+	}
 	return ps
 }
 

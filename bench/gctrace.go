@@ -13,11 +13,13 @@ import (
 // from which gcCycles reads its heap.
 const gcTraceEnv = "GODEBUG=gctrace=1"
 
-// gcCycle is one garbage collection as gctrace logs it ("gc 12 @3.4s 2%: ... 110->115->60 MB,
-// ..."): when it ran (from the process start), the heap when it began and ended, and the live
-// heap it left. gctrace's "MB" are MiB (bytes >> 20).
+// gcCycle is one garbage collection as gctrace logs it ("gc 12 @3.4s 2%: 0.1+27+0.01 ms clock,
+// ... 110->115->60 MB, ..."): when it ran (from the process start), how long it took by the wall
+// clock (its two pauses and the concurrent mark between them, during which the collector takes
+// a share of the CPU and goroutines that allocate help it), the heap when it began and ended,
+// and the live heap it left. gctrace's "MB" are MiB (bytes >> 20).
 type gcCycle struct {
-	at                 time.Duration
+	at, clock          time.Duration
 	start, end, marked int64 // bytes
 }
 
@@ -55,6 +57,7 @@ func parseGCLine(l string) (gcCycle, bool) {
 	if err != nil {
 		return gcCycle{}, false
 	}
+	clock := gcClock(fields)
 	for i, field := range fields {
 		parts := strings.Split(field, "->")
 		if len(parts) != 3 || i+1 >= len(fields) || !strings.HasPrefix(fields[i+1], "MB") {
@@ -66,9 +69,29 @@ func parseGCLine(l string) (gcCycle, bool) {
 				return gcCycle{}, false
 			}
 		}
-		return gcCycle{at: at, start: mbs[0] << 20, end: mbs[1] << 20, marked: mbs[2] << 20}, true
+		return gcCycle{at: at, clock: clock, start: mbs[0] << 20, end: mbs[1] << 20, marked: mbs[2] << 20}, true
 	}
 	return gcCycle{}, false
+}
+
+// gcClock adds up the phases of the "a+b+c ms clock" field of a gctrace line's fields; 0 when
+// it has none.
+func gcClock(fields []string) time.Duration {
+	for i := 1; i+2 < len(fields); i++ {
+		if fields[i+1] != "ms" || fields[i+2] != "clock," {
+			continue
+		}
+		var ms float64
+		for _, p := range strings.Split(fields[i], "+") {
+			v, err := strconv.ParseFloat(p, 64)
+			if err != nil {
+				return 0
+			}
+			ms += v
+		}
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	return 0
 }
 
 // liveHeaps is the largest live heap a collection left, and the last one: the heap the process

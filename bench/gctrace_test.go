@@ -37,9 +37,11 @@ func TestParseGCLineReadsTheTimeAndTheThreeHeaps(t *testing.T) {
 		ok   bool
 	}{
 		{"gc 10 @7.548s 9%: 0.1+300+0.02 ms clock, 0.2+12/200/0+0.04 ms cpu, 528->532->238 MB, 532 MB goal, 0 MB stacks, 0 MB globals, 2 P",
-			gcCycle{at: 7548 * time.Millisecond, start: 528 << 20, end: 532 << 20, marked: 238 << 20}, true},
-		{"gc 11 @8.2s 9%: 0.1+300+0.02 ms clock, 0.2+12/200/0+0.04 ms cpu, 470->484->223 MB, 478 MB goal, 2 P (forced)",
-			gcCycle{at: 8200 * time.Millisecond, start: 470 << 20, end: 484 << 20, marked: 223 << 20}, true},
+			gcCycle{at: 7548 * time.Millisecond, clock: 300120 * time.Microsecond, start: 528 << 20, end: 532 << 20, marked: 238 << 20}, true},
+		{"gc 11 @8.2s 9%: 0.25+30+0.5 ms clock, 0.2+12/200/0+0.04 ms cpu, 470->484->223 MB, 478 MB goal, 2 P (forced)",
+			gcCycle{at: 8200 * time.Millisecond, clock: 30750 * time.Microsecond, start: 470 << 20, end: 484 << 20, marked: 223 << 20}, true},
+		{"gc 12 @9s 9%: 470->484->223 MB, 478 MB goal, 2 P",
+			gcCycle{at: 9 * time.Second, start: 470 << 20, end: 484 << 20, marked: 223 << 20}, true},
 		{`[INFO] plugin/ready: Plugins not ready: "gatewaydns"`, gcCycle{}, false},
 		{"gc 3 @x 1%: no heap figures", gcCycle{}, false},
 		{"gc 4 @1.0s 1%: 0.1 ms clock, 1->2 MB, 4 MB goal", gcCycle{}, false},

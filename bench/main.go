@@ -4,8 +4,9 @@
 // second and the rate the index applies changes (C), propagation from etcd and from a Gateway
 // status update, against external-dns (P), the writer publishing 100k routes from cold (W),
 // query latency while the zone of 100k records is transferred by AXFR, back to back (X), query
-// throughput with a steering policy on every name against none (T), and the
-// size of an IXFR after a change of one record in a zone of 1M names (I). It
+// throughput with a steering policy on every name against none (T), the
+// size of an IXFR after a change of one record in a zone of 1M names (I), and the health
+// checker at 10k checked addresses, its interval and its cost to the query latency (H). It
 // writes bench/results/<date>.md and .svg. `make bench` runs it; see README.md, "Benchmarks".
 package main
 
@@ -66,14 +67,15 @@ type options struct {
 	aServers     string
 	aBaseline    string
 	tnames       int
+	haddrs       int
 }
 
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.StringVar(&o.phases, "phases", strings.Join(allPhases, ","), "phases to run: A (CPU per question against Knot and NSD), Q (queries), S (scale), C (churn), P (propagation), W (writer), X (zone transfers), I (IXFR size), B (a pod that publishes and serves), T (steering policies on every name)")
+	fs.StringVar(&o.phases, "phases", strings.Join(allPhases, ","), "phases to run: A (CPU per question against Knot and NSD), Q (queries), S (scale), C (churn), P (propagation), W (writer), X (zone transfers), I (IXFR size), B (a pod that publishes and serves), T (steering policies on every name), H (health checks of 10k addresses beside the query path)")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each throughput run; latency runs take half")
-	fs.IntVar(&o.rounds, "rounds", 3, "phases Q, S, C and X: rounds over the servers or conditions (interleaved; the median round counts)")
+	fs.IntVar(&o.rounds, "rounds", 3, "phases Q, S, C, X and H: rounds over the servers or conditions (interleaved; the median round counts)")
 	fs.IntVar(&o.qrecords, "qrecords", 10000, "phase Q: records in etcd")
 	scale := fs.String("scale", "1000,10000,100000,1000000", "phase S: record counts")
 	fs.IntVar(&o.changes, "changes", 200, "phase P: changes measured per path")
@@ -93,16 +95,17 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.clients, "c", 8, "dnsperf -c")
 	fs.IntVar(&o.threads, "T", 2, "dnsperf -T")
 	fs.IntVar(&o.outstanding, "q", 200, "dnsperf -q")
-	fs.Float64Var(&o.latFraction, "latency-load", 0.5, "phases Q, C and X: latency runs send this fraction of the slowest backend's throughput")
+	fs.Float64Var(&o.latFraction, "latency-load", 0.5, "phases Q, C, X and H: latency runs send this fraction of the slowest backend's throughput")
 	fs.BoolVar(&o.pin, "pin", true, "pin servers and etcd to CPU 0 and dnsperf to CPU 1 (taskset), on a machine with 2 or more CPUs")
 	fs.BoolVar(&o.externalDNS, "external-dns", true, "phase P: build (once, into bin/) and measure external-dns v0.21.0")
-	fs.BoolVar(&o.profile, "profile", false, "Q, S and T: a CPU profile of each server during its first throughput run; S: a heap profile of each server after its last; C and X: a CPU profile during the first latency run with changes or transfers; W: a CPU profile of the writer from its start and a heap profile once it published (pprof plugin), into .cache/bench/run/")
+	fs.BoolVar(&o.profile, "profile", false, "Q, S and T: a CPU profile of each server during its first throughput run; H: of each server during its first latency run; S: a heap profile of each server after its last; C and X: a CPU profile during the first latency run with changes or transfers; W: a CPU profile of the writer from its start and a heap profile once it published (pprof plugin), into .cache/bench/run/")
 	fs.IntVar(&o.axfrNice, "axfr-nice", 10, "phase X: the nice value of the AXFR client, which shares a CPU with dnsperf (see axfr_client.go)")
 	fs.StringVar(&o.out, "out", "bench/results", "directory of the report and chart")
 	fs.IntVar(&o.anames, "anames", 100000, "phase A: records in the zone that every server answers")
 	fs.IntVar(&o.aLatQPS, "a-latency-qps", 5000, "phase A: the fixed rate of the latency runs")
 	fs.StringVar(&o.aServers, "a-servers", "all", "phase A: the servers to measure (all, or a comma-separated list of knot, nsd, floor, hosts, before-minimal, before-central, minimal, prometheus, log, log-denial, cache, loadbalance, central, overlay, batched, batched-prometheus)")
 	fs.IntVar(&o.tnames, "tnames", 10000, "phase T: names, each of two owners with two addresses, per condition")
+	fs.IntVar(&o.haddrs, "haddrs", 10000, "phase H: health-checked addresses (two owners of a name, one address each), all in 127.0.0.0/8")
 	fs.StringVar(&o.aBaseline, "a-baseline", aBaselineRev, "phase A: the commit whose ./cmd/coredns the before servers run (built once into .cache/bench)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -113,6 +116,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.inames, err = counts("-inames", *inames); err != nil {
 		return o, err
+	}
+	if o.haddrs < 2 || o.haddrs > 2*maxHealthNames {
+		return o, fmt.Errorf("-haddrs: %d is not between 2 and %d (two addresses a name, 127.1-2.x.y)", o.haddrs, 2*maxHealthNames)
 	}
 	for _, p := range strings.Split(o.phases, ",") {
 		if !slices.Contains(allPhases, strings.TrimSpace(p)) {
@@ -140,8 +146,9 @@ func counts(flagName, list string) ([]int, error) {
 // measures: A phase_cpu.go (CPU per question, with its report, servers and statistics),
 // Q phase_queries.go, S phase_scale.go, C phase_churn.go, P phase_propagation.go,
 // W phase_writer.go, X phase_transfers.go (and phase_transfers_secondaries.go), I
-// phase_ixfr.go (and phase_ixfr_restarts.go), B phase_pod.go, T phase_steering.go.
-var allPhases = []string{"A", "Q", "S", "C", "P", "W", "X", "I", "B", "T"}
+// phase_ixfr.go (and phase_ixfr_restarts.go), B phase_pod.go, T phase_steering.go, H phase_health.go (and report_health.go,
+// health_metrics.go).
+var allPhases = []string{"A", "Q", "S", "C", "P", "W", "X", "I", "B", "T", "H"}
 
 func (o options) has(phase string) bool {
 	for _, p := range strings.Split(o.phases, ",") {
@@ -250,7 +257,7 @@ func run(opt options) int {
 	for _, ph := range []struct {
 		name string
 		run  func() error
-	}{{"A", h.phaseA}, {"Q", h.phaseQ}, {"S", h.phaseS}, {"C", h.phaseC}, {"P", h.phaseP}, {"W", h.phaseW}, {"X", h.phaseX}, {"I", h.phaseI}, {"B", h.phaseB}, {"T", h.phaseT}} {
+	}{{"A", h.phaseA}, {"Q", h.phaseQ}, {"S", h.phaseS}, {"C", h.phaseC}, {"P", h.phaseP}, {"W", h.phaseW}, {"X", h.phaseX}, {"I", h.phaseI}, {"B", h.phaseB}, {"T", h.phaseT}, {"H", h.phaseH}} {
 		if !opt.has(ph.name) {
 			continue
 		}
@@ -292,7 +299,7 @@ func (h *harness) setup() error {
 			return fmt.Errorf("%s missing: run `make build test-binaries` (or `make bench`)", b)
 		}
 	}
-	if _, err := exec.LookPath("dnsperf"); err != nil && (h.opt.has("A") || h.opt.has("Q") || h.opt.has("S") || h.opt.has("C") || h.opt.has("X") || h.opt.has("T")) {
+	if _, err := exec.LookPath("dnsperf"); err != nil && (h.opt.has("A") || h.opt.has("Q") || h.opt.has("S") || h.opt.has("C") || h.opt.has("X") || h.opt.has("T") || h.opt.has("H")) {
 		return fmt.Errorf("dnsperf not found: apt-get install dnsperf (`make bench` does)")
 	}
 	if h.opt.has("A") || h.opt.has("X") && h.opt.secondaries {

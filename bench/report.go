@@ -229,6 +229,9 @@ func renderReport(r *results, chart string) string {
 	if t := r.t; t != nil {
 		renderSteering(p, t)
 	}
+	if hr := r.h; hr != nil {
+		renderHealth(p, hr)
+	}
 
 	if b := r.b; b != nil {
 		renderPod(p, b)

@@ -60,7 +60,22 @@ func sampleResults() *results {
 			rss:       []rssSample{{at: time.Second, rss: 100 << 20}, {at: 19 * time.Second, rss: 390 << 20}, {at: 30 * time.Second, rss: 350 << 20}},
 			gc:        []gcCycle{{at: 10 * time.Second, start: 300 << 20, end: 310 << 20, marked: 200 << 20}, {at: 40 * time.Second, start: 310 << 20, end: 312 << 20, marked: 240 << 20}}},
 		t: &tResults{names: 10000, latRate: 50000, rows: []tRow{{name: "no policy", qps: 100000}, {name: "weights 90/10", qps: 95000}, {name: "priorities 0/1", qps: 90000}, {name: "no policy, locality", qps: 85000}}},
+		h: sampleHealth(),
 	}
+}
+
+// sampleHealth is a phase H that holds its interval (20,000 checks/s of 10,000 addresses at
+// 500ms) with a p99 1.1x that without checks.
+func sampleHealth() *hResults {
+	delay := []bucket{{0.004, 99000}, {0.008, 100000}, {math.Inf(1), 100000}}
+	w := checkWindow{seconds: 5, checks: 100000, delay: delay, upMin: 10000, serverCPU: 4.5, busyTicks: 95, allTicks: 100, accepted: 100000,
+		gcs: 8, gcClock: 250 * time.Millisecond, gcLongest: 35 * time.Millisecond}
+	return &hResults{addrs: 10000, names: 5000, interval: 500 * time.Millisecond, port: 40000, rounds: 3, rate: 5000, baseQPS: 200000, latFraction: 0.5,
+		perf: dnsperf.Options{Duration: 5 * time.Second, MaxQPS: 5000},
+		off:  sample{sent: 75000}, on: sample{sent: 75000},
+		offLat: latencyStats{n: 75000, p50: 0.0004, p99: 0.002}, onLat: latencyStats{n: 75000, p50: 0.0005, p99: 0.0022},
+		offRounds: []latencyStats{{p99: 0.0019}, {p99: 0.002}, {p99: 0.0021}}, onRounds: []latencyStats{{p99: 0.0022}, {p99: 0.0021}, {p99: 0.0023}},
+		alone: w, busy: w, base: checkWindow{seconds: 5, delay: []bucket{{0.004, 0}, {math.Inf(1), 0}}, upMin: 0, serverCPU: 0.1, busyTicks: 10, allTicks: 100}}
 }
 
 // with is want with the statuses at some indexes replaced: with(want, i, s, j, t, ...).
@@ -76,8 +91,9 @@ func TestTargets(t *testing.T) {
 	// The statuses of sampleResults, in the order of targets: Q throughput and p99; S at 1M
 	// (ready, memory, throughput) and 100k (throughput every round, memory); P from etcd and
 	// through the writer; C p99 and apply rate; W; X transfer and p99, secondaries' lag and p99;
-	// I at 1M names; B against the shipped limit and the README's table.
-	full := []string{"met", "met", "missed", "met", "missed", "met", "met", "met", "missed", "met", "missed", "met", "met", "missed", "met", "met", "met", "met", "met", "met", "met", "missed"}
+	// I at 1M names; B against the shipped limit and the README's table; T's three
+	// conditions; H's interval and p99.
+	full := []string{"met", "met", "missed", "met", "missed", "met", "met", "met", "missed", "met", "missed", "met", "met", "missed", "met", "met", "met", "met", "met", "met", "met", "missed", "met", "met"}
 	tests := []struct {
 		name string
 		r    *results
@@ -196,6 +212,46 @@ func TestTargets(t *testing.T) {
 			r.b.routes = 2000
 			return r
 		}(), with(full, 17, "not measured (fewer than 100k routes or records)", 18, "not measured (fewer than 100k routes or records)")},
+		{"checks behind their interval", func() *results {
+			r := sampleResults()
+			r.h.busy.checks = 0.96 * 100000
+			return r
+		}(), with(full, 22, "missed")},
+		{"checks starting late", func() *results {
+			r := sampleResults()
+			r.h.busy.delay = []bucket{{0.004, 90000}, {0.008, 95000}, {0.064, 98000}, {0.128, 100000}, {math.Inf(1), 100000}}
+			return r
+		}(), with(full, 22, "missed")},
+		{"checks skipped", func() *results {
+			r := sampleResults()
+			r.h.busy.skipped = 101
+			return r
+		}(), with(full, 22, "missed")},
+		{"an address down", func() *results {
+			r := sampleResults()
+			r.h.busy.upMin = 9999
+			return r
+		}(), with(full, 22, "missed")},
+		{"a p99 above 1.2x without checks", func() *results {
+			r := sampleResults()
+			r.h.onLat.p99 = 0.0025
+			return r
+		}(), with(full, 23, "missed")},
+		{"the server behind the rate with checks", func() *results {
+			r := sampleResults()
+			r.h.on.sent = 70000
+			return r
+		}(), with(full, 23, "missed (the server took 4667 of the 5000 questions/s asked with checks running)")},
+		{"queries lost without checks", func() *results {
+			r := sampleResults()
+			r.h.off.lost = 1000
+			return r
+		}(), with(full, 23, "not measured (queries lost without checks: the machine was overloaded)")},
+		{"fewer addresses", func() *results {
+			r := sampleResults()
+			r.h.addrs = 2000
+			return r
+		}(), with(full, 22, "not measured (fewer than 10k addresses)", 23, "not measured (fewer than 10k addresses)")},
 		{"nothing measured", &results{}, slices.Repeat([]string{"not measured"}, len(full))},
 	}
 	for _, tt := range tests {
@@ -251,6 +307,10 @@ func TestRenderReport(t *testing.T) {
 			"| peak (VmHWM) | | 400 MiB |",
 			"peak 400 MiB, 89% of the limit",
 			"an AXFR client (a child of the harness at\nnice 10)",
+			"## H: health checks of 10000 addresses beside the query path",
+			"| checking, answering 5000 qps | 5.0 | 20000 | 0 | 0 | 0 | 2.0 ms / 4.0 ms | 10000 | 0.90 | 95% | 20000 | 1.6 | 5% | 35.0 ms |",
+			"| 10000 addresses checked | 0.500 ms | 2.2 ms | 2.2 ms, 2.1 ms, 2.3 ms | 0 / 75000 | 5000 |",
+			"| 1.10 x (2.2 ms vs 2.0 ms at 5000 qps; lost 0 vs 0) |",
 		}, nil},
 		{"only W", &results{date: "d", w: &wResults{routes: 10, published: time.Second}}, []string{"## W: writer from cold", "not measured"},
 			[]string{"## Q:", "## S:", "## P:", "## X:"}},
@@ -277,7 +337,7 @@ func TestRenderChart(t *testing.T) {
 		rects int // bars, legend boxes and the background
 		texts []string
 	}{
-		{"full run", sampleResults(), 1 + (3 + 2) + (3 + 2) + (3 + 1) + (3 + 1) + (6 + 3) + (4 + 2), []string{"gatewaydns", "hosts", "1000000 records", "27k", "changes in the zone", "changes outside the zone", "during AXFRs"}},
+		{"full run", sampleResults(), 1 + (3 + 2) + (3 + 2) + (3 + 1) + (3 + 1) + (6 + 3) + (4 + 2) + (4 + 2), []string{"gatewaydns", "hosts", "1000000 records", "27k", "changes in the zone", "changes outside the zone", "during AXFRs", "checks running"}},
 		{"no throughput phase", &results{date: "d"}, 1, []string{"No throughput, churn or transfer phase"}},
 	}
 	for _, tt := range tests {
@@ -330,6 +390,9 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-phases", "Q,Y"}, true, nil},
 		{[]string{"-phases", "I", "-inames", "1000000,20000"}, false, []int{1000, 10000, 100000, 1000000}},
 		{[]string{"-inames", "1M"}, true, nil},
+		{[]string{"-phases", "H", "-haddrs", "127000"}, false, []int{1000, 10000, 100000, 1000000}},
+		{[]string{"-phases", "H", "-haddrs", "127001"}, true, nil},
+		{[]string{"-haddrs", "1"}, true, nil},
 	}
 	for _, tt := range tests {
 		o, err := parseFlags(tt.args)

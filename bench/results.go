@@ -27,6 +27,7 @@ type results struct {
 	i *iResults
 	b *bResults
 	t *tResults
+	h *hResults
 }
 
 // qResults: phase Q, query throughput and latency per backend and mix.

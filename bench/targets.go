@@ -25,7 +25,7 @@ func status(measured bool, ok bool) string {
 // targets checks the run against its goals: issue 17's for scale, churn and the writer, issue 6's
 // for queries and propagation, issue 16's for zone transfers, issue 26's for secondaries under
 // churn and the size of an IXFR, issue 27's for a pod that publishes and serves, issue 36's for
-// names with steering policies.
+// names with steering policies and for the health checker beside the query path.
 func targets(r *results) []target {
 	var out []target
 	gw, hosts := r.q.row(mixBasic.Name, "gatewaydns"), r.q.row(mixBasic.Name, "hosts")
@@ -114,6 +114,7 @@ func targets(r *results) []target {
 	out = append(out, ixfrTargets(r.i)...)
 	out = append(out, podTargets(r.b)...)
 	out = append(out, steeringTargets(r.t)...)
+	out = append(out, healthTargets(r.h)...)
 	if r.a != nil {
 		out = append(out, authTargets(r.a)...)
 	}
