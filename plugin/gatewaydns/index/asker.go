@@ -1,7 +1,7 @@
 package index
 
 import (
-	"hash/maphash"
+	"encoding/binary"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -52,29 +52,36 @@ func (a *Asker) draw() uint64 {
 	if a.W != nil {
 		from = a.W.RemoteAddr()
 	}
-	var q question
+	var ip net.IP
+	var port int
 	switch addr := from.(type) {
 	case *net.UDPAddr:
-		copy(q.ip[:], addr.IP.To16())
-		q.port = uint16(addr.Port) // #nosec G115 -- a port
+		ip, port = addr.IP, addr.Port
 	case *net.TCPAddr:
-		copy(q.ip[:], addr.IP.To16())
-		q.port = uint16(addr.Port) // #nosec G115 -- a port
+		ip, port = addr.IP, addr.Port
 	default:
 		return rand.Uint64()
 	}
-	q.id = id
-	return maphash.Comparable(drawSeed, q)
+	var b [16]byte
+	copy(b[:], ip.To16())
+	x := drawSeed ^ uint64(id)<<16 ^ uint64(port&0xffff) // #nosec G115 -- a port
+	x = mix(x ^ binary.LittleEndian.Uint64(b[:8]))
+	return mix(x ^ binary.LittleEndian.Uint64(b[8:]))
 }
 
-// question is what a question's draw is a hash of.
-type question struct {
-	ip       [16]byte
-	port, id uint16
+// mix is a bijective finalizer of 64 bits (splitmix64's): every bit of its input flips
+// each bit of its output with a probability of about a half, which is what Pick's draw by
+// weight takes from it. maphash.Comparable cost several times as much per question.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // drawSeed keys the draws: another process draws otherwise for the same question.
-var drawSeed = maphash.MakeSeed()
+var drawSeed = rand.Uint64()
 
 // placing reports whether the asker's stanza places clients at all: a name that several owners
 // publish then answers from a choice even without a policy (the client's own cluster first).

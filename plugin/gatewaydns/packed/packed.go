@@ -54,16 +54,29 @@ type Answer struct {
 // Name is the packed replies of one name, by type of question. It never changes: a reply
 // of another type makes a new Name (With).
 type Name struct {
-	owner   *Owner
+	owner *Owner
+	// keys are the keys of the first answers, beside the owner: Find reads the one cache line
+	// of the Name and then the answer it finds, not every answer's before it (a steered name
+	// holds one per choice, a name asked A and AAAA two).
+	keys    [inlineKeys]Key
 	answers []Answer
 }
+
+// inlineKeys is how many answers' keys a Name holds beside its owner: a Name is 64 bytes.
+const inlineKeys = 4
 
 // Find is the reply of o for k, nil when none is packed.
 func (n *Name) Find(o *Owner, k Key) *Answer {
 	if n == nil || n.owner != o {
 		return nil
 	}
-	for i := range n.answers {
+	inline := min(len(n.answers), inlineKeys)
+	for i := range inline {
+		if n.keys[i] == k {
+			return &n.answers[i]
+		}
+	}
+	for i := inline; i < len(n.answers); i++ {
 		if n.answers[i].key == k {
 			return &n.answers[i]
 		}
@@ -83,6 +96,9 @@ func (n *Name) With(o *Owner, a Answer) *Name {
 		}
 	}
 	out.answers = append(out.answers, a)
+	for i := range min(len(out.answers), inlineKeys) {
+		out.keys[i] = out.answers[i].key
+	}
 	return out
 }
 
@@ -92,7 +108,7 @@ func (n *Name) Len() int {
 	for _, a := range n.answers {
 		l += len(a.msg) + 2*len(a.names) + 48
 	}
-	return l + 40
+	return l + 64 // the Name itself
 }
 
 // MaxLen is the largest reply kept packed: larger ones are rare, and are truncated for most
