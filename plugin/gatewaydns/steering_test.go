@@ -116,23 +116,56 @@ func askFrom(t *testing.T, g *GatewayDNS, from, name string) (addrs string, pack
 	t.Helper()
 	req := new(dns.Msg)
 	req.SetQuestion(name, dns.TypeA)
-	w := &bytesOrMsg{ResponseWriter: &test.ResponseWriter{RemoteIP: from}}
-	if _, err := g.ServeDNS(context.Background(), w, req); err != nil {
-		t.Fatal(err)
-	}
-	m := w.msg
-	if m == nil {
-		m = new(dns.Msg)
-		if err := m.Unpack(w.bytes); err != nil {
-			t.Fatal(err)
-		}
-	}
+	m, packed := serve(t, g, &test.ResponseWriter{RemoteIP: from}, req)
 	var out []string
 	for _, rr := range m.Answer {
 		out = append(out, rr.(*dns.A).A.String())
 	}
 	slices.Sort(out)
-	return strings.Join(out, ","), w.msg == nil
+	return strings.Join(out, ","), packed
+}
+
+// serve is the handler's reply to req from the client of rw, and whether it was written as
+// bytes (a packed reply).
+func serve(t *testing.T, g *GatewayDNS, rw *test.ResponseWriter, req *dns.Msg) (reply *dns.Msg, packed bool) {
+	t.Helper()
+	w := &bytesOrMsg{ResponseWriter: rw}
+	if _, err := g.ServeDNS(context.Background(), w, req); err != nil {
+		t.Fatal(err)
+	}
+	if w.msg != nil {
+		return w.msg, false
+	}
+	m := new(dns.Msg)
+	if err := m.Unpack(w.bytes); err != nil {
+		t.Fatal(err)
+	}
+	return m, true
+}
+
+// askBatched is the batched UDP path's reply to req from the client from; ok is false when the
+// path hands it to the server.
+func askBatched(t *testing.T, g *GatewayDNS, req *dns.Msg, from net.Addr) (reply *dns.Msg, ok bool) {
+	t.Helper()
+	wire, err := req.Pack()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q packed.Query
+	var lower [256]byte
+	name, ok := packed.ParseQuery(wire, &q, lower[:0])
+	if !ok {
+		t.Fatal("a plain question not parsed")
+	}
+	out, _, ok := g.packer.AppendBatched(nil, &q, string(name), "example.org.", g.stanza.answering().Index, from, false, func() uint32 { return 0 })
+	if !ok {
+		return nil, false
+	}
+	m := new(dns.Msg)
+	if err := m.Unpack(out); err != nil {
+		t.Fatal(err)
+	}
+	return m, true
 }
 
 // TestSteeredNamesArePackedPerChoice: questions for a steered name from two clients,
@@ -207,26 +240,11 @@ func TestAQuestionHandedOverIsPackedAsTheVariantItDrew(t *testing.T) {
 		steered("app.example.org", "us1", "10.0.2.1", `{"weight":10}`),
 	})
 	g.packer.SetWrites(prepacked.WritesAll)
-	b := g.stanza.answering()
 	from := &net.UDPAddr{IP: net.IPv4(192, 0, 2, 9), Port: 40212} // test.ResponseWriter's port
 	batched := func(req *dns.Msg) (string, bool) {
-		wire, err := req.Pack()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var q packed.Query
-		var lower [256]byte
-		name, ok := packed.ParseQuery(wire, &q, lower[:0])
-		if !ok {
-			t.Fatal("a plain question not parsed")
-		}
-		out, _, ok := g.packer.AppendBatched(nil, &q, string(name), "example.org.", b.Index, from, false, func() uint32 { return 0 })
+		m, ok := askBatched(t, g, req, from)
 		if !ok {
 			return "", false
-		}
-		m := new(dns.Msg)
-		if err := m.Unpack(out); err != nil {
-			t.Fatal(err)
 		}
 		return m.Answer[0].(*dns.A).A.String(), true
 	}
@@ -238,17 +256,7 @@ func TestAQuestionHandedOverIsPackedAsTheVariantItDrew(t *testing.T) {
 		if _, ok := batched(req); ok {
 			continue
 		}
-		w := &bytesOrMsg{ResponseWriter: &test.ResponseWriter{RemoteIP: "192.0.2.9"}}
-		if _, err := g.ServeDNS(context.Background(), w, req); err != nil {
-			t.Fatal(err)
-		}
-		m := w.msg
-		if m == nil {
-			m = new(dns.Msg)
-			if err := m.Unpack(w.bytes); err != nil {
-				t.Fatal(err)
-			}
-		}
+		m, _ := serve(t, g, &test.ResponseWriter{RemoteIP: "192.0.2.9"}, req)
 		served := m.Answer[0].(*dns.A).A.String()
 		handedOver[served]++
 		if id < 2 {
@@ -277,7 +285,6 @@ func TestSteeringMetricsCountEachAnswerByOwner(t *testing.T) {
 		steered("other.example.org", "us1", "10.0.4.1", `{"weight":10}`),
 	})
 	g.packer.SetWrites(prepacked.WritesAll)
-	b := g.stanza.answering()
 	answered := map[string]float64{}
 	const n = 3000
 	for i := range n {
@@ -288,30 +295,13 @@ func TestSteeringMetricsCountEachAnswerByOwner(t *testing.T) {
 		case 0: // UDP, by the handler: packed once its variant is
 			got, _ = askFrom(t, g, "192.0.2.9", "app.example.org.")
 		case 1: // TCP: the usual lookup
-			w := &bytesOrMsg{ResponseWriter: &test.ResponseWriter{TCP: true}}
-			if _, err := g.ServeDNS(context.Background(), w, req); err != nil {
-				t.Fatal(err)
-			}
-			if w.msg == nil {
-				w.msg = new(dns.Msg)
-				if err := w.msg.Unpack(w.bytes); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got = w.msg.Answer[0].(*dns.A).A.String()
+			m, _ := serve(t, g, &test.ResponseWriter{TCP: true}, req)
+			got = m.Answer[0].(*dns.A).A.String()
 		default: // the batched UDP path, the handler answering what it hands over
-			wire, _ := req.Pack()
-			var q packed.Query
-			var lower [256]byte
-			name, _ := packed.ParseQuery(wire, &q, lower[:0])
-			out, _, ok := g.packer.AppendBatched(nil, &q, string(name), "example.org.", b.Index, &net.UDPAddr{IP: net.IPv4(192, 0, 2, 9), Port: 53000}, false, func() uint32 { return 0 })
+			m, ok := askBatched(t, g, req, &net.UDPAddr{IP: net.IPv4(192, 0, 2, 9), Port: 53000})
 			if !ok {
 				got, _ = askFrom(t, g, "192.0.2.9", "app.example.org.")
 				break
-			}
-			m := new(dns.Msg)
-			if err := m.Unpack(out); err != nil {
-				t.Fatal(err)
 			}
 			got = m.Answer[0].(*dns.A).A.String()
 		}
