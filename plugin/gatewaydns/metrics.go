@@ -64,10 +64,6 @@ var (
 		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "steering_fail_open_total",
 		Help: "Times a name started failing open: no owner eligible, every owner's addresses answered.",
 	}, []string{"server", "zones"})
-	steeringAnswers = promauto.NewCounterVec(prometheus.CounterOpts{
-		Namespace: plugin.Namespace, Subsystem: pluginName, Name: "steering_answers_total",
-		Help: "Answers of the steered names of the steering-metrics option, by owner answered (an answer of several owners counts for each).",
-	}, []string{"server", "name", "owner"})
 )
 
 // failOpen is the index's Options.FailOpen for a stanza's zones.
@@ -174,7 +170,7 @@ type seriesOf interface {
 func forgetServeSeries(server, zones string) {
 	labels := prometheus.Labels{"server": server, "zones": zones}
 	for _, vec := range []seriesOf{indexRecords, watchEvents, resyncs, resyncDuration, lastUpdate, etcdErrors,
-		cnameClashes, invalidRecords, etcdReachable, etcdWatchStreams, steeringFailOpen, steeringFailOpenTotal, steeringAnswers} {
+		cnameClashes, invalidRecords, etcdReachable, etcdWatchStreams, steeringFailOpen, steeringFailOpenTotal} {
 		vec.DeletePartialMatch(labels)
 	}
 	batchrun.ForgetSeries(labels)

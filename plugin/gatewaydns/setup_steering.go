@@ -46,9 +46,7 @@ func (s *steering) parse(opt string, args []string, at string) (known bool, err 
 // line of the option it is about, as the parser's errors do. The names counted must be in the
 // stanza's zones, whose records are under prefix; server labels their series.
 func (s *steering) finish(server, prefix string, zones []string) error {
-	tally, err := s.counted.Build(prefix, zones, func(name, owner string) steer.Counter {
-		return steeringAnswers.WithLabelValues(server, name, owner)
-	})
+	tally, err := s.counted.Build(server, prefix, zones)
 	if err != nil {
 		return fmt.Errorf("%s - Error during parsing: %v", s.countedAt, err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/index"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
@@ -277,7 +276,7 @@ func TestAQuestionHandedOverIsPackedAsTheVariantItDrew(t *testing.T) {
 // lookup over TCP, the batched UDP path), in the weights' proportion; a name not listed makes
 // no series.
 func TestSteeringMetricsCountEachAnswerByOwner(t *testing.T) {
-	steeringAnswers.Reset()
+	before := answersCounted(t, "app.example.org.")
 	g := loadedStanza(t, "gatewaydns example.org {\n steering-metrics App.example.org\n}", []record.KV{
 		steered("app.example.org", "eu1", "10.0.1.1", `{"weight":90}`),
 		steered("app.example.org", "us1", "10.0.2.1", `{"weight":10}`),
@@ -308,22 +307,12 @@ func TestSteeringMetricsCountEachAnswerByOwner(t *testing.T) {
 		answered[map[string]string{"10.0.1.1": "eu1", "10.0.2.1": "us1"}[got]]++
 		askFrom(t, g, "192.0.2.9", "other.example.org.")
 	}
-	counted := map[string]float64{}
-	ch := make(chan prometheus.Metric, 16)
-	go func() { steeringAnswers.Collect(ch); close(ch) }()
-	for m := range ch {
-		var pb dto.Metric
-		if err := m.Write(&pb); err != nil {
-			t.Fatal(err)
-		}
-		labels := map[string]string{}
-		for _, l := range pb.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if labels["name"] != "app.example.org." {
-			t.Errorf("a series for a name not listed: %v", labels)
-		}
-		counted[labels["owner"]] += pb.GetCounter().GetValue()
+	counted := answersCounted(t, "app.example.org.")
+	for owner, n := range before {
+		counted[owner] -= n
+	}
+	if n := answersCounted(t, "other.example.org."); len(n) != 0 {
+		t.Errorf("series for a name not listed: %v", n)
 	}
 	if !maps.Equal(counted, answered) {
 		t.Fatalf("counted %v, answered %v", counted, answered)
@@ -331,6 +320,32 @@ func TestSteeringMetricsCountEachAnswerByOwner(t *testing.T) {
 	if eu := answered["eu1"] / n; eu < 0.87 || eu > 0.93 {
 		t.Errorf("eu1 answered %.3f, want 0.90 +- 0.03", eu)
 	}
+}
+
+// answersCounted is coredns_gatewaydns_steering_answers_total of name, by owner, summed over
+// the servers.
+func answersCounted(t *testing.T, name string) map[string]float64 {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "coredns_gatewaydns_steering_answers_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["name"] == name {
+				out[labels["owner"]] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
 }
 
 // bytesOrMsg keeps the reply written, as a message or (packed) as bytes.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/option"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -15,27 +17,31 @@ import (
 // Tally counts the answers of steered names by owner, for the names of an allow-list alone
 // (shared/spec/steering.md: answers by name and owner, of bounded cardinality): a landscape of
 // 10,000 names of two owners each would be 20,000 series on every replica, most saying what
-// the weights already say. A name's counters are made on first use and kept.
+// the weights already say. A name's counters are made on first use and kept. Their series
+// exist only once an owner is answered: the metric is declared here, beside the other series
+// of a configured list (healthcheck's per target), not with those made at start.
 type Tally struct {
-	names   map[string]*tallied // by the name's key (its records' parent key); read-only once made
-	counter func(name, owner string) Counter
+	server string
+	names  map[string]*tallied // by the name's key (its records' parent key); read-only once made
 }
 
-// Counter is what a Tally adds to: a prometheus.Counter.
-type Counter interface{ Inc() }
+var answersByOwner = promauto.NewCounterVec(prometheus.CounterOpts{
+	Namespace: plugin.Namespace, Subsystem: "gatewaydns", Name: "steering_answers_total",
+	Help: "Answers of the steered names of the steering-metrics option, by owner answered (an answer of several owners counts for each).",
+}, []string{"server", "name", "owner"})
 
 type tallied struct {
 	name   string   // as the metric labels it
-	owners sync.Map // owner id -> Counter
+	owners sync.Map // owner id -> prometheus.Counter
 }
 
-// NewTally counts the answers of names (by key -> name) with counter's counters; nil when
+// NewTally counts the answers of names (by key -> name) in the series of server; nil when
 // names is empty, which counts nothing at no cost.
-func NewTally(names map[string]string, counter func(name, owner string) Counter) *Tally {
+func NewTally(server string, names map[string]string) *Tally {
 	if len(names) == 0 {
 		return nil
 	}
-	t := &Tally{names: make(map[string]*tallied, len(names)), counter: counter}
+	t := &Tally{server: server, names: make(map[string]*tallied, len(names))}
 	for key, name := range names {
 		t.names[key] = &tallied{name: name}
 	}
@@ -64,9 +70,9 @@ func (t *Tally) Count(nameKey string, owners []Owner, chosen []int) {
 		id := owners[o].ID
 		c, ok := n.owners.Load(id)
 		if !ok {
-			c, _ = n.owners.LoadOrStore(id, t.counter(n.name, id))
+			c, _ = n.owners.LoadOrStore(id, answersByOwner.WithLabelValues(t.server, n.name, id))
 		}
-		c.(Counter).Inc()
+		c.(prometheus.Counter).Inc()
 	}
 }
 
@@ -91,9 +97,9 @@ var TallyOptions = option.Table[*TallyConfig]{
 	}),
 }
 
-// Build is the Tally of the names listed, each in one of zones, whose records are under
-// prefix; nil when none is listed.
-func (c *TallyConfig) Build(prefix string, zones []string, counter func(name, owner string) Counter) (*Tally, error) {
+// Build is the Tally, in the series of server, of the names listed, each in one of zones,
+// whose records are under prefix; nil when none is listed.
+func (c *TallyConfig) Build(server, prefix string, zones []string) (*Tally, error) {
 	names := map[string]string{}
 	for _, n := range c.names {
 		if plugin.Zones(zones).Matches(n) == "" {
@@ -101,5 +107,5 @@ func (c *TallyConfig) Build(prefix string, zones []string, counter func(name, ow
 		}
 		names[record.NamePath(prefix, n)] = n
 	}
-	return NewTally(names, counter), nil
+	return NewTally(server, names), nil
 }
