@@ -45,21 +45,12 @@ func (a *Asker) draw() uint64 {
 	if a.Drawn {
 		return a.Draw
 	}
-	id, from := a.ID, a.From
+	id := a.ID
 	if a.Req != nil {
 		id = a.Req.Id
 	}
-	if a.W != nil {
-		from = a.W.RemoteAddr()
-	}
-	var ip net.IP
-	var port int
-	switch addr := from.(type) {
-	case *net.UDPAddr:
-		ip, port = addr.IP, addr.Port
-	case *net.TCPAddr:
-		ip, port = addr.IP, addr.Port
-	default:
+	ip, port, ok := ipPort(a.remote())
+	if !ok {
 		return rand.Uint64()
 	}
 	var b [16]byte
@@ -99,26 +90,36 @@ func (a *Asker) client() steer.Client {
 			return a.Locality.Client(addr, bits)
 		}
 	}
-	from := a.From
-	if a.W != nil {
-		from = a.W.RemoteAddr()
-	}
-	addr, ok := addrOf(from)
+	addr, ok := addrOf(a.remote())
 	if !ok {
 		return steer.Client{}
 	}
 	return a.Locality.Client(addr, -1)
 }
 
-// addrOf is the address of a client's net.Addr.
-func addrOf(a net.Addr) (netip.Addr, bool) {
-	var ip net.IP
+// remote is the client's address: the writer's, or From on the batched UDP path.
+func (a *Asker) remote() net.Addr {
+	if a.W != nil {
+		return a.W.RemoteAddr()
+	}
+	return a.From
+}
+
+// ipPort is the IP and port of a UDP or TCP client's address; ok is false for another.
+func ipPort(a net.Addr) (ip net.IP, port int, ok bool) {
 	switch a := a.(type) {
 	case *net.UDPAddr:
-		ip = a.IP
+		return a.IP, a.Port, true
 	case *net.TCPAddr:
-		ip = a.IP
-	default:
+		return a.IP, a.Port, true
+	}
+	return nil, 0, false
+}
+
+// addrOf is the address of a client's net.Addr.
+func addrOf(a net.Addr) (netip.Addr, bool) {
+	ip, _, ok := ipPort(a)
+	if !ok {
 		if a == nil {
 			return netip.Addr{}, false
 		}
