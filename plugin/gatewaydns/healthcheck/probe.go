@@ -44,7 +44,10 @@ const maxBody = 4 << 10
 func (p *prober) check(ctx context.Context, t Target) error {
 	if t.Check.Scheme == record.CheckTCP && t.Check.Host == "" {
 		if ip, err := netip.ParseAddr(t.Addr); err == nil {
-			deadline, _ := ctx.Deadline() // the checker's context has one: the check's timeout
+			deadline, ok := ctx.Deadline() // the checker's has one: the check's timeout
+			if !ok {
+				deadline = time.Now().Add(p.timeout) // never a wait without a bound
+			}
 			if ok, err := connectTCP(netip.AddrPortFrom(ip, t.Check.Port), deadline); ok {
 				return err
 			}
