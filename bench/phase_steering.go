@@ -10,7 +10,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
+	"github.com/gatewaydns/gatewaydns/internal/benchdata"
 )
 
 // tResults: phase T, the query throughput of names with a steering policy on every one against
@@ -53,7 +53,7 @@ func (h *harness) phaseT() error {
 		if err := clearPrefix(ctx, h.cli, c.path+"/"); err != nil {
 			return err
 		}
-		recs = append(recs, steeringRecords(c.path, n, c.eu, c.us)...)
+		recs = append(recs, benchdata.Steered(strings.TrimPrefix(c.path, "/"), n, c.eu, c.us)...)
 	}
 	if err := loadRecords(ctx, h.cli, recs, 8); err != nil {
 		return err
@@ -122,27 +122,6 @@ func (h *harness) measureSteering(t *tResults, servers []*coreDNS, input string)
 		logf("T: %-22s %8.0f qps (median), %.2fx no policy; at %d qps p99 %.3f ms", t.rows[i].name, t.rows[i].qps, t.rows[i].qps/t.rows[0].qps, t.latRate, t.rows[i].lat.p99*1000)
 	}
 	return nil
-}
-
-// steeringRecords are n names under path, each of two owners (eu1, us1) with two addresses,
-// their values carrying the owners' steering objects ("" for none).
-func steeringRecords(path string, n int, eu, us string) []kv {
-	prefix := strings.TrimPrefix(path, "/")
-	out := make([]kv, 0, 4*n)
-	for i := range n {
-		name := fmt.Sprintf("n%d.t.%s", i, strings.TrimSuffix(zone, "."))
-		for o, owner := range []struct{ id, steering string }{{"eu1", eu}, {"us1", us}} {
-			for a := range 2 {
-				host := fmt.Sprintf("10.%d.%d.%d", 100+2*o+a, i/256%256, i%256)
-				v := fmt.Sprintf(`{"host":%q,"owner":%q`, host, owner.id)
-				if owner.steering != "" {
-					v += `,"steering":` + owner.steering
-				}
-				out = append(out, kv{Key: record.Key(prefix, name, owner.id, host), Value: v + "}"})
-			}
-		}
-	}
-	return out
 }
 
 // steeringQueries asks every name's A records, in a shuffled order, 20,000 questions at least.

@@ -172,3 +172,26 @@ func IPv6(i int) string {
 	binary.BigEndian.PutUint32(b[12:], uint32(i+1)) // #nosec G115 -- a data set holds fewer than 2^32 names
 	return netip.AddrFrom16(b).String()
 }
+
+// SteeredName is the name i of Steered's.
+func SteeredName(i int) string { return fmt.Sprintf("n%d.t.%s", i, Zone) }
+
+// Steered is bench phase T's records: n names under prefix, each of two owners (eu1, us1) with
+// two addresses, their values carrying the owners' steering objects ("" for none).
+func Steered(prefix string, n int, eu, us string) []KV {
+	out := make([]KV, 0, 4*n)
+	for i := range n {
+		name := SteeredName(i)
+		for o, owner := range []struct{ id, steering string }{{"eu1", eu}, {"us1", us}} {
+			for a := range 2 {
+				host := fmt.Sprintf("10.%d.%d.%d", 100+2*o+a, i/256%256, i%256)
+				v := fmt.Sprintf(`{"host":%q,"owner":%q`, host, owner.id)
+				if owner.steering != "" {
+					v += `,"steering":` + owner.steering
+				}
+				out = append(out, KV{Key: record.Key(prefix, name, owner.id, host), Value: v + "}"})
+			}
+		}
+	}
+	return out
+}

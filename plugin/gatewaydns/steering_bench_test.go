@@ -12,6 +12,7 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/miekg/dns"
 
+	"github.com/gatewaydns/gatewaydns/internal/benchdata"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/packed"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/prepacked"
 	"github.com/gatewaydns/gatewaydns/plugin/gatewaydns/record"
@@ -78,19 +79,9 @@ func BenchmarkServeDNSSteered(b *testing.B) {
 func BenchmarkBatchedSteered(b *testing.B) {
 	n := benchNames(10000)
 	records := func(eu, us string) []record.KV {
-		out := make([]record.KV, 0, 4*n)
-		for i := range n {
-			name := fmt.Sprintf("n%d.zone.test", i)
-			for o, owner := range []struct{ id, steering string }{{"eu1", eu}, {"us1", us}} {
-				for a := range 2 {
-					host := fmt.Sprintf("10.%d.%d.%d", 100+2*o+a, i/256%256, i%256)
-					v := fmt.Sprintf(`{"host":%q,"owner":%q`, host, owner.id)
-					if owner.steering != "" {
-						v += `,"steering":` + owner.steering
-					}
-					out = append(out, record.KV{Key: record.Key(record.DefaultPrefix, name, owner.id, host), Value: []byte(v + "}")})
-				}
-			}
+		var out []record.KV
+		for _, kv := range benchdata.Steered(record.DefaultPrefix, n, eu, us) {
+			out = append(out, record.KV{Key: kv.Key, Value: []byte(kv.Value)})
 		}
 		return out
 	}
@@ -98,7 +89,7 @@ func BenchmarkBatchedSteered(b *testing.B) {
 	wires := make([][]byte, n)
 	for i, k := range order {
 		req := new(dns.Msg)
-		req.SetQuestion(fmt.Sprintf("n%d.zone.test.", k), dns.TypeA)
+		req.SetQuestion(benchdata.SteeredName(k)+".", dns.TypeA)
 		req.Id = uint16(i) // #nosec G115 -- a question's ID
 		wires[i], _ = req.Pack()
 	}
@@ -109,7 +100,7 @@ func BenchmarkBatchedSteered(b *testing.B) {
 		{"no policy, locality", "\n locality-cluster eu1 10.255.0.0/16\n", "", ""},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			cfg, err := parse(caddy.NewTestController("dns", "gatewaydns zone.test {"+tc.stanza+"}"))
+			cfg, err := parse(caddy.NewTestController("dns", "gatewaydns "+benchdata.Zone+" {"+tc.stanza+"}"))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -127,7 +118,7 @@ func BenchmarkBatchedSteered(b *testing.B) {
 				if !ok {
 					b.Fatal("unparsed")
 				}
-				out, _, ok := g.packer.AppendBatched(dst[:0], &q, string(name), "zone.test.", st.index, from, false, func() uint32 { return 0 })
+				out, _, ok := g.packer.AppendBatched(dst[:0], &q, string(name), benchdata.Zone+".", st.index, from, false, func() uint32 { return 0 })
 				return out, ok
 			}
 			// What the path hands over goes to the handler, which packs it: until every variant
